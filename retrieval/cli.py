@@ -1,0 +1,128 @@
+"""`python -m retrieval`: ingest, lookup and read-only sql over the invocation store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .config import load_settings
+from .errors import LookupLabError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
+
+
+def _settings(config: Optional[Path], **overrides):
+    return load_settings(config_file=config, **overrides)
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
+CorpusOpt = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)")
+
+
+@app.command()
+def ingest(config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOpt,
+           rebuild: bool = typer.Option(False, help="drop the collection first")) -> None:
+    """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
+    from .corpus import load_corpus
+    from .embedding import Embedder
+    from .weaviate_server import connect
+    from .weaviate_store import KnowledgeStore
+
+    try:
+        settings = _settings(config, corpus_dir=corpus)
+        loaded = load_corpus(settings.corpus_dir)
+        for problem in loaded.problems:
+            typer.echo(f"skipped {problem.reason}", err=True)
+        client = connect(settings)
+    except LookupLabError as exc:
+        _fail(exc)
+    try:
+        store = KnowledgeStore(client, settings.collection)
+        if rebuild:
+            store.drop()
+        embedder = Embedder()
+
+        def progress(stage: str, done: int, total: int) -> None:
+            typer.echo(f"\r{stage}: {done}/{total} entries", nl=False, err=True)
+
+        report = store.ingest(loaded, embedder, progress=progress)
+        typer.echo("", err=True)
+        typer.echo(json.dumps({"corpus": str(settings.corpus_dir), "collection": settings.collection,
+                               "skipped_files": len(loaded.problems), **report.to_dict()}))
+    except LookupLabError as exc:
+        _fail(exc)
+    finally:
+        client.close()
+
+
+@app.command()
+def lookup(query: str, as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+           config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOpt,
+           session: Optional[str] = typer.Option(None, help="session/run tag for the record")) -> None:
+    """Run lookup_knowledge once and record it."""
+    from .lookup import lookup_knowledge
+    from .services import open_runtime
+
+    try:
+        settings = _settings(config, corpus_dir=corpus, session_tag=session)
+        from .lookup import clean_query
+
+        clean_query(query)  # refuse before starting anything
+        runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
+    except LookupLabError as exc:
+        _fail(exc)
+    try:
+        result = lookup_knowledge(query, runtime.services, settings)
+    except LookupLabError as exc:
+        _fail(exc)
+    finally:
+        runtime.close()
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+        return
+    typer.echo(f"layer: {result.layer}   routing: {result.routing}   L1: {result.l1.status}")
+    if result.l1.error:
+        typer.echo(f"L1 error: {result.l1.error}")
+    for i, r in enumerate(result.results, 1):
+        typer.echo(f"{i:>2}. {r.entry_id}  [{r.source}]  score={r.score:.3f}  {r.title}")
+    rel = result.relevance
+    typer.echo(f"relevance: {rel.level} (semantic support: {'yes' if rel.semantic_support else 'no'}) - {rel.reason}")
+    typer.echo(f"invocation: {result.invocation_id}")
+
+
+@app.command()
+def sql(statement: str, as_json: bool = typer.Option(False, "--json", help="print JSON lines"),
+        config: Optional[Path] = ConfigOpt,
+        limit: int = typer.Option(10_000, help="row limit"),
+        timeout_ms: int = typer.Option(5_000, help="time limit in milliseconds")) -> None:
+    """One read-only SELECT over the invocation store. Rows are printed in full."""
+    from .invocations import InvocationStore
+    from .sql_console import run_readonly
+
+    try:
+        settings = _settings(config)
+        store = InvocationStore(settings.invocation_db)
+        store.flush()
+        out = run_readonly(store, statement, row_limit=limit, timeout_ms=timeout_ms)
+    except LookupLabError as exc:
+        _fail(exc)
+    if as_json:
+        for row in out.frame.to_dict(orient="records"):
+            typer.echo(json.dumps(row, ensure_ascii=False, default=str))
+    else:
+        typer.echo(out.frame.to_csv(sep="\t", index=False), nl=False)
+    if out.truncated:
+        typer.echo(f"(stopped at the row limit of {limit}; use --limit to see more)", err=True)
+
+
+def main() -> None:
+    app(prog_name="python -m retrieval")

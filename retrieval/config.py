@@ -1,0 +1,133 @@
+"""Settings: defaults, then a YAML file, then LOOKUP_* environment variables (highest wins)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from .errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+WEAVIATE_VERSION = "1.38.11"
+SEARCH_MODES = ("near_vector", "hybrid")
+
+
+@dataclass(frozen=True)
+class Settings:
+    corpus_dir: Path = REPO_ROOT / "sample_corpus"
+    data_dir: Path = REPO_ROOT / ".lookup-lab"
+    db_path: Path | None = None  # default: <data_dir>/invocations.duckdb
+    weaviate_url: str | None = None  # None: embedded server
+    weaviate_api_key: str | None = dataclasses.field(default=None, repr=False)
+    weaviate_version: str = WEAVIATE_VERSION
+    weaviate_bin_dir: Path = Path.home() / ".cache" / "lookup-lab" / "weaviate"
+    embedded_port: int = 8079
+    embedded_grpc_port: int = 50050
+    collection: str = "LookupKnowledge"
+    l1_enabled: bool = True
+    search_mode: str = "near_vector"
+    hybrid_alpha: float = 0.5
+    top_k: int = 5
+    l1_timeout_s: float = 10.0
+    l0_weight: float = 0.1
+    session_tag: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.search_mode not in SEARCH_MODES:
+            raise ConfigError(f"search_mode: '{self.search_mode}' is not one of {', '.join(SEARCH_MODES)}")
+        if not 0.0 <= self.hybrid_alpha <= 1.0:
+            raise ConfigError(f"hybrid_alpha: {self.hybrid_alpha} is not between 0 and 1")
+        if self.top_k < 1:
+            raise ConfigError(f"top_k: {self.top_k} must be at least 1")
+        if self.l1_timeout_s <= 0:
+            raise ConfigError(f"l1_timeout_s: {self.l1_timeout_s} must be positive")
+
+    @property
+    def invocation_db(self) -> Path:
+        return self.db_path or self.data_dir / "invocations.duckdb"
+
+    @property
+    def weaviate_data_dir(self) -> Path:
+        return self.data_dir / f"weaviate-{self.embedded_port}"
+
+    def with_(self, **changes: Any) -> "Settings":
+        return dataclasses.replace(self, **changes)
+
+
+ENV_NAMES = {
+    "LOOKUP_CORPUS_DIR": "corpus_dir",
+    "LOOKUP_DATA_DIR": "data_dir",
+    "LOOKUP_DB_PATH": "db_path",
+    "LOOKUP_WEAVIATE_URL": "weaviate_url",
+    "LOOKUP_WEAVIATE_API_KEY": "weaviate_api_key",
+    "LOOKUP_WEAVIATE_BIN_DIR": "weaviate_bin_dir",
+    "LOOKUP_WEAVIATE_PORT": "embedded_port",
+    "LOOKUP_WEAVIATE_GRPC_PORT": "embedded_grpc_port",
+    "LOOKUP_COLLECTION": "collection",
+    "LOOKUP_L1_ENABLED": "l1_enabled",
+    "LOOKUP_SEARCH_MODE": "search_mode",
+    "LOOKUP_HYBRID_ALPHA": "hybrid_alpha",
+    "LOOKUP_TOP_K": "top_k",
+    "LOOKUP_L1_TIMEOUT_S": "l1_timeout_s",
+    "LOOKUP_SESSION_TAG": "session_tag",
+}
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    """Turn a raw YAML/env value into the type of Settings field `name`."""
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    if value is None or value == "":
+        return None if "None" in str(kind) else _fail(name, value, source, "must not be empty")
+    try:
+        if "Path" in str(kind):
+            return Path(os.path.expanduser(str(value)))
+        if kind == "bool":
+            text = str(value).strip().lower()
+            if text in _TRUE:
+                return True
+            if text in _FALSE:
+                return False
+            raise ValueError("expected true or false")
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        return str(value)
+    except ValueError as exc:
+        return _fail(name, value, source, str(exc))
+
+
+def _fail(name: str, value: Any, source: str, why: str) -> Any:
+    raise ConfigError(f"{source}: {name} = {value!r}: {why}")
+
+
+def load_settings(config_file: Path | None = None, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Defaults < YAML file (LOOKUP_CONFIG or ./lookup.yaml) < environment < explicit overrides."""
+    env = os.environ if env is None else env
+    values: dict[str, Any] = {}
+    path = config_file or (Path(env["LOOKUP_CONFIG"]) if env.get("LOOKUP_CONFIG") else Path("lookup.yaml"))
+    if path.is_file():
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings, got {type(raw).__name__}")
+        known = {f.name for f in fields(Settings)}
+        for key, value in raw.items():
+            if key not in known:
+                raise ConfigError(f"{path}: unknown setting '{key}' (known: {', '.join(sorted(known))})")
+            values[key] = _coerce(key, value, str(path))
+    elif config_file is not None:
+        raise ConfigError(f"{config_file}: config file not found")
+    for env_name, key in ENV_NAMES.items():
+        if env_name in env:
+            values[key] = _coerce(key, env[env_name], env_name)
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**values)

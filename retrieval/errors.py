@@ -1,0 +1,48 @@
+"""The one error hierarchy of Lookup Lab. Every error names the file, field or value at fault."""
+
+from __future__ import annotations
+
+
+class LookupLabError(Exception):
+    """Base class: everything the core raises on purpose."""
+
+
+class ConfigError(LookupLabError):
+    """A setting is missing or has a value we cannot use."""
+
+
+class CorpusError(LookupLabError):
+    """A knowledge-base file cannot be read; names the file and the reason."""
+
+    def __init__(self, path: str, reason: str, field: str | None = None) -> None:
+        self.path, self.reason, self.field = path, reason, field
+        where = f"{path} (field '{field}')" if field else path
+        super().__init__(f"{where}: {reason}")
+
+
+class QueryError(LookupLabError):
+    """A query was refused before any retrieval ran."""
+
+
+class EvalSetError(LookupLabError):
+    """An eval set file is malformed; names the file, case and field."""
+
+
+class L1Error(LookupLabError):
+    """Semantic retrieval (Weaviate) failed or is unreachable."""
+
+    def __init__(self, message: str, *, unavailable: bool = False) -> None:
+        self.unavailable = unavailable
+        super().__init__(message)
+
+
+class WeaviateSetupError(LookupLabError):
+    """The Weaviate server could not be found, built or started."""
+
+
+class StoreError(LookupLabError):
+    """The invocation store (DuckDB) could not be read or written."""
+
+
+class SqlRefused(LookupLabError):
+    """A statement given to the read-only SQL console was refused."""

@@ -1,0 +1,209 @@
+"""L0: the keyword/frontmatter matcher. It gives explainable hint data, never the final answer on its own.
+
+Patterns come from each entry's title, CamelCase file name, keywords (tags, aliases) and entities. All of
+them go into one Aho-Corasick automaton built once per corpus, so matching a query costs the same however
+many keywords the corpus has.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import ahocorasick
+
+from .corpus import Entry
+from .text import STOPWORDS, content_tokens, normalise, tokens
+
+# Field weights: a whole title or curated keyword says more than a word from the file name.
+FIELD_WEIGHT = {"title": 1.0, "keyword": 1.2, "entity": 1.0, "name": 0.8, "domain": 0.6}
+MAX_NGRAM = 3
+# A single word found in more than this share of entries says little; it is not a pattern on its own.
+COMMON_WORD_SHARE = 0.08
+# Entries scoring at least this share of the best score stay in the hint set.
+KEEP_RATIO = 0.5
+
+
+@dataclass(frozen=True)
+class TermMatch:
+    """One matched term: its display text, the field it came from, and its weight."""
+
+    term: str
+    field: str
+    weight: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"term": self.term, "field": self.field, "weight": round(self.weight, 4)}
+
+
+@dataclass(frozen=True)
+class EntryMatch:
+    """An entry L0 matched, with its score and the terms (and fields) that matched."""
+
+    entry_id: str
+    title: str
+    domain: str
+    score: float
+    terms: tuple[TermMatch, ...]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(sorted({t.field for t in self.terms}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "title": self.title,
+            "domain": self.domain,
+            "score": round(self.score, 4),
+            "fields": list(self.fields),
+            "terms": [t.to_dict() for t in self.terms],
+        }
+
+
+@dataclass(frozen=True)
+class L0Hints:
+    """Structured L0 hint data for one query."""
+
+    query: str
+    matched_titles: tuple[str, ...]
+    matched_keywords: tuple[TermMatch, ...]
+    domains: tuple[str, ...]
+    entities: tuple[str, ...]
+    matches: tuple[EntryMatch, ...]
+
+    @property
+    def has_match(self) -> bool:
+        return bool(self.matches)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "matched_titles": list(self.matched_titles),
+            "matched_keywords": [k.to_dict() for k in self.matched_keywords],
+            "domains": list(self.domains),
+            "entities": list(self.entities),
+            "matches": [m.to_dict() for m in self.matches],
+        }
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    display: str
+    field: str
+    entry_ids: tuple[str, ...]
+    weight: float
+
+
+def _ngrams(words: list[str]) -> Iterable[str]:
+    for n in range(1, MAX_NGRAM + 1):
+        for i in range(len(words) - n + 1):
+            gram = words[i : i + n]
+            if gram[0] in STOPWORDS or gram[-1] in STOPWORDS:
+                continue
+            yield " ".join(gram)
+
+
+def _entry_terms(entry: Entry) -> Iterable[tuple[str, str, str]]:
+    """(normalised pattern, field, display text) for one entry."""
+    title_words = tokens(entry.title)
+    for gram in _ngrams(title_words):
+        yield gram, "title", gram
+    name_words = tokens(entry.name)
+    if normalise(entry.name) != normalise(entry.title):
+        for gram in _ngrams(name_words):
+            if len(gram.split()) > 1:
+                yield gram, "name", gram
+    yield normalise(entry.name), "name", entry.name
+    for kw in entry.keywords:
+        yield normalise(kw), "keyword", kw
+    for ent in entry.entities:
+        yield normalise(ent), "entity", ent
+    yield normalise(entry.domain), "domain", entry.domain
+
+
+class L0Index:
+    """The L0 matcher over one corpus. Build once; `match` is read-only and thread-safe."""
+
+    def __init__(self, entries: Iterable[Entry]) -> None:
+        self.entries = {e.entry_id: e for e in entries}
+        n = max(len(self.entries), 1)
+        raw: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (pattern, field) -> {entry_id: display}
+        for entry in self.entries.values():
+            for pattern, field_name, display in _entry_terms(entry):
+                if pattern and not all(t in STOPWORDS for t in pattern.split()):
+                    raw[(pattern, field_name)].setdefault(entry.entry_id, display)
+        # Document frequency per pattern across fields, for an IDF weight.
+        df: dict[str, set[str]] = defaultdict(set)
+        for (pattern, _), ids in raw.items():
+            df[pattern].update(ids)
+        self._automaton = ahocorasick.Automaton()
+        by_pattern: dict[str, list[_Pattern]] = defaultdict(list)
+        for (pattern, field_name), ids in sorted(raw.items()):
+            words = pattern.split()
+            share = len(df[pattern]) / n
+            if len(words) == 1 and field_name in ("title", "name") and share > COMMON_WORD_SHARE:
+                continue
+            idf = math.log(1 + n / len(df[pattern]))
+            weight = FIELD_WEIGHT[field_name] * idf * (1 + 0.5 * (len(words) - 1))
+            display = sorted(ids.values())[0]
+            by_pattern[pattern].append(_Pattern(display, field_name, tuple(sorted(ids)), weight))
+        for pattern, pats in by_pattern.items():
+            self._automaton.add_word(f" {pattern} ", (pattern, tuple(pats)))
+        self.pattern_count = len(by_pattern)
+        if by_pattern:
+            self._automaton.make_automaton()
+
+    def index_terms(self, entry_id: str) -> list[dict[str, Any]]:
+        """The patterns that point at one entry (for the corpus browser)."""
+        out = []
+        for _, (pattern, pats) in self._automaton.items() if self.pattern_count else []:
+            for p in pats:
+                if entry_id in p.entry_ids:
+                    out.append({"term": pattern, "field": p.field, "weight": round(p.weight, 3)})
+        return sorted(out, key=lambda d: (-d["weight"], d["term"]))
+
+    def match(self, query: str, *, keep_ratio: float = KEEP_RATIO) -> L0Hints:
+        """Match `query` against every pattern at once and return the hint data."""
+        haystack = f" {' '.join(content_tokens(query))} "
+        found: dict[str, tuple[_Pattern, ...]] = {}
+        if self.pattern_count and haystack.strip():
+            for _, (pattern, pats) in self._automaton.iter(haystack):
+                found[pattern] = pats
+        per_entry: dict[str, dict[tuple[str, str], TermMatch]] = defaultdict(dict)
+        for pattern in sorted(found):
+            for p in found[pattern]:
+                for entry_id in p.entry_ids:
+                    per_entry[entry_id][(p.display, p.field)] = TermMatch(p.display, p.field, p.weight)
+        scored = []
+        for entry_id, terms in per_entry.items():
+            entry = self.entries[entry_id]
+            # Only non-domain terms make an entry a match; a domain word alone only boosts.
+            if all(t.field == "domain" for t in terms.values()):
+                continue
+            ordered = tuple(sorted(terms.values(), key=lambda t: (-t.weight, t.term, t.field)))
+            scored.append(EntryMatch(entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered))
+        scored.sort(key=lambda m: (-m.score, m.entry_id))
+        if scored:
+            best = scored[0].score
+            scored = [m for m in scored if m.score >= keep_ratio * best]
+        return _hints(query, scored)
+
+
+def _hints(query: str, matches: list[EntryMatch]) -> L0Hints:
+    titles, domains, entities = [], [], []
+    keywords: dict[tuple[str, str], TermMatch] = {}
+    for m in matches:
+        if any(t.field in ("title", "name") for t in m.terms) and m.title not in titles:
+            titles.append(m.title)
+        if m.domain.strip() and m.domain not in domains:
+            domains.append(m.domain)
+        for t in m.terms:
+            if t.field == "entity" and t.term not in entities:
+                entities.append(t.term)
+            key = (t.term, t.field)
+            if key not in keywords or keywords[key].weight < t.weight:
+                keywords[key] = t
+    ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.term, t.field)))
+    return L0Hints(query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches))

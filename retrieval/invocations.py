@@ -1,0 +1,263 @@
+"""The invocation store: every lookup_knowledge call as a `tool_invocation` row in a DuckDB file.
+
+DuckDB lets one process at a time hold the file (a writer blocks readers too). So nobody keeps it open:
+1. `record()` appends the row as one JSON line to this process's spool file and flushes it to the OS
+   before the answer is returned (a kill -9 of the process cannot lose it).
+2. `flush()` (on a background thread, and on demand) claims every finished spool file in the folder,
+   its own and those of other or dead processes, opens the database for a moment with retry on the
+   lock, and inserts the rows with INSERT OR IGNORE on the primary key, so a replay adds nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import duckdb
+import pandas as pd
+
+from .errors import StoreError
+
+T = TypeVar("T")
+TOOL_NAME = "lookup_knowledge"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tool_invocation (
+    id VARCHAR PRIMARY KEY,
+    created_at TIMESTAMPTZ NOT NULL,
+    tool_name VARCHAR NOT NULL,
+    input VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    layer VARCHAR NOT NULL,
+    latency_ms DOUBLE NOT NULL,
+    result JSON,
+    retrieval_details JSON,
+    error VARCHAR,
+    session_tag VARCHAR NOT NULL,
+    domain VARCHAR,
+    l1_status VARCHAR,
+    fallback BOOLEAN,
+    top_entry_id VARCHAR
+);
+"""
+COLUMNS = ("id", "created_at", "tool_name", "input", "status", "layer", "latency_ms", "result",
+           "retrieval_details", "error", "session_tag", "domain", "l1_status", "fallback", "top_entry_id")
+
+
+@dataclass(frozen=True)
+class InvocationRecord:
+    """One row of tool_invocation. `result` and `retrieval_details` are JSON-ready dicts."""
+
+    id: str
+    created_at: str  # ISO 8601, UTC
+    tool_name: str
+    input: str
+    status: str
+    layer: str
+    latency_ms: float
+    result: dict[str, Any]
+    retrieval_details: dict[str, Any]
+    error: str | None
+    session_tag: str
+    domain: str | None
+    l1_status: str | None
+    fallback: bool
+    top_entry_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def new_invocation_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def is_lock_error(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Could not set lock" in text or "Conflicting lock" in text or "different configuration" in text
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class InvocationStore:
+    """Records invocations without holding the DuckDB file; reads with short-lived connections."""
+
+    def __init__(self, db_path: Path | str, *, lock_timeout_s: float = 30.0) -> None:
+        self.db_path = Path(db_path)
+        self.spool_dir = self.db_path.with_name(self.db_path.name + ".spool")
+        self.lock_timeout_s = lock_timeout_s
+        self._lock = threading.RLock()  # one DuckDB connection at a time in this process
+        self._spool_lock = threading.Lock()
+        self._spool_file = None
+        self._spool_path: Path | None = None
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        self.spool_dir.mkdir(parents=True, exist_ok=True)
+        self.with_connection(lambda con: con.execute(SCHEMA), read_only=False)
+
+    # --- connections ------------------------------------------------------------------------------
+    def with_connection(self, fn: Callable[[duckdb.DuckDBPyConnection], T], *, read_only: bool,
+                         config: dict[str, Any] | None = None, timeout_s: float | None = None) -> T:
+        """Open, run `fn`, close; retry while another process holds the file."""
+        deadline = time.monotonic() + (self.lock_timeout_s if timeout_s is None else timeout_s)
+        delay = 0.02
+        with self._lock:
+            while True:
+                try:
+                    if read_only and not self.db_path.exists():
+                        raise StoreError(f"{self.db_path}: the invocation store does not exist yet")
+                    con = duckdb.connect(str(self.db_path), read_only=read_only, config=config or {})
+                except duckdb.Error as exc:
+                    if is_lock_error(exc) and time.monotonic() < deadline:
+                        time.sleep(delay)
+                        delay = min(delay * 2, 0.5)
+                        continue
+                    raise StoreError(f"{self.db_path}: cannot open the invocation store: {exc}") from exc
+                try:
+                    return fn(con)
+                finally:
+                    con.close()
+
+    # --- writing ----------------------------------------------------------------------------------
+    def record(self, rec: InvocationRecord) -> None:
+        """Append the row to this process's spool; durable against a process kill once this returns."""
+        line = json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n"
+        with self._spool_lock:
+            if self._spool_file is None:
+                self._spool_path = self.spool_dir / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+                self._spool_file = open(self._spool_path, "a", encoding="utf-8")
+            self._spool_file.write(line)
+            self._spool_file.flush()
+
+    def _rotate(self) -> None:
+        with self._spool_lock:
+            if self._spool_file is not None:
+                self._spool_file.close()
+                self._spool_path.rename(self._spool_path.with_suffix(".ready"))
+                self._spool_file = self._spool_path = None
+
+    def _claim(self) -> list[Path]:
+        """Take every finished spool file, and the open ones of processes that died."""
+        claimed = []
+        me = os.getpid()
+        for path in sorted(self.spool_dir.iterdir()):
+            pid_text = path.name.split("-", 1)[0]
+            if path.suffix == ".ready" or (
+                path.suffix in (".jsonl", ".claimed") and pid_text.isdigit() and int(pid_text) != me and not _pid_alive(int(pid_text))
+            ):
+                target = self.spool_dir / f"{me}-{uuid.uuid4().hex[:8]}.claimed"
+                try:
+                    path.rename(target)
+                except FileNotFoundError:
+                    continue  # another process claimed it first
+                claimed.append(target)
+            elif path.suffix == ".claimed" and pid_text == str(me):
+                claimed.append(path)
+        return claimed
+
+    def pending(self) -> int:
+        """Rows waiting in spool files (all processes)."""
+        n = 0
+        for path in self.spool_dir.glob("*"):
+            try:
+                n += sum(1 for _ in open(path, "rb"))
+            except FileNotFoundError:
+                continue
+        return n
+
+    def flush(self, timeout_s: float | None = None) -> int:
+        """Move every spooled row into the database. Returns the rows read from spool."""
+        self._rotate()
+        files = self._claim()
+        if not files:
+            return 0
+        rows, bad = [], 0
+        for path in files:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        bad += 1  # a line cut short by a crash mid-write: its answer was never returned
+        if rows:
+            frame = pd.DataFrame(rows, columns=list(COLUMNS))
+            for col in ("result", "retrieval_details"):
+                frame[col] = frame[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
+            frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True, format="ISO8601")
+
+            def insert(con: duckdb.DuckDBPyConnection) -> None:
+                con.register("incoming", frame)
+                con.execute(f"INSERT OR IGNORE INTO tool_invocation SELECT {', '.join(COLUMNS)} FROM incoming")
+
+            self.with_connection(insert, read_only=False, timeout_s=timeout_s)
+        for path in files:
+            path.unlink(missing_ok=True)
+        return len(rows)
+
+    def start_background_flush(self, interval_s: float = 1.0) -> None:
+        if self._flusher is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(interval_s):
+                try:
+                    self.flush(timeout_s=interval_s)
+                except StoreError:
+                    pass  # rows stay in the spool; the next round tries again
+
+        self._flusher = threading.Thread(target=loop, name="invocation-flusher", daemon=True)
+        self._flusher.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join(timeout=5)
+            self._flusher = None
+        try:
+            self.flush()
+        except StoreError:
+            pass  # still safe in the spool
+
+    # --- reading ----------------------------------------------------------------------------------
+    def query(self, sql: str, params: list[Any] | None = None, *, flush_first: bool = True) -> pd.DataFrame:
+        """A trusted query from the app's own code (not the SQL console: see sql_console)."""
+        if flush_first:
+            try:
+                self.flush(timeout_s=2.0)
+            except StoreError:
+                pass
+        return self.with_connection(lambda con: con.execute(sql, params or []).df(), read_only=False)
+
+    def get(self, invocation_id: str) -> dict[str, Any] | None:
+        frame = self.query("SELECT * FROM tool_invocation WHERE id = ?", [invocation_id])
+        if frame.empty:
+            return None
+        row = frame.iloc[0].to_dict()
+        for col in ("result", "retrieval_details"):
+            row[col] = json.loads(row[col]) if isinstance(row[col], str) else row[col]
+        return row
+
+    def count(self, session_tag: str | None = None) -> int:
+        if session_tag is None:
+            return int(self.query("SELECT count(*) AS n FROM tool_invocation")["n"][0])
+        return int(self.query("SELECT count(*) AS n FROM tool_invocation WHERE session_tag = ?", [session_tag])["n"][0])

@@ -1,0 +1,195 @@
+"""lookup_knowledge: L0 hints always, L1 (filtered on the L0 domain when it is unambiguous), fallback, record."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import Settings
+from .embedding import Embedder
+from .errors import L1Error, QueryError
+from .hints import L0Hints, L0Index
+from .invocations import TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
+from .ranking import Relevance, ResultItem, assess, fuse
+from .routing import category_filter, describe_routing
+from .weaviate_store import Candidate, KnowledgeStore
+
+MAX_QUERY_CHARS = 2000
+L1_STATUSES = ("ok", "empty", "failed", "disabled", "unavailable")
+
+
+@dataclass(frozen=True)
+class L1Outcome:
+    status: str
+    category: str | None
+    candidates: tuple[Candidate, ...] = ()
+    error: str | None = None
+    mode: str = "near_vector"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "filter": None if self.category is None else {"category": self.category},
+            "candidates": [c.to_dict() for c in self.candidates],
+            "error": self.error,
+            "mode": self.mode,
+        }
+
+
+@dataclass(frozen=True)
+class LookupResult:
+    invocation_id: str
+    created_at: str
+    query: str
+    layer: str
+    status: str
+    l0: L0Hints
+    l1: L1Outcome
+    results: tuple[ResultItem, ...]
+    relevance: Relevance
+    routing: str
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    session_tag: str = "default"
+
+    @property
+    def fallback(self) -> bool:
+        return self.l0.has_match and self.l1.status != "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "invocation_id": self.invocation_id,
+            "created_at": self.created_at,
+            "query": self.query,
+            "layer": self.layer,
+            "status": self.status,
+            "routing": self.routing,
+            "fallback": self.fallback,
+            "l0": self.l0.to_dict(),
+            "l1": self.l1.to_dict(),
+            "results": [r.to_dict() for r in self.results],
+            "relevance": self.relevance.to_dict(),
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            "session_tag": self.session_tag,
+        }
+
+
+@dataclass(frozen=True)
+class LookupServices:
+    """What a lookup needs, passed in. `store`/`embedder` are None when L1 is off or unreachable."""
+
+    l0: L0Index
+    embedder: Embedder | None = None
+    store: KnowledgeStore | None = None
+    recorder: InvocationStore | None = None
+    l1_unavailable: str | None = None  # why L1 cannot be used, when it cannot
+
+
+def clean_query(query: str) -> str:
+    """Refuse what no retrieval should run on; collapse control characters to spaces."""
+    if not isinstance(query, str):
+        raise QueryError(f"query must be text, got {type(query).__name__}")
+    text = "".join(ch if ch.isprintable() else " " for ch in query).strip()
+    if not text:
+        raise QueryError("query is empty: type a question or an alert summary")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"query is {len(text)} characters, over the {MAX_QUERY_CHARS} character limit")
+    return text
+
+
+def layer_for(l0_matched: bool, l1_answered: bool) -> str:
+    if l0_matched and l1_answered:
+        return "L0+L1"
+    if l0_matched:
+        return "L0"
+    if l1_answered:
+        return "L1"
+    return "none"
+
+
+def _run_l1(query: str, category: str | None, services: LookupServices, settings: Settings,
+            timings: dict[str, float]) -> L1Outcome:
+    mode = settings.search_mode
+    if not settings.l1_enabled:
+        return L1Outcome("disabled", category, mode=mode)
+    if services.store is None or services.embedder is None:
+        return L1Outcome("unavailable", category, error=services.l1_unavailable or "L1 is not connected", mode=mode)
+    t0 = time.perf_counter()
+    vector = services.embedder.embed_query(query)
+    timings["embed"] = (time.perf_counter() - t0) * 1000
+    t0 = time.perf_counter()
+    try:
+        found = services.store.search(vector, k=settings.top_k, category=category, mode=mode,
+                                      query_text=query, alpha=settings.hybrid_alpha)
+    except L1Error as exc:
+        timings["l1"] = (time.perf_counter() - t0) * 1000
+        return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)
+    timings["l1"] = (time.perf_counter() - t0) * 1000
+    return L1Outcome("ok" if found else "empty", category, tuple(found), mode=mode)
+
+
+def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *, session_tag: str | None = None) -> LookupResult:
+    """The full flow of the spec. Raises QueryError for a refused query; never for an L1 fault."""
+    started = time.perf_counter()
+    text = clean_query(query)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    hints = services.l0.match(text)
+    timings["l0"] = (time.perf_counter() - t0) * 1000
+    category = category_filter(hints.domains)
+    l1 = _run_l1(text, category, services, settings, timings)
+    t0 = time.perf_counter()
+    results = tuple(fuse(hints.matches, l1.candidates, k=settings.top_k, l0_weight=settings.l0_weight))
+    relevance = assess(results, l1.status)
+    timings["fuse"] = (time.perf_counter() - t0) * 1000
+    timings["total"] = (time.perf_counter() - started) * 1000
+    result = LookupResult(
+        invocation_id=new_invocation_id(),
+        created_at=utc_now_iso(),
+        query=text,
+        layer=layer_for(hints.has_match, l1.status == "ok"),
+        status="ok" if results else "empty",
+        l0=hints,
+        l1=l1,
+        results=results,
+        relevance=relevance,
+        routing=describe_routing(hints.domains),
+        timings_ms=timings,
+        session_tag=session_tag or settings.session_tag,
+    )
+    if services.recorder is not None:
+        t0 = time.perf_counter()
+        services.recorder.record(to_record(result))
+        timings["record"] = (time.perf_counter() - t0) * 1000
+    return result
+
+
+def to_record(result: LookupResult) -> InvocationRecord:
+    """The tool_invocation row: hot fields typed, the rest in retrieval_details."""
+    details = {
+        "layer": result.layer,
+        "routing": result.routing,
+        "fallback": result.fallback,
+        "l0": result.l0.to_dict(),
+        "l1": result.l1.to_dict(),
+        "relevance": result.relevance.to_dict(),
+        "timings_ms": {k: round(v, 3) for k, v in result.timings_ms.items()},
+    }
+    top = result.results[0] if result.results else None
+    return InvocationRecord(
+        id=result.invocation_id,
+        created_at=result.created_at,
+        tool_name=TOOL_NAME,
+        input=result.query,
+        status=result.status,
+        layer=result.layer,
+        latency_ms=round(result.timings_ms.get("total", 0.0), 3),
+        result={"results": [r.to_dict() for r in result.results], "relevance": result.relevance.to_dict()},
+        retrieval_details=details,
+        error=result.l1.error,
+        session_tag=result.session_tag,
+        domain=result.l1.category or (result.l0.domains[0] if result.l0.domains else None),
+        l1_status=result.l1.status,
+        fallback=result.fallback,
+        top_entry_id=top.entry_id if top else None,
+    )

@@ -1,0 +1,63 @@
+"""The edge where services are built from settings: corpus, L0 index, model, Weaviate, invocation store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .config import Settings
+from .corpus import Corpus, load_corpus
+from .embedding import Embedder
+from .errors import L1Error, WeaviateSetupError
+from .hints import L0Index
+from .invocations import InvocationStore
+from .lookup import LookupServices
+from .weaviate_server import connect
+from .weaviate_store import KnowledgeStore
+
+
+@dataclass
+class Runtime:
+    """Everything a process opened, so it can be closed in one place."""
+
+    settings: Settings
+    corpus: Corpus
+    services: LookupServices
+    client: object | None = None
+
+    def close(self) -> None:
+        if self.services.recorder is not None:
+            self.services.recorder.close()
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:
+                pass
+
+
+def open_store(settings: Settings) -> tuple[object | None, KnowledgeStore | None, str | None]:
+    """(client, store, why-unavailable). Never raises for an unreachable server."""
+    try:
+        client = connect(settings)
+    except (L1Error, WeaviateSetupError) as exc:
+        return None, None, str(exc)
+    return client, KnowledgeStore(client, settings.collection), None
+
+
+def open_runtime(settings: Settings, *, embedder: Embedder | None = None, record: bool = True,
+                 connect_l1: bool = True, log: Callable[[str], None] | None = None) -> Runtime:
+    corpus = load_corpus(settings.corpus_dir)
+    if log:
+        for problem in corpus.problems:
+            log(f"skipped {problem.reason}")
+    client = store = None
+    why = None
+    if settings.l1_enabled and connect_l1:
+        client, store, why = open_store(settings)
+        if embedder is None and store is not None:
+            embedder = Embedder()
+    recorder = InvocationStore(settings.invocation_db) if record else None
+    if recorder is not None:
+        recorder.start_background_flush()
+    services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder, l1_unavailable=why)
+    return Runtime(settings, corpus, services, client)

@@ -1,0 +1,76 @@
+"""Read-only SQL over the invocation store: one SELECT (or EXPLAIN), a row limit and a time limit."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import duckdb
+import pandas as pd
+
+from .errors import SqlRefused, StoreError
+from .invocations import InvocationStore
+
+ALLOWED = {duckdb.StatementType.SELECT: "SELECT", duckdb.StatementType.EXPLAIN: "EXPLAIN"}
+SAFE_CONFIG = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "lock_configuration": True,
+}
+EXAMPLES = {
+    "Calls per layer": "SELECT layer, count(*) AS calls FROM tool_invocation GROUP BY layer ORDER BY calls DESC",
+    "Fallbacks with their L1 error": "SELECT created_at, input, l1_status, error FROM tool_invocation WHERE fallback ORDER BY created_at DESC",
+    "Slowest calls": "SELECT input, latency_ms, layer FROM tool_invocation ORDER BY latency_ms DESC LIMIT 20",
+    "L0 domains per call": "SELECT input, retrieval_details->'l0'->'domains' AS l0_domains, retrieval_details->'l1'->'filter' AS l1_filter FROM tool_invocation ORDER BY created_at DESC LIMIT 50",
+    "Top result per domain": "SELECT domain, top_entry_id, count(*) AS n FROM tool_invocation GROUP BY ALL ORDER BY n DESC",
+}
+
+
+@dataclass(frozen=True)
+class SqlResult:
+    frame: pd.DataFrame
+    truncated: bool
+    elapsed_ms: float
+
+
+def check_statement(sql: str) -> str:
+    """Refuse anything but exactly one SELECT or EXPLAIN statement. Returns the statement kind."""
+    if not sql or not sql.strip():
+        raise SqlRefused("the statement is empty: write one SELECT")
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise SqlRefused(f"the statement does not parse: {exc}") from exc
+    if len(statements) != 1:
+        raise SqlRefused(f"one statement at a time: found {len(statements)}")
+    kind = statements[0].type
+    if kind not in ALLOWED:
+        raise SqlRefused(f"read-only console: {kind.name} statements are refused; only SELECT or EXPLAIN run here")
+    return ALLOWED[kind]
+
+
+def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, timeout_ms: int = 5_000) -> SqlResult:
+    """Run one checked statement on a read-only connection with external access off."""
+    check_statement(sql)
+    config = dict(SAFE_CONFIG, max_execution_time=int(timeout_ms)) if timeout_ms else dict(SAFE_CONFIG)
+
+    def run(con: duckdb.DuckDBPyConnection) -> SqlResult:
+        t0 = time.perf_counter()
+        cur = con.cursor()
+        try:
+            cur.execute(sql)
+            names = [d[0] for d in cur.description or []]
+            rows = cur.fetchmany(row_limit + 1)
+        except duckdb.Error as exc:
+            raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            cur.close()
+        truncated = len(rows) > row_limit
+        frame = pd.DataFrame(rows[:row_limit], columns=names)
+        return SqlResult(frame, truncated, (time.perf_counter() - t0) * 1000)
+
+    try:
+        return store.with_connection(run, read_only=True, config=config)
+    except StoreError:
+        raise

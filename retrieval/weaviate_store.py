@@ -1,0 +1,243 @@
+"""L1: the knowledge collection in Weaviate. Chunks carry self-provided vectors; results fold back into entries."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+from weaviate import WeaviateClient
+from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
+from weaviate.util import generate_uuid5
+
+from .chunking import Chunk, chunk_entry
+from .corpus import Corpus, Entry
+from .errors import L1Error
+
+PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title", "category", "keywords", "entities", "text")
+OVERSAMPLE = 4  # chunk hits fetched per wanted entry, so that folding still leaves k entries
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One entry L1 found: its best chunk's distance (cosine; lower is closer) or hybrid score."""
+
+    entry_id: str
+    title: str
+    domain: str
+    distance: float | None
+    score: float  # similarity in [0, 1]: 1 - distance for near_vector, the fused score for hybrid
+    chunk_index: int
+    snippet: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "title": self.title,
+            "domain": self.domain,
+            "distance": None if self.distance is None else round(self.distance, 5),
+            "score": round(self.score, 5),
+            "chunk_index": self.chunk_index,
+            "snippet": self.snippet[:240],
+        }
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    entries_total: int
+    added: int
+    updated: int
+    unchanged: int
+    removed: int
+    chunks_embedded: int
+    seconds: float
+    embed_seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def category_where(category: str | None):
+    """The one place the L0-derived category becomes a Weaviate where-filter."""
+    return None if category is None else Filter.by_property("category").equal(category)
+
+
+class KnowledgeStore:
+    """The Weaviate collection of knowledge chunks. The client is passed in and owned by the caller."""
+
+    def __init__(self, client: WeaviateClient, collection: str) -> None:
+        self.client = client
+        self.name = collection
+
+    # --- schema -------------------------------------------------------------------------------------
+    def ensure_collection(self) -> None:
+        if self.client.collections.exists(self.name):
+            return
+        text = lambda n, **kw: Property(name=n, data_type=DataType.TEXT, **kw)  # noqa: E731
+        self.client.collections.create(
+            self.name,
+            vector_config=Configure.Vectors.self_provided(
+                vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)
+            ),
+            properties=[
+                text("entry_id", tokenization=Tokenization.FIELD, skip_vectorization=True),
+                Property(name="chunk_index", data_type=DataType.INT),
+                Property(name="chunk_count", data_type=DataType.INT),
+                text("content_hash", tokenization=Tokenization.FIELD),
+                text("title"),
+                text("category", tokenization=Tokenization.FIELD),
+                Property(name="keywords", data_type=DataType.TEXT_ARRAY),
+                Property(name="entities", data_type=DataType.TEXT_ARRAY),
+                text("text"),
+            ],
+        )
+
+    def drop(self) -> None:
+        if self.client.collections.exists(self.name):
+            self.client.collections.delete(self.name)
+
+    @property
+    def collection(self):
+        return self.client.collections.use(self.name)
+
+    # --- ingest -------------------------------------------------------------------------------------
+    def indexed_state(self) -> dict[str, tuple[str, int, int]]:
+        """entry_id -> (content_hash, chunks stored, chunk_count expected), read from the server."""
+        if not self.client.collections.exists(self.name):
+            return {}
+        seen: dict[str, list] = {}
+        for obj in self.collection.iterator(return_properties=["entry_id", "content_hash", "chunk_count"]):
+            p = obj.properties
+            state = seen.setdefault(p["entry_id"], [p["content_hash"], 0, int(p["chunk_count"] or 0)])
+            if state[0] == p["content_hash"]:
+                state[1] += 1
+            else:
+                state[0] = "mixed"
+        return {k: (v[0], v[1], v[2]) for k, v in seen.items()}
+
+    def indexed_entry_ids(self) -> set[str]:
+        return {k for k, (h, n, want) in self.indexed_state().items() if n == want}
+
+    def ingest(
+        self,
+        corpus: Corpus,
+        embedder,
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        batch_entries: int = 64,
+    ) -> IngestReport:
+        """Bring the collection in line with `corpus`. Unchanged entries are not embedded again.
+
+        `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose
+        chunks are incomplete; the next ingest sees that (chunks stored != chunk_count) and redoes them.
+        """
+        start = time.perf_counter()
+        self.ensure_collection()
+        state = self.indexed_state()
+        wanted = {e.entry_id: e for e in corpus.entries}
+        todo: list[Entry] = []
+        added = updated = unchanged = 0
+        for entry in corpus.entries:
+            have = state.get(entry.entry_id)
+            if have and have[0] == entry.content_hash and have[1] == have[2]:
+                unchanged += 1
+                continue
+            todo.append(entry)
+            if have:
+                updated += 1
+            else:
+                added += 1
+        stale = sorted(set(state) - set(wanted)) + [e.entry_id for e in todo if e.entry_id in state]
+        for i in range(0, len(stale), 200):
+            ids = stale[i : i + 200]
+            self.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
+        removed = len(set(state) - set(wanted))
+        embed_seconds = 0.0
+        chunks_done = 0
+        total = len(todo)
+        if progress:
+            progress("embedding", 0, total)
+        for i in range(0, total, batch_entries):
+            batch = todo[i : i + batch_entries]
+            chunks = [c for e in batch for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)]
+            t0 = time.perf_counter()
+            vectors = embedder.embed([c.text for c in chunks])
+            embed_seconds += time.perf_counter() - t0
+            self._insert(batch, chunks, vectors)
+            chunks_done += len(chunks)
+            if progress:
+                progress("embedding", min(i + batch_entries, total), total)
+        return IngestReport(len(corpus.entries), added, updated, unchanged, removed, chunks_done,
+                            time.perf_counter() - start, embed_seconds)
+
+    def _insert(self, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        by_id = {e.entry_id: e for e in entries}
+        with self.collection.batch.fixed_size(batch_size=200) as batch:
+            for chunk, vec in zip(chunks, vectors):
+                e = by_id[chunk.entry_id]
+                batch.add_object(
+                    properties={
+                        "entry_id": e.entry_id, "chunk_index": chunk.index, "chunk_count": chunk.count,
+                        "content_hash": e.content_hash, "title": e.title, "category": e.domain,
+                        "keywords": list(e.keywords), "entities": list(e.entities), "text": chunk.text,
+                    },
+                    uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
+                    vector=vec.tolist(),
+                )
+        failed = self.collection.batch.failed_objects
+        if failed:
+            raise L1Error(f"Weaviate refused {len(failed)} chunk(s) during ingest, e.g.: {failed[0].message}")
+
+    # --- search -------------------------------------------------------------------------------------
+    def search(
+        self,
+        vector: Sequence[float],
+        *,
+        k: int,
+        category: str | None = None,
+        mode: str = "near_vector",
+        query_text: str = "",
+        alpha: float = 0.5,
+    ) -> list[Candidate]:
+        """Top-k entries for a query vector, optionally filtered on one category."""
+        where = category_where(category)
+        meta = MetadataQuery(distance=True, score=True)
+        props = ["entry_id", "title", "category", "chunk_index", "text"]
+        limit = k * OVERSAMPLE
+        try:
+            if mode == "hybrid":
+                res = self.collection.query.hybrid(
+                    query=query_text, vector=list(map(float, vector)), alpha=alpha, limit=limit, filters=where,
+                    fusion_type=HybridFusion.RELATIVE_SCORE, return_metadata=meta, return_properties=props,
+                )
+            else:
+                res = self.collection.query.near_vector(
+                    near_vector=list(map(float, vector)), limit=limit, filters=where,
+                    return_metadata=meta, return_properties=props,
+                )
+        except Exception as exc:
+            raise L1Error(f"Weaviate {mode} query on '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
+        return fold_chunks(res.objects, k=k, hybrid=mode == "hybrid")
+
+    def count_chunks(self) -> int:
+        if not self.client.collections.exists(self.name):
+            return 0
+        return int(self.collection.aggregate.over_all(total_count=True).total_count or 0)
+
+
+def fold_chunks(objects: Iterable[Any], *, k: int, hybrid: bool) -> list[Candidate]:
+    """Keep each entry's best chunk, in rank order; ties broken by entry id."""
+    best: dict[str, Candidate] = {}
+    for obj in objects:
+        p = obj.properties
+        distance = obj.metadata.distance
+        score = float(obj.metadata.score or 0.0) if hybrid else 1.0 - float(distance)
+        cand = Candidate(p["entry_id"], p["title"], p["category"], None if distance is None else float(distance),
+                         score, int(p["chunk_index"]), p["text"])
+        if cand.entry_id not in best or cand.score > best[cand.entry_id].score:
+            best[cand.entry_id] = cand
+    ranked = sorted(best.values(), key=lambda c: (-c.score, c.entry_id))
+    return ranked[:k]

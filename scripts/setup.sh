@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Set up everything Lookup Lab needs on this machine. Idempotent: a second run changes nothing.
+#   - Python packages from requirements.txt (into the active Python: use a venv if you like)
+#   - the Weaviate server, built from its Go module, where weaviate-client's embedded mode looks for it
+#   - with --browser: Debian's chromium, for the browser tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+WEAVIATE_VERSION=$("$PYTHON" -c 'import re,sys; print(re.search(r"WEAVIATE_VERSION = \"(.+?)\"", open("retrieval/config.py").read()).group(1))')
+BIN_DIR=${LOOKUP_WEAVIATE_BIN_DIR:-$HOME/.cache/lookup-lab/weaviate}
+want_browser=0
+[ "${1:-}" = "--browser" ] && want_browser=1
+
+step() { printf '\n== %s\n' "$*" >&2; }
+now() { date +%s; }
+
+step "Python packages"
+t0=$(now)
+"$PYTHON" -m pip install --disable-pip-version-check -q -r requirements.txt
+echo "python packages ready in $(( $(now) - t0 )) s" >&2
+
+step "Weaviate server v$WEAVIATE_VERSION"
+BIN_NAME=$("$PYTHON" -c "from retrieval.weaviate_server import binary_name; print(binary_name('$WEAVIATE_VERSION'))")
+if [ -n "${LOOKUP_WEAVIATE_URL:-}" ]; then
+    echo "LOOKUP_WEAVIATE_URL is set: using that server, not building one" >&2
+elif [ -x "$BIN_DIR/$BIN_NAME" ]; then
+    echo "already built: $BIN_DIR/$BIN_NAME" >&2
+else
+    command -v go >/dev/null || { echo "error: Go is needed to build the Weaviate server (or set LOOKUP_WEAVIATE_URL)" >&2; exit 1; }
+    t0=$(now)
+    build_dir=$(mktemp -d)
+    mkdir -p "$BIN_DIR"
+    CGO_ENABLED=0 GOBIN="$build_dir" GOFLAGS=-buildvcs=false \
+        go install -trimpath -ldflags="-s -w" "github.com/weaviate/weaviate/cmd/weaviate-server@v$WEAVIATE_VERSION"
+    mv "$build_dir/weaviate-server" "$BIN_DIR/$BIN_NAME.tmp"
+    mv "$BIN_DIR/$BIN_NAME.tmp" "$BIN_DIR/$BIN_NAME"
+    rmdir "$build_dir"
+    echo "built Weaviate in $(( $(now) - t0 )) s: $BIN_DIR/$BIN_NAME" >&2
+fi
+
+if [ "$want_browser" = 1 ]; then
+    step "Chromium for the browser tests"
+    if [ -x /usr/bin/chromium ]; then
+        echo "already installed: /usr/bin/chromium" >&2
+    else
+        t0=$(now)
+        SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+        $SUDO apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium >/dev/null
+        echo "chromium installed in $(( $(now) - t0 )) s" >&2
+    fi
+fi
