@@ -24,6 +24,7 @@ class Settings:
     db_path: Path | None = None  # default: <data_dir>/invocations.duckdb
     weaviate_url: str | None = None  # None: embedded server
     weaviate_api_key: str | None = dataclasses.field(default=None, repr=False)
+    remote_grpc_port: int | None = None  # with weaviate_url; default 50051 (443 for https)
     weaviate_version: str = WEAVIATE_VERSION
     weaviate_bin_dir: Path = Path.home() / ".cache" / "lookup-lab" / "weaviate"
     embedded_port: int = 8079
@@ -65,6 +66,7 @@ ENV_NAMES = {
     "LOOKUP_DB_PATH": "db_path",
     "LOOKUP_WEAVIATE_URL": "weaviate_url",
     "LOOKUP_WEAVIATE_API_KEY": "weaviate_api_key",
+    "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": "remote_grpc_port",
     "LOOKUP_WEAVIATE_BIN_DIR": "weaviate_bin_dir",
     "LOOKUP_WEAVIATE_PORT": "embedded_port",
     "LOOKUP_WEAVIATE_GRPC_PORT": "embedded_grpc_port",
@@ -94,7 +96,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             if text in _FALSE:
                 return False
             raise ValueError("expected true or false")
-        if kind == "int":
+        if kind in ("int", "int | None"):
             return int(value)
         if kind == "float":
             return float(value)

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import ahocorasick
 
 from .corpus import Entry
-from .text import STOPWORDS, content_tokens, normalise, tokens
+from .text import content_tokens
 
 # Field weights: a whole title or curated keyword says more than a word from the file name.
 FIELD_WEIGHT = {"title": 1.0, "keyword": 1.2, "entity": 1.0, "name": 0.8, "domain": 0.6}
@@ -99,28 +99,28 @@ class _Pattern:
 def _ngrams(words: list[str]) -> Iterable[str]:
     for n in range(1, MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            gram = words[i : i + n]
-            if gram[0] in STOPWORDS or gram[-1] in STOPWORDS:
-                continue
-            yield " ".join(gram)
+            yield " ".join(words[i : i + n])
+
+
+def _key(text: str) -> str:
+    """The match key of a phrase: its content tokens, as the query is reduced to them too."""
+    return " ".join(content_tokens(text))
 
 
 def _entry_terms(entry: Entry) -> Iterable[tuple[str, str, str]]:
-    """(normalised pattern, field, display text) for one entry."""
-    title_words = tokens(entry.title)
-    for gram in _ngrams(title_words):
+    """(match key, field, display text) for one entry."""
+    for gram in _ngrams(content_tokens(entry.title)):
         yield gram, "title", gram
-    name_words = tokens(entry.name)
-    if normalise(entry.name) != normalise(entry.title):
-        for gram in _ngrams(name_words):
+    if _key(entry.name) != _key(entry.title):
+        for gram in _ngrams(content_tokens(entry.name)):
             if len(gram.split()) > 1:
                 yield gram, "name", gram
-    yield normalise(entry.name), "name", entry.name
+        yield _key(entry.name), "name", entry.name
     for kw in entry.keywords:
-        yield normalise(kw), "keyword", kw
+        yield _key(kw), "keyword", kw
     for ent in entry.entities:
-        yield normalise(ent), "entity", ent
-    yield normalise(entry.domain), "domain", entry.domain
+        yield _key(ent), "entity", ent
+    yield _key(entry.domain), "domain", entry.domain
 
 
 class L0Index:
@@ -132,7 +132,7 @@ class L0Index:
         raw: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (pattern, field) -> {entry_id: display}
         for entry in self.entries.values():
             for pattern, field_name, display in _entry_terms(entry):
-                if pattern and not all(t in STOPWORDS for t in pattern.split()):
+                if pattern:
                     raw[(pattern, field_name)].setdefault(entry.entry_id, display)
         # Document frequency per pattern across fields, for an IDF weight.
         df: dict[str, set[str]] = defaultdict(set)
@@ -142,8 +142,7 @@ class L0Index:
         by_pattern: dict[str, list[_Pattern]] = defaultdict(list)
         for (pattern, field_name), ids in sorted(raw.items()):
             words = pattern.split()
-            share = len(df[pattern]) / n
-            if len(words) == 1 and field_name in ("title", "name") and share > COMMON_WORD_SHARE:
+            if len(words) == 1 and field_name in ("title", "name") and len(df[pattern]) > max(2, COMMON_WORD_SHARE * n):
                 continue
             idf = math.log(1 + n / len(df[pattern]))
             weight = FIELD_WEIGHT[field_name] * idf * (1 + 0.5 * (len(words) - 1))

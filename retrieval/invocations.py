@@ -88,6 +88,13 @@ def is_lock_error(exc: BaseException) -> bool:
     return "Could not set lock" in text or "Conflicting lock" in text or "different configuration" in text
 
 
+# Shared by every InvocationStore of this process (there may be several on one file, e.g. one per
+# app session): one flush at a time per spool folder, and the spool files still being appended to.
+_PROCESS_LOCK = threading.Lock()
+_FLUSH_LOCKS: dict[Path, threading.Lock] = {}
+_ACTIVE_SPOOLS: set[tuple[Path, str]] = set()  # (resolved spool folder, file name)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -95,7 +102,13 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A killed process that its parent has not reaped yet (a zombie) still answers kill(pid, 0),
+    # but it will never write its spool again: count it as dead so its rows are adopted now.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (not Linux) or it just went away: the next flush looks again
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 class InvocationStore:
@@ -113,6 +126,9 @@ class InvocationStore:
         self._flusher: threading.Thread | None = None
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.spool_dir.mkdir(parents=True, exist_ok=True)
+        self._spool_key = self.spool_dir.resolve()
+        with _PROCESS_LOCK:  # one flush at a time per spool folder in this process (claim, insert, unlink)
+            self._flush_lock = _FLUSH_LOCKS.setdefault(self._spool_key, threading.Lock())
         self.with_connection(lambda con: con.execute(SCHEMA), read_only=False)
 
     # --- connections ------------------------------------------------------------------------------
@@ -144,8 +160,11 @@ class InvocationStore:
         line = json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n"
         with self._spool_lock:
             if self._spool_file is None:
-                self._spool_path = self.spool_dir / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
-                self._spool_file = open(self._spool_path, "a", encoding="utf-8")
+                path = self.spool_dir / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
+                with _PROCESS_LOCK:
+                    _ACTIVE_SPOOLS.add((self._spool_key, path.name))
+                self._spool_path = path
+                self._spool_file = open(path, "a", encoding="utf-8")
             self._spool_file.write(line)
             self._spool_file.flush()
 
@@ -154,6 +173,8 @@ class InvocationStore:
             if self._spool_file is not None:
                 self._spool_file.close()
                 self._spool_path.rename(self._spool_path.with_suffix(".ready"))
+                with _PROCESS_LOCK:
+                    _ACTIVE_SPOOLS.discard((self._spool_key, self._spool_path.name))
                 self._spool_file = self._spool_path = None
 
     def _claim(self) -> list[Path]:
@@ -162,18 +183,34 @@ class InvocationStore:
         me = os.getpid()
         for path in sorted(self.spool_dir.iterdir()):
             pid_text = path.name.split("-", 1)[0]
-            if path.suffix == ".ready" or (
-                path.suffix in (".jsonl", ".claimed") and pid_text.isdigit() and int(pid_text) != me and not _pid_alive(int(pid_text))
+            if path.suffix == ".claimed" and pid_text == str(me):
+                claimed.append(path)  # ours, left by a flush that could not reach the database
+                continue
+            if path.suffix == ".jsonl" and pid_text == str(me):
+                # Left by an earlier process that had our PID (PIDs are reused, e.g. PID 1 in a
+                # container). Checked under the process lock, so a file that a store of this process
+                # is appending to is never taken.
+                with _PROCESS_LOCK:
+                    if (self._spool_key, path.name) in _ACTIVE_SPOOLS:
+                        continue
+                    target = self._claim_one(path, me)
+            elif path.suffix == ".ready" or (
+                path.suffix in (".jsonl", ".claimed") and pid_text.isdigit() and not _pid_alive(int(pid_text))
             ):
-                target = self.spool_dir / f"{me}-{uuid.uuid4().hex[:8]}.claimed"
-                try:
-                    path.rename(target)
-                except FileNotFoundError:
-                    continue  # another process claimed it first
+                target = self._claim_one(path, me)
+            else:
+                continue
+            if target is not None:
                 claimed.append(target)
-            elif path.suffix == ".claimed" and pid_text == str(me):
-                claimed.append(path)
         return claimed
+
+    def _claim_one(self, path: Path, me: int) -> Path | None:
+        target = self.spool_dir / f"{me}-{uuid.uuid4().hex[:8]}.claimed"
+        try:
+            path.rename(target)
+        except FileNotFoundError:
+            return None  # another process claimed it first
+        return target
 
     def pending(self) -> int:
         """Rows waiting in spool files (all processes)."""
@@ -187,6 +224,13 @@ class InvocationStore:
 
     def flush(self, timeout_s: float | None = None) -> int:
         """Move every spooled row into the database. Returns the rows read from spool."""
+        # Serialised per process: two threads flushing at once (the background flusher and query(),
+        # or two stores on one file) would both take this process's .claimed files, insert them
+        # twice and unlink them under each other (FileNotFoundError, which killed the flusher).
+        with self._flush_lock:
+            return self._flush(timeout_s)
+
+    def _flush(self, timeout_s: float | None) -> int:
         self._rotate()
         files = self._claim()
         if not files:
@@ -222,7 +266,7 @@ class InvocationStore:
             while not self._stop.wait(interval_s):
                 try:
                     self.flush(timeout_s=interval_s)
-                except StoreError:
+                except Exception:  # noqa: BLE001 - the flusher must outlive any one failed round
                     pass  # rows stay in the spool; the next round tries again
 
         self._flusher = threading.Thread(target=loop, name="invocation-flusher", daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -34,19 +35,65 @@ class SqlResult:
     elapsed_ms: float
 
 
+_SELECT_START = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "(", "SUMMARIZE", "DESCRIBE", "SHOW"}
+
+
+def _explained_statement(text: str) -> str | None:
+    """The statement an EXPLAIN wraps: `EXPLAIN [ANALYZE] [VERBOSE] [(options)] stmt`; None if unsure."""
+    try:
+        tokens = [pos for pos, kind in duckdb.tokenize(text) if kind != duckdb.token_type.comment]
+    except duckdb.Error:
+        return None
+
+    def word(i: int) -> str:
+        m = re.match(r"[A-Za-z_]+", text[tokens[i]:])
+        return m.group(0).upper() if m else text[tokens[i]]
+
+    if not tokens or word(0) != "EXPLAIN":
+        return None
+    i = 1
+    if i < len(tokens) and word(i) in ("ANALYZE", "ANALYSE"):
+        i += 1
+    if i < len(tokens) and word(i) == "VERBOSE":
+        i += 1
+    if i + 1 < len(tokens) and word(i) == "(" and word(i + 1) not in _SELECT_START:
+        depth = 0  # an option list such as (FORMAT json, ANALYZE): skip to its closing parenthesis
+        for j in range(i, len(tokens)):
+            depth += {"(": 1, ")": -1}.get(text[tokens[j]], 0)
+            if depth == 0:
+                i = j + 1
+                break
+        else:
+            return None
+    return text[tokens[i]:] if i < len(tokens) else None
+
+
 def check_statement(sql: str) -> str:
-    """Refuse anything but exactly one SELECT or EXPLAIN statement. Returns the statement kind."""
+    """Refuse anything but exactly one SELECT, or an EXPLAIN of one SELECT. Returns the statement kind."""
     if not sql or not sql.strip():
         raise SqlRefused("the statement is empty: write one SELECT")
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise SqlRefused(f"the statement does not parse: {exc}") from exc
+    if not statements:
+        raise SqlRefused("the statement is empty (only comments or semicolons): write one SELECT")
     if len(statements) != 1:
         raise SqlRefused(f"one statement at a time: found {len(statements)}")
     kind = statements[0].type
     if kind not in ALLOWED:
         raise SqlRefused(f"read-only console: {kind.name} statements are refused; only SELECT or EXPLAIN run here")
+    if kind == duckdb.StatementType.EXPLAIN:
+        # EXPLAIN ANALYZE runs the statement it wraps: CREATE TEMP TABLE or CHECKPOINT would pass
+        # the read-only connection, so the wrapped statement must itself be one SELECT.
+        inner = _explained_statement(statements[0].query)
+        try:
+            inner_statements = duckdb.extract_statements(inner) if inner else []
+        except duckdb.Error:
+            inner_statements = []
+        if len(inner_statements) != 1 or inner_statements[0].type != duckdb.StatementType.SELECT:
+            what = inner_statements[0].type.name if len(inner_statements) == 1 else "a statement that is not one SELECT"
+            raise SqlRefused(f"read-only console: EXPLAIN of {what} is refused; only EXPLAIN of a SELECT runs here")
     return ALLOWED[kind]
 
 
@@ -62,6 +109,11 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
             cur.execute(sql)
             names = [d[0] for d in cur.description or []]
             rows = cur.fetchmany(row_limit + 1)
+        except duckdb.InterruptException as exc:
+            if timeout_ms and "execution time" in str(exc):
+                raise SqlRefused(f"the query was stopped at the time limit of {int(timeout_ms)} ms: "
+                                 "narrow it (WHERE, LIMIT) or raise the time limit") from exc
+            raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
         except duckdb.Error as exc:
             raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
         finally:

@@ -22,15 +22,20 @@ def split_camel(word: str) -> list[str]:
 
 
 def singular(token: str) -> str:
-    """Strip a simple English plural: 'pods' -> 'pod', 'replicas' -> 'replica', 'policies' -> 'policy'."""
+    """Fold a simple English plural, so that a word and its plural meet: 'pods' and 'pod' -> 'pod',
+    'policies' -> 'policy', 'caches' and 'cache' -> 'cach', 'patches' and 'patch' -> 'patch'.
+    A final 'e' is dropped (after the plural) on words over four letters, which is what makes
+    '-es' and '-s' plurals agree; the result is a match key, not a word for display."""
     if len(token) <= 3 or not token.isalpha():
         return token
     if token.endswith("ies") and len(token) > 4:
-        return token[:-3] + "y"
-    if token.endswith(("sses", "shes", "ches", "xes")):
-        return token[:-2]
-    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
+        token = token[:-3] + "y"
+    elif token.endswith(("xes", "ches", "shes", "sses", "zes")):
+        token = token[:-2]
+    elif token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    if len(token) > 4 and token.endswith("e"):
+        token = token[:-1]
     return token
 
 

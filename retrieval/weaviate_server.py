@@ -85,7 +85,7 @@ def _connect_url(settings: Settings) -> weaviate.WeaviateClient:
     secure = url.scheme == "https"
     port = url.port or (443 if secure else 80)
     auth = Auth.api_key(settings.weaviate_api_key) if settings.weaviate_api_key else None
-    grpc_port = int(os.environ.get("LOOKUP_WEAVIATE_GRPC_PORT", 443 if secure else 50051))
+    grpc_port = settings.remote_grpc_port or (443 if secure else 50051)
     client = weaviate.connect_to_custom(
         http_host=url.hostname, http_port=port, http_secure=secure,
         grpc_host=url.hostname, grpc_port=grpc_port, grpc_secure=secure,

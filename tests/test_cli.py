@@ -1,0 +1,117 @@
+"""The CLI as a user runs it: separate processes, the real embedded Weaviate, a real DuckDB file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from retrieval.config import REPO_ROOT
+
+from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port, needs_shared
+
+
+def cli(*args, env=None, timeout=300):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def cli_env(tmp_path, base_settings, sample_store):
+    """Point the CLI at the test session's running Weaviate by URL, and at a temporary store."""
+    return {
+        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
+        "LOOKUP_COLLECTION": "TestSample",
+        "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS),
+    }
+
+
+def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
+    """The issue's acceptance run: embedded Weaviate started by the CLI itself, runbooks corpus."""
+    needs_shared()
+    env = {
+        "LOOKUP_CORPUS_DIR": str(RUNBOOKS),
+        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+        "LOOKUP_WEAVIATE_PORT": str(free_port()),
+        "LOOKUP_WEAVIATE_GRPC_PORT": str(free_port()),
+        "LOOKUP_COLLECTION": "Runbooks",
+    }
+    ingest = cli("ingest", env=env)
+    assert ingest.returncode == 0, ingest.stderr
+    report = json.loads(ingest.stdout)
+    assert report["entries_total"] == 108 and report["added"] == 108
+    assert "embedding: 108/108" in ingest.stderr  # progress is shown
+    again = json.loads(cli("ingest", env=env).stdout)
+    assert (again["unchanged"], again["chunks_embedded"]) == (108, 0)  # incremental: nothing re-embedded
+
+    out = cli("lookup", "Pod is crash looping.", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)  # stdout holds exactly one JSON object (server logs go elsewhere)
+    assert data["layer"] == "L0+L1"
+    assert data["l1"]["filter"] == {"category": "kubernetes"}
+    assert data["results"][0]["entry_id"] == "kubernetes/KubePodCrashLooping"
+    for key in ("invocation_id", "query", "layer", "l0", "l1", "results", "relevance"):
+        assert key in data
+    assert set(data["l0"]) >= {"matched_titles", "matched_keywords", "domains", "entities", "matches"}
+    assert set(data["l1"]) >= {"status", "filter", "candidates", "error"}
+    assert set(data["results"][0]) >= {"entry_id", "title", "domain", "score", "source"}
+    assert set(data["relevance"]) == {"semantic_support", "level", "reason"}
+
+    rows = cli("sql", f"SELECT layer, l1_status FROM tool_invocation WHERE id = '{data['invocation_id']}'", "--json", env=env)
+    assert rows.returncode == 0, rows.stderr
+    assert json.loads(rows.stdout.splitlines()[0]) == {"layer": "L0+L1", "l1_status": "ok"}
+
+
+def test_dead_weaviate_url_still_answers_from_l0(cli_env):
+    env = dict(cli_env, LOOKUP_WEAVIATE_URL=f"http://127.0.0.1:{free_port()}", LOOKUP_L1_TIMEOUT_S="2")
+    out = cli("lookup", "Vault is sealed", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["l1"]["status"] in ("failed", "unavailable") and data["l1"]["error"]
+    assert data["layer"] == "L0" and data["results"][0]["entry_id"] == "security/VaultSealed"
+    rows = cli("sql", f"SELECT error FROM tool_invocation WHERE id = '{data['invocation_id']}'", "--json", env=env)
+    assert json.loads(rows.stdout)["error"] == data["l1"]["error"]
+
+
+def test_l1_disabled_gives_layer_l0(cli_env):
+    data = json.loads(cli("lookup", "Vault is sealed", "--json", env=dict(cli_env, LOOKUP_L1_ENABLED="false")).stdout)
+    assert (data["layer"], data["l1"]["status"]) == ("L0", "disabled")
+
+
+def test_lookup_through_a_url_and_plain_output(cli_env):
+    out = cli("lookup", "PostgreSQL replication lag on the standby", env=cli_env)
+    assert out.returncode == 0, out.stderr
+    assert "layer: L0+L1" in out.stdout and "databases/PostgresReplicationLag" in out.stdout
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\x01\x07\t"])
+def test_empty_query_is_refused_with_a_message(cli_env, query):
+    out = cli("lookup", query, env=cli_env)
+    assert out.returncode == 2 and "query is empty" in out.stderr and out.stdout == ""
+
+
+def test_broken_frontmatter_is_reported_by_name_and_the_rest_loads(cli_env, tmp_path):
+    corpus = tmp_path / "kb"
+    (corpus / "ops").mkdir(parents=True)
+    (corpus / "ops" / "Good.md").write_text("---\ntitle: Vault is sealed\n---\nUnseal it.")
+    (corpus / "ops" / "Broken.md").write_text("---\ntitle: [oops\n---\nbody")
+    out = cli("lookup", "vault sealed", "--json", env=dict(cli_env, LOOKUP_CORPUS_DIR=str(corpus), LOOKUP_L1_ENABLED="false"))
+    assert out.returncode == 0
+    assert "Broken.md" in out.stderr and "not valid YAML" in out.stderr
+    assert json.loads(out.stdout)["results"][0]["entry_id"] == "ops/Good"
+
+
+def test_sql_prints_rows_in_full_and_refuses_writes(cli_env):
+    long_query = "Vault is sealed " + "and the operators are paged " * 20
+    cli("lookup", long_query, env=dict(cli_env, LOOKUP_L1_ENABLED="false"))
+    out = cli("sql", "SELECT input FROM tool_invocation", env=cli_env)
+    assert long_query.strip() in out.stdout  # never truncated
+    refused = cli("sql", "DROP TABLE tool_invocation", env=cli_env)
+    assert refused.returncode == 2 and "refused" in refused.stderr

@@ -1,0 +1,56 @@
+from pathlib import Path
+
+import pytest
+
+from retrieval.config import Settings, load_settings
+from retrieval.errors import ConfigError
+
+
+def test_env_overrides_yaml_and_defaults(tmp_path):
+    cfg = tmp_path / "lookup.yaml"
+    cfg.write_text("top_k: 7\ncollection: FromYaml\nl1_enabled: true\n")
+    s = load_settings(config_file=cfg, env={"LOOKUP_COLLECTION": "FromEnv", "LOOKUP_L1_ENABLED": "false",
+                                            "LOOKUP_DB_PATH": str(tmp_path / "x.duckdb")})
+    assert (s.top_k, s.collection, s.l1_enabled) == (7, "FromEnv", False)
+    assert s.invocation_db == tmp_path / "x.duckdb"
+
+
+def test_defaults_without_file_or_env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = load_settings(env={})
+    assert s == Settings()
+    assert s.invocation_db == s.data_dir / "invocations.duckdb"
+
+
+@pytest.mark.parametrize(
+    "env, needle",
+    [
+        ({"LOOKUP_L1_ENABLED": "maybe"}, "LOOKUP_L1_ENABLED"),
+        ({"LOOKUP_TOP_K": "ten"}, "LOOKUP_TOP_K"),
+        ({"LOOKUP_TOP_K": "0"}, "top_k"),
+        ({"LOOKUP_SEARCH_MODE": "bm25"}, "search_mode"),
+        ({"LOOKUP_HYBRID_ALPHA": "1.5"}, "hybrid_alpha"),
+    ],
+)
+def test_bad_values_name_the_setting(env, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=needle):
+        load_settings(env=env)
+
+
+def test_bad_config_file_is_named(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("top_k: [1\n")
+    with pytest.raises(ConfigError, match="bad.yaml"):
+        load_settings(config_file=bad, env={})
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("colection: X\n")
+    with pytest.raises(ConfigError, match="unknown setting 'colection'"):
+        load_settings(config_file=unknown, env={})
+    with pytest.raises(ConfigError, match="not found"):
+        load_settings(config_file=tmp_path / "missing.yaml", env={})
+
+
+def test_api_key_is_not_in_repr():
+    s = Settings(weaviate_api_key="sekret-123")
+    assert "sekret-123" not in repr(s)
