@@ -30,7 +30,9 @@ def test_keywords_entities_and_camel_case_names_match():
     assert idx.match("CrashLoopBackOff on web-1").matches[0].entry_id == "kubernetes/KubePodCrashLooping"
     h = idx.match("KubePodCrashLooping fired")
     assert h.matches[0].entry_id == "kubernetes/KubePodCrashLooping"
-    assert any(t.field == "name" for t in h.matches[0].terms)
+    h = idx.match("PostgresDiskFull fired")  # the file name, split at its capitals
+    assert h.matches[0].entry_id == "databases/PostgresDiskFull"
+    assert "name" in h.matches[0].fields
     h = idx.match("kubelet restarts")
     assert h.entities == ("kubelet",)
 
