@@ -414,9 +414,12 @@ def test_kill_9_before_any_flush_loses_no_recorded_row(db_path):
     assert len(printed) == 300
 
     store = InvocationStore(db_path)
-    assert store.count() == 300 or store.flush() >= 0  # count() itself flushes what the dead process left
+    in_db = store.query("SELECT count(*) AS n FROM tool_invocation", flush_first=False)["n"][0]
+    assert in_db == 0, "the helper was not meant to flush anything"
+    adopted = store.flush()  # takes the dead process's spool file
     found = ids_in_db(store, "crashed")
-    print(f"\nkill -9 after 300 records, no flush: ids printed {len(printed)}, rows found {len(found)}")
+    print(f"\nkill -9 after 300 records, no flush: ids printed {len(printed)}, lines adopted {adopted}, rows found {len(found)}")
+    assert adopted == 300
     assert sorted(found) == sorted(printed)
 
 
@@ -450,11 +453,13 @@ def test_spool_of_a_killed_but_unreaped_process_is_adopted(db_path):
     try:
         store = InvocationStore(db_path)
         n = store.flush()
+        found = list(store.query("SELECT id FROM tool_invocation", flush_first=False)["id"])
     finally:
-        helper.kill()  # reap
-    print(f"\nzombie (state {state}): lines adopted {n}, rows found {store.count('zombie')} of {len(helper.ids())}")
+        helper.kill()  # reap only now
+    print(f"\nzombie (state {state}): lines adopted {n}, rows found {len(found)} of {len(helper.ids())}")
     assert state == "Z"
-    assert sorted(ids_in_db(store, "zombie")) == sorted(helper.ids())
+    assert n == 40
+    assert sorted(found) == sorted(helper.ids())
 
 
 def test_kill_9_inside_flush(db_path):
@@ -541,6 +546,7 @@ def test_record_is_quick_and_flush_waits_while_another_process_holds_the_lock(db
           f"{flush_s:.2f}s for the lock; rows expected 200, found {len(found)}")
     assert max(times) < 0.1 and sum(times) < 1.0
     assert pending == 200
+    assert flush_s > 0.5, "flush() returned before the other process let go of the file"
     assert released
     assert sorted(found) == sorted(ids)
     store.close()

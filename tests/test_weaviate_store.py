@@ -1,0 +1,99 @@
+"""KnowledgeStore against the real embedded Weaviate of the test session."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.corpus import Corpus, Entry
+from retrieval.weaviate_store import KnowledgeStore, category_where
+
+
+def make_entry(entry_id, domain, text="Short body.", title=None, keywords=()):
+    return Entry(entry_id, title or entry_id.split("/")[-1], domain, text, tuple(keywords), ())
+
+
+@pytest.fixture
+def store(weaviate_client, request):
+    s = KnowledgeStore(weaviate_client, "T" + request.node.name.replace("_", "")[:40].title().replace("[", "").replace("]", ""))
+    s.drop()
+    yield s
+    s.drop()
+
+
+def test_category_filter_is_exact_not_word_tokenised(store, embedder):
+    corpus = Corpus("mem", (
+        make_entry("a/Verified", "Verified", "The account is verified."),
+        make_entry("b/NotVerified", "Not Verified", "The account is not verified."),
+        make_entry("c/verified-lower", "verified", "lower case category."),
+    ))
+    store.ingest(corpus, embedder)
+    vec = embedder.embed_query("account verification")
+    assert {c.entry_id for c in store.search(vec, k=10, category="Verified")} == {"a/Verified"}
+    assert {c.entry_id for c in store.search(vec, k=10, category="Not Verified")} == {"b/NotVerified"}
+    assert {c.entry_id for c in store.search(vec, k=10)} == {"a/Verified", "b/NotVerified", "c/verified-lower"}
+    assert store.search(vec, k=10, category="nothing-here") == []
+
+
+def test_filter_is_built_in_one_place():
+    assert category_where(None) is None
+    f = category_where("kubernetes")
+    assert f.target == "category" and f.value == "kubernetes"
+
+
+def test_ingest_is_incremental_and_removes_stale_entries(store, embedder):
+    a, b = make_entry("x/A", "x", "alpha text"), make_entry("x/B", "x", "beta text")
+    first = store.ingest(Corpus("mem", (a, b)), embedder)
+    assert (first.added, first.unchanged, first.chunks_embedded) == (2, 0, 2)
+    again = store.ingest(Corpus("mem", (a, b)), embedder)
+    assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 2, 0)
+    b2 = make_entry("x/B", "x", "beta text, now changed")
+    c = make_entry("y/C", "y", "gamma")
+    changed = store.ingest(Corpus("mem", (b2, c)), embedder)
+    assert (changed.added, changed.updated, changed.unchanged, changed.removed, changed.chunks_embedded) == (1, 1, 0, 1, 2)
+    assert store.indexed_entry_ids() == {"x/B", "y/C"}
+    assert store.count_chunks() == 2
+    hit = store.search(embedder.embed_query("beta text, now changed"), k=1)[0]
+    assert hit.entry_id == "x/B" and "now changed" in hit.snippet
+
+
+def test_long_entries_are_chunked_and_folded_back(store, embedder):
+    filler = " ".join(f"routine maintenance note number {i} about nothing in particular." for i in range(120))
+    needle = "The unique failure mode is a frozen hydrant valve in the basement."
+    long = make_entry("ops/Long", "ops", filler + " " + needle)
+    short = make_entry("ops/Short", "ops", "A different article about printers.")
+    report = store.ingest(Corpus("mem", (long, short)), embedder)
+    assert report.chunks_embedded > 3  # the model saw all of the long entry, window by window
+    hits = store.search(embedder.embed_query("frozen hydrant valve"), k=5)
+    assert [h.entry_id for h in hits].count("ops/Long") == 1  # folded: one candidate per entry
+    assert hits[0].entry_id == "ops/Long" and hits[0].chunk_index > 0  # found by its last chunk
+
+
+def test_ingest_resumes_after_an_interrupted_entry(store, embedder):
+    filler = " ".join(f"line {i} of a long runbook body." for i in range(200))
+    long = make_entry("ops/Long", "ops", filler)
+    store.ingest(Corpus("mem", (long,)), embedder)
+    total = store.count_chunks()
+    # Simulate a crash midway through the entry's chunks: remove one chunk on the server.
+    first = next(iter(store.collection.iterator()))
+    store.collection.data.delete_by_id(first.uuid)
+    assert store.indexed_state()["ops/Long"][1] == total - 1
+    report = store.ingest(Corpus("mem", (long,)), embedder)
+    assert report.updated == 1 and store.count_chunks() == total  # redone, without duplicates
+
+
+def test_hybrid_search_obeys_the_filter(sample_store, embedder):
+    query = "disk full no space left on device"
+    vec = embedder.embed_query(query)
+    for category in ("storage", "databases", "observability"):
+        hits = sample_store.search(vec, k=5, category=category, mode="hybrid", query_text=query, alpha=0.5)
+        assert hits and {h.domain for h in hits} == {category}
+    unfiltered = sample_store.search(vec, k=10, mode="hybrid", query_text=query, alpha=0.5)
+    assert len({h.domain for h in unfiltered}) > 1
+    assert all(0.0 <= h.score <= 1.0 + 1e-6 for h in unfiltered)
+
+
+def test_near_vector_ranks_by_distance(sample_store, embedder):
+    hits = sample_store.search(embedder.embed_query("Standby database is falling behind the primary"), k=5)
+    assert hits[0].entry_id == "databases/PostgresReplicationLag"
+    assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+    assert all(abs(h.score - (1 - h.distance)) < 1e-6 for h in hits)
