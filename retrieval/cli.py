@@ -124,5 +124,65 @@ def sql(statement: str, as_json: bool = typer.Option(False, "--json", help="prin
         typer.echo(f"(stopped at the row limit of {limit}; use --limit to see more)", err=True)
 
 
+@app.command("eval")
+def eval_cmd(
+    eval_set: Path = typer.Argument(..., help="eval set YAML"),
+    configs: str = typer.Option(",".join(("l0_only", "l1_unfiltered", "l1_filtered", "lookup")), help="comma-separated configurations"),
+    as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
+    report: Optional[Path] = typer.Option(None, "--report", help="write a self-contained HTML report"),
+    minimum: list[str] = typer.Option([], "--min", help="gate CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9 (repeatable)"),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="a saved --json result; fail on a significant regression"),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="results per lookup (metrics look at 10 at least)"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="near_vector or hybrid"),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="hybrid alpha"),
+    l0_weight: Optional[float] = typer.Option(None, "--l0-weight", help="weight of L0 evidence in the lookup ranking"),
+    stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
+    config: Optional[Path] = ConfigOpt,
+    corpus: Optional[Path] = CorpusOpt,
+) -> None:
+    """Run an eval set through the configurations; print metrics, significance and routing figures."""
+    import os
+
+    from .eval_sets import load_eval_set
+    from .evaluation import check_gates, run_eval
+    from .report import metrics_text, render_html
+    from .services import open_runtime
+
+    try:
+        loaded = load_eval_set(eval_set)
+        corpus_dir = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else loaded.corpus_dir)
+        settings = _settings(config, corpus_dir=corpus_dir, top_k=top_k, search_mode=mode, hybrid_alpha=alpha, l0_weight=l0_weight)
+        baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None
+        runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
+    except (LookupLabError, OSError, json.JSONDecodeError) as exc:
+        _fail(exc)
+    try:
+        loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
+        if runtime.services.store is not None:
+            ingest_report = runtime.services.store.ingest(runtime.corpus, runtime.services.embedder,
+                                                          progress=lambda st, d, t: typer.echo(f"\ringest {d}/{t}", nl=False, err=True))
+            typer.echo(f"\ncollection {settings.collection}: {ingest_report.unchanged} unchanged, "
+                       f"{ingest_report.added + ingest_report.updated} embedded", err=True)
+        result = run_eval(loaded, runtime.services, settings, configs=[c.strip() for c in configs.split(",") if c.strip()],
+                          stat_test=stat_test, progress=lambda d, t: (d == t or d % max(1, t // 20) == 0) and typer.echo(f"\reval {d}/{t}", nl=False, err=True))
+        typer.echo("", err=True)
+        failures = check_gates(result, minimum, baseline_data, loaded)
+    except LookupLabError as exc:
+        _fail(exc)
+    finally:
+        runtime.close()
+    if report:
+        report.write_text(render_html(result), encoding="utf-8")
+        typer.echo(f"report written to {report}", err=True)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+    else:
+        typer.echo(metrics_text(result))
+    for failure in failures:
+        typer.echo(f"GATE FAILED: {failure}", err=True)
+    if failures:
+        raise typer.Exit(1)
+
+
 def main() -> None:
     app(prog_name="python -m retrieval")

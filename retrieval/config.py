@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,7 +30,7 @@ class Settings:
     weaviate_bin_dir: Path = Path.home() / ".cache" / "lookup-lab" / "weaviate"
     embedded_port: int = 8079
     embedded_grpc_port: int = 50050
-    collection: str = "LookupKnowledge"
+    collection: str = ""  # "" -> derived from the corpus folder: Kb_<folder>
     l1_enabled: bool = True
     search_mode: str = "near_vector"
     hybrid_alpha: float = 0.5
@@ -39,6 +40,10 @@ class Settings:
     session_tag: str = "default"
 
     def __post_init__(self) -> None:
+        if not self.collection:
+            object.__setattr__(self, "collection", collection_for(self.corpus_dir))
+        if not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", self.collection):
+            raise ConfigError(f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _")
         if self.search_mode not in SEARCH_MODES:
             raise ConfigError(f"search_mode: '{self.search_mode}' is not one of {', '.join(SEARCH_MODES)}")
         if not 0.0 <= self.hybrid_alpha <= 1.0:
@@ -57,7 +62,16 @@ class Settings:
         return self.data_dir / f"weaviate-{self.embedded_port}"
 
     def with_(self, **changes: Any) -> "Settings":
+        """A copy with changes. A new corpus folder brings its own derived collection, unless one was set."""
+        if "corpus_dir" in changes and "collection" not in changes and self.collection == collection_for(self.corpus_dir):
+            changes["collection"] = ""
         return dataclasses.replace(self, **changes)
+
+
+def collection_for(corpus_dir: Path | str) -> str:
+    """The default Weaviate collection of a corpus folder: Kb_ and the folder's name, e.g. Kb_runbooks."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", Path(corpus_dir).name) or "corpus"
+    return f"Kb_{name}"
 
 
 ENV_NAMES = {
@@ -131,5 +145,5 @@ def load_settings(config_file: Path | None = None, env: Mapping[str, str] | None
     for env_name, key in ENV_NAMES.items():
         if env_name in env:
             values[key] = _coerce(key, env[env_name], env_name)
-    values.update({k: v for k, v in overrides.items() if v is not None})
+    values.update({k: _coerce(k, v, "argument") for k, v in overrides.items() if v is not None})
     return Settings(**values)

@@ -68,5 +68,17 @@ class Embedder:
                 self._cache.popitem(last=False)
             return vec
 
+    def prime(self, texts: Sequence[str], *, batch_size: int = 64) -> None:
+        """Embed many queries in batches and keep them in the query cache (eval runs reuse them)."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if not todo:
+            return
+        vectors = self.embed(todo, batch_size=batch_size)
+        with self._lock:
+            for text, vec in zip(todo, vectors):
+                self._cache[text] = vec
+                if len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -187,10 +187,23 @@ class L0Index:
         if scored:
             best = scored[0].score
             scored = [m for m in scored if m.score >= keep_ratio * best]
-        return _hints(query, scored)
+        return _hints(query, scored, self._named_domains(found))
+
+    @staticmethod
+    def _named_domains(found: dict[str, tuple[_Pattern, ...]]) -> list[str]:
+        """Domains the query names outright ('prometheus', 'etcd'), longest names first, none inside another."""
+        named = sorted(((pattern, p.display) for pattern, pats in found.items() for p in pats if p.field == "domain"),
+                       key=lambda pd: (-len(pd[0]), pd[0]))
+        kept: list[tuple[str, str]] = []
+        for pattern, display in named:
+            if not any(f" {pattern} " in f" {longer} " for longer, _ in kept):
+                kept.append((pattern, display))
+        return [display for _, display in kept]
 
 
-def _hints(query: str, matches: list[EntryMatch]) -> L0Hints:
+def _hints(query: str, matches: list[EntryMatch], named_domains: list[str]) -> L0Hints:
+    """Domains are those of the matched entries, plus any the query names outright: a query that names
+    another domain than its keyword matches is ambiguous, and must not be narrowed to one of them."""
     titles, domains, entities = [], [], []
     keywords: dict[tuple[str, str], TermMatch] = {}
     for m in matches:
@@ -204,5 +217,7 @@ def _hints(query: str, matches: list[EntryMatch]) -> L0Hints:
             key = (t.term, t.field)
             if key not in keywords or keywords[key].weight < t.weight:
                 keywords[key] = t
+    if matches:
+        domains.extend(d for d in named_domains if d not in domains)
     ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.term, t.field)))
     return L0Hints(query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches))

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 import duckdb
+import numpy as np
 import pandas as pd
 
 from .errors import SqlRefused, StoreError
@@ -97,6 +98,38 @@ def check_statement(sql: str) -> str:
     return ALLOWED[kind]
 
 
+def _plain(value):
+    """numpy arrays in LIST columns (and inside STRUCTs) as Python lists, as fetchall() would give."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _fetch_frame(cur: duckdb.DuckDBPyConnection, limit: int) -> pd.DataFrame:
+    """Up to `limit` rows of a streaming result, a chunk of 2048 rows at a time.
+
+    Not fetchmany(): its Python objects need pytz for every TIMESTAMPTZ value (tool_invocation.created_at),
+    and pytz is not installed (pandas 3 does not bring it), so any query showing created_at failed."""
+    names = [d[0] for d in cur.description or []]
+    chunks, have = [], 0
+    while have < limit:
+        chunk = cur.fetch_df_chunk(max(1, -(-(limit - have) // 2048)))
+        if len(chunk) == 0:
+            break
+        chunks.append(chunk)
+        have += len(chunk)
+    if not chunks:
+        return pd.DataFrame(columns=names)
+    frame = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
+    for col in frame.columns[frame.dtypes == object]:
+        frame[col] = frame[col].map(_plain)
+    return frame
+
+
 def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, timeout_ms: int = 5_000) -> SqlResult:
     """Run one checked statement on a read-only connection with external access off."""
     check_statement(sql)
@@ -107,8 +140,7 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
         cur = con.cursor()
         try:
             cur.execute(sql)
-            names = [d[0] for d in cur.description or []]
-            rows = cur.fetchmany(row_limit + 1)
+            frame = _fetch_frame(cur, row_limit + 1)
         except duckdb.InterruptException as exc:
             if timeout_ms and "execution time" in str(exc):
                 raise SqlRefused(f"the query was stopped at the time limit of {int(timeout_ms)} ms: "
@@ -118,8 +150,8 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
             raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
         finally:
             cur.close()
-        truncated = len(rows) > row_limit
-        frame = pd.DataFrame(rows[:row_limit], columns=names)
+        truncated = len(frame) > row_limit
+        frame = frame.iloc[:row_limit].reset_index(drop=True)
         return SqlResult(frame, truncated, (time.perf_counter() - t0) * 1000)
 
     try:

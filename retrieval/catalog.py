@@ -1,0 +1,72 @@
+"""Where corpora and eval sets live (the configured corpus, the repo's, ../shared's) and the collection each
+corpus is indexed in."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from .config import REPO_ROOT, Settings
+
+SHARED_DIR = REPO_ROOT.parent / "shared"
+SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
+
+
+@dataclass(frozen=True)
+class CorpusChoice:
+    """A corpus folder someone can pick, and the Weaviate collection that holds its chunks."""
+
+    label: str
+    path: Path
+    collection: str
+
+
+@dataclass(frozen=True)
+class EvalSetFile:
+    label: str  # e.g. "eval_sets/sample-ops-alerts.yaml" or "shared/eval_sets/runbooks-alert-summaries.yaml"
+    path: Path
+
+
+def collection_for(corpus_dir: Path | str) -> str:
+    """The collection a non-configured corpus gets: 'Kb_' + its folder name ('runbooks' -> 'Kb_runbooks')."""
+    name = re.sub(r"[^0-9A-Za-z_]", "_", Path(corpus_dir).resolve().name).strip("_")
+    return f"Kb_{name or 'corpus'}"
+
+
+def same_path(a: Path | str | None, b: Path | str | None) -> bool:
+    if a is None or b is None:
+        return False
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def known_corpora(settings: Settings, *, shared_dir: Path = SHARED_DIR, extra: Iterable[Path | str] = ()) -> list[CorpusChoice]:
+    """The configured corpus first (in `settings.collection`), then the sample corpus, ../shared/corpora/*
+    and `extra`, each once, each in its own collection. Labels are folder names, made unique."""
+    out: list[CorpusChoice] = []
+
+    def add(path: Path, collection: str | None = None, *, must_exist: bool = True) -> None:
+        if (must_exist and not path.is_dir()) or any(same_path(path, c.path) for c in out):
+            return
+        label, n = path.resolve().name, 2
+        while any(c.label == label for c in out):
+            label, n = f"{path.resolve().name}-{n}", n + 1
+        out.append(CorpusChoice(label, path.resolve(), collection or collection_for(path)))
+
+    add(Path(settings.corpus_dir), settings.collection, must_exist=False)  # a missing one still shows, to be named
+    add(SAMPLE_CORPUS)
+    corpora = Path(shared_dir) / "corpora"
+    if corpora.is_dir():
+        for path in sorted(p for p in corpora.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            add(path)
+    for path in extra:
+        add(Path(path))
+    return out
+
+
+def eval_set_files(*, repo_root: Path = REPO_ROOT, shared_dir: Path = SHARED_DIR) -> list[EvalSetFile]:
+    """eval_sets/*.yaml of the repo, then ../shared/eval_sets/*.yaml when present."""
+    out = [EvalSetFile(f"eval_sets/{p.name}", p) for p in sorted((Path(repo_root) / "eval_sets").glob("*.yaml"))]
+    out += [EvalSetFile(f"shared/eval_sets/{p.name}", p) for p in sorted((Path(shared_dir) / "eval_sets").glob("*.yaml"))]
+    return out

@@ -1,0 +1,58 @@
+"""Routing metrics that ranx cannot compute: how often the L0 filter applies, is right, hurts, falls back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class RoutingObservation:
+    """What happened to one case's routing, and what was expected."""
+
+    case_id: str
+    expected_domain: str | None
+    expected_ids: tuple[str, ...]  # relevant entry ids (grade > 0); () when unanswerable
+    applied_category: str | None
+    fallback: bool = False
+    semantic_support: bool = True
+
+
+def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: Mapping[str, str]) -> dict[str, Any]:
+    """
+    - filter_applied_rate: cases with an L0-derived filter / all cases
+    - routing_accuracy: of the filtered cases that name an expected domain, share filtered on that domain
+    - filter_hurt_rate: of the filtered answerable cases, share whose filter excluded every expected entry
+    - fallback_rate: cases answered from L0 because L1 gave nothing usable / all cases
+    - unanswerable_unsupported_rate: of the unanswerable cases, share returned without semantic support
+    Rates with an empty denominator are None.
+    """
+    n = len(observations)
+    applied = [o for o in observations if o.applied_category is not None]
+    with_domain = [o for o in applied if o.expected_domain]
+    answerable_applied = [o for o in applied if o.expected_ids]
+    hurt = [o for o in answerable_applied if all(entry_domains.get(e) != o.applied_category for e in o.expected_ids)]
+    unanswerable = [o for o in observations if not o.expected_ids]
+    return {
+        "cases": n,
+        "filter_applied_rate": _rate(len(applied), n),
+        "routing_accuracy": _rate(sum(o.applied_category == o.expected_domain for o in with_domain), len(with_domain)),
+        "filter_hurt_rate": _rate(len(hurt), len(answerable_applied)),
+        "fallback_rate": _rate(sum(o.fallback for o in observations), n),
+        "unanswerable_unsupported_rate": _rate(sum(not o.semantic_support for o in unanswerable), len(unanswerable)),
+        "filter_hurt_cases": [o.case_id for o in hurt],
+    }
+
+
+def confusion(observations: Iterable[RoutingObservation]) -> dict[str, dict[str, int]]:
+    """Expected domain -> L0-derived filter ('(none)' when unfiltered) -> count."""
+    table: dict[str, dict[str, int]] = {}
+    for o in observations:
+        row = table.setdefault(o.expected_domain or "(none)", {})
+        col = o.applied_category or "(none)"
+        row[col] = row.get(col, 0) + 1
+    return table
+
+
+def _rate(num: int, den: int) -> float | None:
+    return None if den == 0 else num / den
