@@ -37,6 +37,7 @@ class Settings:
     top_k: int = 5
     l1_timeout_s: float = 10.0
     l0_weight: float = 0.1
+    min_support_similarity: float = 0.40
     session_tag: str = "default"
 
     def __post_init__(self) -> None:
@@ -91,6 +92,8 @@ ENV_NAMES = {
     "LOOKUP_TOP_K": "top_k",
     "LOOKUP_L1_TIMEOUT_S": "l1_timeout_s",
     "LOOKUP_SESSION_TAG": "session_tag",
+    "LOOKUP_L0_WEIGHT": "l0_weight",
+    "LOOKUP_MIN_SUPPORT": "min_support_similarity",
 }
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 

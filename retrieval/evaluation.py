@@ -183,8 +183,8 @@ def run_eval(
             done += 1
             if progress:
                 progress(done, total)
-    qrels, ranx_runs = _ranx_runs(eval_set, runs)
     answerable = sum(c.answerable for c in eval_set.cases)
+    qrels, ranx_runs = _ranx_runs(eval_set, runs) if answerable else (None, {})
     warnings = []
     if answerable < SMALL_SAMPLE:
         warnings.append(f"only {answerable} answerable cases: significance tests are unreliable below {SMALL_SAMPLE}")

@@ -108,7 +108,7 @@ def _pid_alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True  # no /proc (not Linux) or it just went away: the next flush looks again
-    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
 class InvocationStore:
@@ -164,7 +164,7 @@ class InvocationStore:
                 with _PROCESS_LOCK:
                     _ACTIVE_SPOOLS.add((self._spool_key, path.name))
                 self._spool_path = path
-                self._spool_file = open(path, "a", encoding="utf-8")
+                self._spool_file = open(path, "a", encoding="utf-8", errors="replace")
             self._spool_file.write(line)
             self._spool_file.flush()
 

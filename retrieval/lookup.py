@@ -140,7 +140,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     l1 = _run_l1(text, category, services, settings, timings)
     t0 = time.perf_counter()
     results = tuple(fuse(hints.matches, l1.candidates, k=settings.top_k, l0_weight=settings.l0_weight))
-    relevance = assess(results, l1.status)
+    relevance = assess(results, l1.status, min_support=settings.min_support_similarity)
     timings["fuse"] = (time.perf_counter() - t0) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     result = LookupResult(

@@ -125,8 +125,14 @@ def _fetch_frame(cur: duckdb.DuckDBPyConnection, limit: int) -> pd.DataFrame:
     if not chunks:
         return pd.DataFrame(columns=names)
     frame = pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
-    for col in frame.columns[frame.dtypes == object]:
-        frame[col] = frame[col].map(_plain)
+    for i in range(frame.shape[1]):
+        column = frame.iloc[:, i]
+        missing = column.isna()
+        if missing.any():  # SQL NULL as None (JSON null), not NaN / NaT / pd.NA
+            column = column.astype(object).where(~missing, None)
+        if column.dtype == object:  # built by hand: Series.map would infer str dtype and turn None into NaN
+            column = pd.Series([_plain(v) for v in column], index=column.index, dtype=object, name=column.name)
+        frame.isetitem(i, column)
     return frame
 
 
