@@ -184,5 +184,29 @@ def eval_cmd(
         raise typer.Exit(1)
 
 
+@app.command()
+def bench(
+    sizes: str = typer.Option("1000,10000", help="comma-separated knowledge-base sizes"),
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
+    queries: int = typer.Option(200, help="lookups timed per size"),
+    out_dir: Path = typer.Option(Path("bench/results"), "--out", help="where the dated result table is written"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
+    from .bench import run_bench
+
+    try:
+        settings = _settings(config)
+        sizes_list = [int(x) for x in sizes.split(",") if x.strip()]
+    except (LookupLabError, ValueError) as exc:
+        _fail(exc)
+    try:
+        result = run_bench(settings, sizes=sizes_list, queries=queries, out_dir=out_dir,
+                           log=lambda m: typer.echo(m, err=True))
+    except LookupLabError as exc:
+        _fail(exc)
+    typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
+
+
 def main() -> None:
     app(prog_name="python -m retrieval")
