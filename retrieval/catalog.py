@@ -3,12 +3,14 @@ corpus is indexed in."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from .config import REPO_ROOT, Settings
+
+from .config import REPO_ROOT, Settings, collection_for
+from .errors import EvalSetError
+from .eval_sets import load_eval_set
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
@@ -27,12 +29,6 @@ class CorpusChoice:
 class EvalSetFile:
     label: str  # e.g. "eval_sets/sample-ops-alerts.yaml" or "shared/eval_sets/runbooks-alert-summaries.yaml"
     path: Path
-
-
-def collection_for(corpus_dir: Path | str) -> str:
-    """The collection a non-configured corpus gets: 'Kb_' + its folder name ('runbooks' -> 'Kb_runbooks')."""
-    name = re.sub(r"[^0-9A-Za-z_]", "_", Path(corpus_dir).resolve().name).strip("_")
-    return f"Kb_{name or 'corpus'}"
 
 
 def same_path(a: Path | str | None, b: Path | str | None) -> bool:
@@ -70,3 +66,19 @@ def eval_set_files(*, repo_root: Path = REPO_ROOT, shared_dir: Path = SHARED_DIR
     out = [EvalSetFile(f"eval_sets/{p.name}", p) for p in sorted((Path(repo_root) / "eval_sets").glob("*.yaml"))]
     out += [EvalSetFile(f"shared/eval_sets/{p.name}", p) for p in sorted((Path(shared_dir) / "eval_sets").glob("*.yaml"))]
     return out
+
+
+def preferred_eval_set(files: list[EvalSetFile], corpus_dir: Path | str) -> int:
+    """Index of the first eval set written for `corpus_dir` that has a case with a right answer (else the
+    first written for it, else 0)."""
+    fitting = []
+    for i, f in enumerate(files):
+        try:
+            eval_set = load_eval_set(f.path)
+        except EvalSetError:
+            continue
+        if same_path(eval_set.corpus_dir, corpus_dir):
+            if any(c.answerable for c in eval_set.cases):
+                return i
+            fitting.append(i)
+    return fitting[0] if fitting else 0

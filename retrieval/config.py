@@ -71,8 +71,8 @@ class Settings:
 
 def collection_for(corpus_dir: Path | str) -> str:
     """The default Weaviate collection of a corpus folder: Kb_ and the folder's name, e.g. Kb_runbooks."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", Path(corpus_dir).name) or "corpus"
-    return f"Kb_{name}"
+    name = re.sub(r"[^A-Za-z0-9_]", "_", Path(corpus_dir).resolve().name).strip("_")
+    return f"Kb_{name or 'corpus'}"
 
 
 ENV_NAMES = {

@@ -1,0 +1,51 @@
+"""Every session-state key of the app, in one place.
+
+Keys in URL_KEYS belong to widgets bound to the URL (`bind="query-params"`): the key is also the name of
+the query parameter, so a URL such as `/?q=disk+full&k=3&mode=hybrid` reopens a view.
+"""
+
+# Shared settings (sidebar, every page)
+TOP_K = "k"
+L1_ON = "l1"
+MODE = "mode"
+ALPHA = "alpha"
+CORPUS = "corpus"
+CONTEXT = "_context"  # the AppContext app.py opened for this run (the page takes it)
+FRAME_RETRY = "_frame_retry"  # a page ran without app.py once: see resources.page_context
+
+# Lookup
+QUERY = "q"
+LAST_LOOKUP = "_lookup_last"  # (view key, LookupResult): a rerun of the same view does not record again
+
+# Filter comparison
+COMPARE_QUERY = "cq"
+EVAL_SET = "eval"
+SET_COMPARISON = "_set_comparison"  # (view key, list[CaseFilterDelta])
+
+# Evaluate
+EVAL_RUN_SET = "es"
+EVAL_CONFIGS = "eval_configs"
+EVAL_RECORD = "eval_record"
+EVAL_REPORT = "_eval_report"  # (view key, EvalReport)
+
+# Invocations
+INV_RANGE = "inv_range"
+INV_DATES = "inv_dates"
+INV_LAYERS = "inv_layers"
+INV_DOMAINS = "inv_domains"
+INV_STATUSES = "inv_statuses"
+INV_SESSIONS = "inv_sessions"
+INV_FALLBACK = "inv_fallback"
+INV_TEXT = "inv_text"
+INV_TABLE = "inv_table"
+SQL_EXAMPLE = "sql_example"
+SQL_TEXT = "sql_text"
+SQL_ROWS = "sql_rows"
+SQL_TIMEOUT = "sql_timeout_ms"
+SQL_RUN = "sql_run"
+
+# Corpus
+CORPUS_ENTRY = "corpus_entry"
+INGEST_RESULT = "_ingest_result"
+
+URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, QUERY, COMPARE_QUERY, EVAL_SET, EVAL_RUN_SET)

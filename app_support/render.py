@@ -1,0 +1,78 @@
+"""Rendering helpers. User and corpus text never reaches the page as raw HTML or live Markdown:
+`md()` escapes it for Markdown-rendering elements, `highlight_html()` escapes every piece it wraps."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any, Iterable
+
+import streamlit as st
+
+from retrieval.text import STOPWORDS, content_tokens, tokens
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=^&\"'])")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+UNEXPECTED = "Something went wrong on this page"  # the catch-all's message (tests look for it)
+MARK_STYLE = "background-color: rgba(255, 164, 33, 0.35); padding: 0 2px; border-radius: 3px;"
+
+
+def md(text: Any) -> str:
+    """Text made inert for Markdown: every Markdown/directive character backslash-escaped, lines kept."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
+
+
+def match_keys(terms: Iterable[str]) -> set[str]:
+    """The normalised tokens of the matched terms (what L0 compared), stopwords left out."""
+    out: set[str] = set()
+    for term in terms:
+        out.update(content_tokens(term))
+    return out
+
+
+def spans(text: str, keys: set[str]) -> list[tuple[str, bool]]:
+    """`text` cut into (piece, matched) pieces; a word is matched when one of its normalised tokens
+    (CamelCase parts, plural folded) is among `keys`."""
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    for m in _WORD.finditer(text):
+        word_tokens = [t for t in tokens(m.group(0)) if t not in STOPWORDS]
+        if word_tokens and any(t in keys for t in word_tokens):
+            if m.start() > pos:
+                out.append((text[pos:m.start()], False))
+            out.append((m.group(0), True))
+            pos = m.end()
+    if pos < len(text):
+        out.append((text[pos:], False))
+    return out
+
+
+def highlight_html(text: str, keys: set[str], *, tag: str = "span") -> str:
+    """HTML for `text` with matched words in <mark>; every piece of text is html.escape'd."""
+    parts = []
+    for piece, hit in spans(text, keys):
+        safe = html.escape(piece)
+        parts.append(f'<mark style="{MARK_STYLE}">{safe}</mark>' if hit else safe)
+    return f"<{tag}>{''.join(parts)}</{tag}>"
+
+
+def highlighted(text: str, keys: set[str]) -> None:
+    st.html(highlight_html(text, keys, tag="div"))
+
+
+def error(what: str, exc: BaseException | str, todo: str) -> None:
+    """An error as a message: what failed, why, and what to do."""
+    st.error(f"**{md(what)}**: {md(exc)}  \n{md(todo)}", icon=":material/error:")
+
+
+def unexpected(exc: BaseException) -> None:
+    st.error(f"{UNEXPECTED}: {md(type(exc).__name__)}: {md(exc)}  \nThe details are in the server log. "
+             "Reload the page; if it keeps happening, use *Retry connection* in the sidebar or restart the app.",
+             icon=":material/error:")
+
+
+def as_json(value: Any) -> Any:
+    """A JSON-ready copy (timestamps and the like as text) for st.json."""
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,272 @@
+"""Process-wide cached resources and the settings of the current view.
+
+- the embedding model, loaded once;
+- the Weaviate connection (or why there is none), per connection settings; a failed connection is cached
+  too, so pages do not wait on a dead server every rerun: it is retried after RETRY_AFTER_S, or at once
+  with the "Retry connection" button (`retry_connection`);
+- the corpus and its L0 index, per corpus folder;
+- the invocation store, per database file, with its background flusher.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import streamlit as st
+
+from retrieval.catalog import CorpusChoice, known_corpora, same_path
+from retrieval.config import Settings, load_settings
+from retrieval.corpus import Corpus, load_corpus
+from retrieval.embedding import Embedder
+from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
+from retrieval.hints import L0Index
+from retrieval.invocations import InvocationStore
+from retrieval.lookup import LookupServices
+from retrieval.weaviate_server import connect
+from retrieval.weaviate_store import KnowledgeStore
+
+from . import keys
+
+RETRY_AFTER_S = 30.0
+
+
+# --- settings --------------------------------------------------------------------------------------------
+def base_settings() -> Settings:
+    """Defaults < lookup.yaml < LOOKUP_* environment. Raises ConfigError with the setting at fault."""
+    return load_settings()
+
+
+def corpus_choices(base: Settings) -> list[CorpusChoice]:
+    return known_corpora(base)
+
+
+def current_settings(base: Settings | None = None) -> Settings:
+    """The base settings with the sidebar's choices (corpus, top-k, L1, search mode) applied."""
+    base = base or base_settings()
+    state = st.session_state
+    changes: dict[str, Any] = {}
+    label = state.get(keys.CORPUS)
+    choice = next((c for c in corpus_choices(base) if c.label == label), None)
+    if choice is not None and not same_path(choice.path, base.corpus_dir):
+        changes.update(corpus_dir=choice.path, collection=choice.collection)
+    if state.get(keys.TOP_K) is not None:
+        changes["top_k"] = int(state[keys.TOP_K])
+    if state.get(keys.L1_ON) is not None:
+        changes["l1_enabled"] = bool(state[keys.L1_ON])
+    if state.get(keys.MODE) in ("near_vector", "hybrid"):
+        changes["search_mode"] = state[keys.MODE]
+    if state.get(keys.ALPHA) is not None:
+        changes["hybrid_alpha"] = float(state[keys.ALPHA])
+    return base.with_(**changes)
+
+
+# --- Weaviate ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Connection:
+    client: Any | None
+    error: str | None  # why L1 is unavailable; None when connected
+    target: str  # where, for people (never the API key)
+    opened_at: float
+
+    @property
+    def ok(self) -> bool:
+        return self.client is not None
+
+
+def describe_target(settings: Settings) -> str:
+    if settings.weaviate_url:
+        url = urlparse(settings.weaviate_url)
+        host = url.hostname or "?"
+        port = f":{url.port}" if url.port else ""
+        return f"remote Weaviate at {url.scheme}://{host}{port}"
+    return f"embedded Weaviate on 127.0.0.1:{settings.embedded_port}"
+
+
+def _connection_key(settings: Settings) -> tuple:
+    secret = hashlib.sha256((settings.weaviate_api_key or "").encode()).hexdigest()[:12]
+    return (settings.weaviate_url, secret, settings.remote_grpc_port, settings.embedded_port, settings.embedded_grpc_port,
+            str(settings.weaviate_data_dir), str(settings.weaviate_bin_dir), settings.weaviate_version, settings.l1_timeout_s)
+
+
+def _still_good(conn: Connection) -> bool:
+    if conn.client is None:
+        return time.monotonic() - conn.opened_at < RETRY_AFTER_S
+    try:
+        return bool(conn.client.is_live())
+    except Exception:  # noqa: BLE001 - a dead server: reconnect
+        return False
+
+
+def _release(conn: Connection) -> None:
+    if conn.client is not None:
+        try:
+            conn.client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+@st.cache_resource(show_spinner="Connecting to Weaviate…", validate=_still_good, on_release=_release)
+def _connection(key: tuple, _settings: Settings) -> Connection:
+    target = describe_target(_settings)
+    try:
+        client = connect(_settings)
+    except (L1Error, WeaviateSetupError) as exc:
+        return Connection(None, _redact(str(exc), _settings), target, time.monotonic())
+    except Exception as exc:  # noqa: BLE001 - whatever the client raised, the app goes on with L0
+        why = f"cannot reach {target}: {type(exc).__name__}: {exc}"
+        return Connection(None, _redact(why, _settings), target, time.monotonic())
+    return Connection(client, None, target, time.monotonic())
+
+
+def _redact(text: str, settings: Settings) -> str:
+    """Error text without the API key or URL credentials, should a library have put them in."""
+    for secret in (settings.weaviate_api_key, urlparse(settings.weaviate_url or "").password):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+def connection(settings: Settings) -> Connection:
+    return _connection(_connection_key(settings), settings)
+
+
+def retry_connection() -> None:
+    """Forget every cached connection (and the figures read through it); the next run connects again."""
+    _connection.clear()
+    st.cache_data.clear()
+
+
+# --- model, corpus, invocation store ---------------------------------------------------------------------------
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def embedder() -> Embedder:
+    return Embedder()
+
+
+@dataclass(frozen=True)
+class CorpusIndex:
+    corpus: Corpus
+    l0: L0Index
+
+
+@st.cache_resource(show_spinner="Reading the corpus…")
+def corpus_index(corpus_dir: str) -> CorpusIndex:
+    """Raises CorpusError when the folder is missing (not cached, so fixing it and rerunning works)."""
+    corpus = load_corpus(Path(corpus_dir))
+    return CorpusIndex(corpus, L0Index(corpus.entries))
+
+
+def reload_corpus() -> None:
+    corpus_index.clear()
+    st.cache_data.clear()
+
+
+def _close_store(store: InvocationStore) -> None:
+    store.close()
+
+
+@st.cache_resource(show_spinner=False, on_release=_close_store)
+def invocation_store(db_path: str) -> InvocationStore:
+    store = InvocationStore(Path(db_path))
+    store.start_background_flush()
+    return store
+
+
+def clear_all(*, keep_model: bool = True) -> None:
+    """Drop every cached resource (closing connections and stores); the model stays unless asked."""
+    _connection.clear()
+    corpus_index.clear()
+    invocation_store.clear()
+    if not keep_model:
+        embedder.clear()
+    st.cache_data.clear()
+
+
+# --- what a page works with ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AppContext:
+    settings: Settings
+    corpus: Corpus
+    l0: L0Index
+    conn: Connection
+    recorder: InvocationStore | None
+    recorder_error: str | None
+
+    @property
+    def store(self) -> KnowledgeStore | None:
+        return KnowledgeStore(self.conn.client, self.settings.collection) if self.conn.ok else None
+
+    @property
+    def l1_reason(self) -> str | None:
+        return self.conn.error
+
+    def embedder(self) -> Embedder:
+        return embedder()
+
+    def lookup_services(self, *, record: bool = True) -> LookupServices:
+        """What lookup_knowledge needs; without a connection it runs on L0 and says why L1 is missing."""
+        store = self.store
+        model = embedder() if store is not None and self.settings.l1_enabled else None
+        return LookupServices(l0=self.l0, embedder=model, store=store,
+                              recorder=self.recorder if record else None, l1_unavailable=self.conn.error)
+
+
+def context(settings: Settings | None = None) -> AppContext:
+    """Open (or reuse) everything for the current settings. Raises LookupLabError for a bad corpus folder."""
+    settings = settings or current_settings()
+    index = corpus_index(str(Path(settings.corpus_dir).resolve()))
+    conn = connection(settings)
+    recorder, why = None, None
+    try:
+        recorder = invocation_store(str(Path(settings.invocation_db).resolve()))
+    except (StoreError, LookupLabError, OSError) as exc:
+        why = str(exc)
+    return AppContext(settings, index.corpus, index.l0, conn, recorder, why)
+
+
+def page_context() -> AppContext:
+    """The context app.py opened for this run (pages never open their own).
+
+    When app.py did not run, Streamlit ran the page file alone: with a pages/ folder beside the entrypoint it
+    does that for a deep link (e.g. /corpus) until the first st.navigation call of the process turns its
+    folder-based fallback off. Then this turns it off and reruns through app.py, so the page gets its frame
+    (settings, status, L1 banner); should that not help, the page runs without the frame.
+    """
+    ctx = st.session_state.pop(keys.CONTEXT, None)
+    if isinstance(ctx, AppContext):
+        st.session_state.pop(keys.FRAME_RETRY, None)
+        return ctx
+    if not st.session_state.get(keys.FRAME_RETRY):
+        from streamlit.runtime.pages_manager import PagesManager
+
+        st.session_state[keys.FRAME_RETRY] = True
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    return context()
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def index_summary(key: tuple, collection: str, _client: Any) -> tuple[int | None, int | None, str | None]:
+    """(entries fully indexed, chunks, error) of one collection, re-read at most every 15 s."""
+    try:
+        store = KnowledgeStore(_client, collection)
+        return len(store.indexed_entry_ids()), store.count_chunks(), None
+    except Exception as exc:  # noqa: BLE001 - status only
+        return None, None, f"{type(exc).__name__}: {exc}"
+
+
+def collection_summary(ctx: AppContext) -> tuple[int | None, int | None, str | None]:
+    if not ctx.conn.ok:
+        return None, None, ctx.conn.error
+    return index_summary(_connection_key(ctx.settings), ctx.settings.collection, ctx.conn.client)
+
+
+def indexed_state(ctx: AppContext) -> dict[str, tuple[str, int, int]] | None:
+    """KnowledgeStore.indexed_state() of the current collection, or None when L1 is unreachable."""
+    if ctx.store is None:
+        return None
+    return ctx.store.indexed_state()

@@ -1,0 +1,93 @@
+"""Corpus: every entry with its frontmatter, domain, L0 index terms, chunk count and index state; ingest."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import streamlit as st
+
+from app_support import ingest, keys, render, resources
+from app_support.render import md
+from retrieval.corpus_status import entry_statuses, orphans, statuses_frame
+
+ctx = resources.page_context()
+settings = ctx.settings
+corpus = ctx.corpus
+
+st.title("Corpus")
+st.caption(f"**{md(corpus.root)}**, indexed in the Weaviate collection **{md(settings.collection)}**.")
+
+try:
+    state = resources.indexed_state(ctx)
+except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
+    state = None
+    render.error("The collection cannot be read", f"{type(exc).__name__}: {exc}",
+                 "Check that Weaviate is up (Retry connection); the index state shows as unknown meanwhile.")
+tokenizer = max_tokens = None
+try:
+    model = ctx.embedder()
+    tokenizer, max_tokens = model.tokenizer, model.max_tokens
+except Exception as exc:  # noqa: BLE001 - chunk counts are optional
+    st.caption(f"Chunk counts are not shown: the embedding model cannot be loaded ({md(exc)}).")
+statuses = entry_statuses(corpus, ctx.l0, tokenizer=tokenizer, max_tokens=max_tokens or 256, indexed_state=state)
+counts = Counter(s.indexed for s in statuses)
+
+m1, m2, m3, m4, m5 = st.columns(5)
+m1.metric("Entries", len(statuses))
+m2.metric("Domains", len(corpus.domains))
+m3.metric("Indexed", "–" if state is None else counts.get("indexed", 0))
+m4.metric("To (re)index", "–" if state is None else len(statuses) - counts.get("indexed", 0))
+m5.metric("Skipped files", len(corpus.problems))
+
+# --- ingest ------------------------------------------------------------------------------------------------
+ingest.show_last_result()
+with st.container(border=True):
+    st.markdown("**Index in Weaviate**")
+    gone = orphans(corpus, state)
+    st.caption("*Ingest* embeds new and changed entries only and removes entries the corpus no longer has"
+               + (f" ({len(gone)} now)" if gone else "") + ". *Re-index* drops the collection and embeds everything. "
+               "*Reload* reads the markdown files again (after you edit them).")
+    if ctx.store is None:
+        st.caption("Ingest needs L1, which is unavailable (see the banner above).")
+    a, b, c, _ = st.columns([1, 1, 2, 2])
+    do_ingest = a.button("Ingest", type="primary", key="corpus_ingest", disabled=ctx.store is None)
+    do_rebuild = b.button("Re-index", key="corpus_reindex", disabled=ctx.store is None)
+    c.button("Reload corpus from disk", key="corpus_reload", on_click=resources.reload_corpus)
+    if do_ingest or do_rebuild:
+        if ingest.run_ingest(ctx, rebuild=do_rebuild):
+            st.rerun()
+
+# --- entries -----------------------------------------------------------------------------------------------
+st.subheader("Entries")
+frame = statuses_frame(statuses)
+pick_domain = st.multiselect("Domain", corpus.domains, key="corpus_domains")
+if pick_domain:
+    frame = frame[frame["domain"].isin(pick_domain)]
+st.dataframe(frame, hide_index=True, column_config={
+    "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
+    "index_terms": st.column_config.TextColumn("top L0 index terms")})
+
+ids = list(frame["entry_id"])
+if ids:
+    entry_id = st.selectbox("Entry details", ids, key=keys.CORPUS_ENTRY)
+    chosen = next(s for s in statuses if s.entry_id == entry_id)
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**{md(chosen.title)}**: domain **{md(chosen.domain)}**, {chosen.chunks if chosen.chunks is not None else '?'} "
+                    f"chunk(s), index state **{md(chosen.indexed)}**")
+        st.markdown("Frontmatter")
+        st.json(render.as_json(chosen.frontmatter))
+    with right:
+        st.markdown(f"L0 index terms ({len(chosen.index_terms)})")
+        st.dataframe(pd.DataFrame(list(chosen.index_terms), columns=["term", "field", "weight"]), hide_index=True,
+                     height=min(38 + 35 * max(len(chosen.index_terms), 1), 420))
+
+# --- problems ----------------------------------------------------------------------------------------------
+st.subheader("Files that failed to load")
+if corpus.problems:
+    st.warning(f"{len(corpus.problems)} file(s) were skipped; the rest of the corpus loaded. Fix them and use "
+               "*Reload corpus from disk*.", icon=":material/description:")
+    st.dataframe(pd.DataFrame([p.to_dict() for p in corpus.problems]), hide_index=True)
+else:
+    st.caption("none: every markdown file loaded.")

@@ -1,0 +1,111 @@
+"""Evaluate: an eval set through the four configurations (retrieval.evaluation.run_eval), metrics and routing."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app_support import eval_ui, keys, render, resources, urls
+from app_support.render import md
+from retrieval.errors import LookupLabError
+from retrieval.evaluation import CONFIGS, METRICS, run_eval
+from retrieval.report import metrics_frame, render_html, significance_marks
+
+CONFIG_HELP = {"l0_only": "the L0 keyword matches alone", "l1_unfiltered": "L1 without any filter",
+               "l1_filtered": "L1 filtered on the L0 domain when it is unambiguous",
+               "lookup": "lookup_knowledge as the tool runs it (L0 + L1 + fusion)"}
+
+ctx = resources.page_context()
+settings = ctx.settings
+
+st.title("Evaluate")
+st.caption("Run an eval set through the configurations on the same cases: hit@1, recall@5, MRR@10, nDCG@10 "
+           "(ranx), paired significance against `lookup`, and how the L0 routing behaved.")
+
+picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_RUN_SET)
+if picked is None:
+    st.stop()
+eval_set, path = picked
+st.caption(md(eval_set.description))
+if not eval_ui.fits_loaded_corpus(ctx, eval_set, path):
+    st.stop()
+l1_ready = ctx.store is not None and settings.l1_enabled
+if l1_ready:
+    eval_ui.offer_ingest(ctx, key="ingest_for_run")
+else:
+    st.info("L1 is off or unavailable: only `l0_only` can run. Switch L1 on (or reconnect) for the other "
+            "configurations.", icon=":material/info:")
+choices = list(CONFIGS) if l1_ready else ["l0_only"]
+configs = st.multiselect("Configurations", choices, default=choices, key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
+                         format_func=lambda c: f"{c}: {CONFIG_HELP[c]}")
+record = st.checkbox("Record the lookups in the invocation store (session tag = the run tag)", value=True,
+                     key=keys.EVAL_RECORD, disabled="lookup" not in configs)
+view = (str(path), str(settings.corpus_dir), settings.collection, settings.top_k, settings.search_mode,
+        settings.hybrid_alpha, tuple(configs))
+if st.button(f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary",
+             key="run_eval", disabled=not configs):
+    bar = st.progress(0.0, text="evaluating…")
+    try:
+        report = run_eval(eval_set, ctx.lookup_services(record=record), settings, configs=configs,
+                          progress=lambda done, total: bar.progress(done / total, text=f"{done} of {total} runs"))
+    except LookupLabError as exc:
+        bar.empty()
+        render.error("The evaluation stopped", exc, "Fix what it names (see the sidebar status) and run it again.")
+        st.stop()
+    except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
+        bar.empty()
+        render.error("The evaluation stopped", f"{type(exc).__name__}: {exc}",
+                     "Check that Weaviate is up (Retry connection) and run it again.")
+        st.stop()
+    bar.empty()
+    st.session_state[keys.EVAL_REPORT] = (view, report)
+
+stored = st.session_state.get(keys.EVAL_REPORT)
+if stored is None or stored[0] != view:
+    st.stop()
+report = stored[1]
+for warning in report.warnings:
+    st.warning(md(warning), icon=":material/warning:")
+st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, "
+            f"{report.settings['answerable']} answerable. `*` = significantly different from `lookup` "
+            f"(paired {md(report.significance.get('stat_test', ''))} test, p < 0.05).")
+table = metrics_frame(report)
+marks = significance_marks(report)
+shown = table.copy().astype(object)
+for (config, metric), mark in marks.items():
+    if config in shown.index and metric in shown.columns:
+        shown.loc[config, metric] = f"{table.loc[config, metric]:.3f}{mark}"
+st.dataframe(shown, column_config={m: st.column_config.TextColumn(m) for m in METRICS})
+fig = go.Figure()
+for metric in METRICS:
+    fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
+fig.update_layout(barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360,
+                  margin=dict(l=10, r=10, t=40, b=10))
+st.plotly_chart(fig, width="stretch")
+
+hurt = report.routing.get("l1_filtered", report.routing.get("lookup", {})).get("filter_hurt_cases", [])
+st.markdown(f"**Cases the filter hurt** ({len(hurt)}): the L0 filter excluded every expected entry.")
+by_id = {c["id"]: c for c in report.cases}
+for case_id in hurt:
+    query = by_id[case_id]["query"]
+    st.page_link("pages/lookup.py", label=f"{md(case_id)}: {md(query)}", icon=":material/open_in_new:",
+                 query_params=urls.lookup_params(query, settings, resources.base_settings()))
+with st.expander("Significance (every pair of configurations)"):
+    st.dataframe(pd.DataFrame(report.significance.get("pairs", [])), hide_index=True)
+with st.expander("Routing confusion: expected domain (rows) against the L0 filter (columns)"):
+    st.dataframe(pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame())
+with st.expander("Latency per configuration (ms)"):
+    st.dataframe(pd.DataFrame(report.latency).T)
+with st.expander(f"All {len(report.cases)} cases"):
+    st.dataframe(pd.DataFrame([{"case": c["id"], "query": c["query"], "expected": ", ".join(c["expected"]),
+                                "filter": c["routing"]["filter"],
+                                **{f"rank {k}": v["rank"] for k, v in c["configs"].items()}} for c in report.cases]),
+                 hide_index=True)
+a, b, _ = st.columns([1, 1, 3])
+a.download_button("Download JSON", data=json.dumps(report.to_dict(), default=str, ensure_ascii=False),
+                  file_name=f"{report.run_tag}.json", mime="application/json", on_click="ignore", key="eval_json")
+b.download_button("Download HTML report", data=render_html(report), file_name=f"{report.run_tag}.html",
+                  mime="text/html", on_click="ignore", key="eval_html")

@@ -1,0 +1,157 @@
+"""Invocations: the DuckDB store of every lookup_knowledge call: filters, charts, details, export, read-only SQL."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, time, timedelta, timezone
+
+import streamlit as st
+
+from app_support import charts, keys, render, resources
+from app_support.render import md
+from retrieval.dashboard import InvocationFilter, details_of, export_frame, filter_options, load_dashboard
+from retrieval.errors import LookupLabError, SqlRefused
+from retrieval.sql_console import EXAMPLES, run_readonly
+
+RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
+          "Last 7 days": timedelta(days=7), "Custom dates": "custom"}
+ROW_LIMIT = 500
+
+ctx = resources.page_context()
+store = ctx.recorder
+
+st.title("Invocations")
+st.caption("Every `lookup_knowledge` call, as stored in the `tool_invocation` table of the DuckDB invocation store.")
+if store is None:
+    render.error("The invocation store is not available", ctx.recorder_error or "unknown reason",
+                 "Check LOOKUP_DB_PATH / LOOKUP_DATA_DIR (a writable folder), then reload.")
+    st.stop()
+
+
+def time_window(choice: str) -> tuple[datetime | None, datetime | None]:
+    span = RANGES[choice]
+    if span is None:
+        return None, None
+    if span == "custom":
+        picked = st.session_state.get(keys.INV_DATES) or ()
+        if len(picked) != 2:
+            return None, None
+        start = datetime.combine(picked[0], time.min, tzinfo=timezone.utc)
+        return start, datetime.combine(picked[1], time.min, tzinfo=timezone.utc) + timedelta(days=1)
+    return datetime.now(timezone.utc) - span, None
+
+
+def dashboard_section() -> None:
+    try:
+        opts = filter_options(store)
+    except LookupLabError as exc:
+        render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
+        return
+    if opts.total == 0:
+        st.info("No invocations recorded yet: run a query on the Lookup page (or `python -m retrieval lookup`).", icon=":material/inbox:")
+        return
+    with st.container(border=True):
+        st.markdown("**Filters**")
+        f1, f2, f3 = st.columns([2, 3, 2])
+        choice = f1.selectbox("Time range", list(RANGES), key=keys.INV_RANGE)
+        if RANGES[choice] == "custom":
+            today = datetime.now(timezone.utc).date()
+            first = opts.first.date() if opts.first else today
+            f1.date_input("From / to (UTC)", value=(first, today), key=keys.INV_DATES)
+        text = f2.text_input("Text in the query", key=keys.INV_TEXT, placeholder="substring, case-insensitive")
+        fallback_only = f3.checkbox("Fallback only", key=keys.INV_FALLBACK,
+                                    help="L0 matched but L1 did not answer (failed, empty or unavailable).")
+        g1, g2, g3, g4 = st.columns(4)
+        layers = g1.multiselect("Layer", opts.layers, key=keys.INV_LAYERS)
+        domains = g2.multiselect("Domain", opts.domains, key=keys.INV_DOMAINS)
+        statuses = g3.multiselect("Status", opts.statuses, key=keys.INV_STATUSES)
+        sessions = g4.multiselect("Session tag", opts.session_tags, key=keys.INV_SESSIONS)
+    since, until = time_window(choice)
+    flt = InvocationFilter(since=since, until=until, layers=tuple(layers), domains=tuple(domains),
+                           statuses=tuple(statuses), session_tags=tuple(sessions), fallback_only=fallback_only, text=text)
+    try:
+        dash = load_dashboard(store, flt, row_limit=ROW_LIMIT)
+    except LookupLabError as exc:
+        render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
+        return
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Calls", f"{dash.total:,}", help=f"of {opts.total:,} stored")
+    m2.metric("Fallbacks", f"{dash.fallbacks:,}")
+    m3.metric("Fallback rate", "–" if dash.fallback_rate is None else f"{dash.fallback_rate:.0%}")
+    m4.metric("Median latency", "–" if dash.median_latency_ms is None else f"{dash.median_latency_ms:.0f} ms")
+    if dash.total == 0:
+        st.info("No invocation matches these filters: widen them.", icon=":material/filter_alt_off:")
+        return
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(charts.calls_over_time(dash.calls_over_time, dash.bucket), width="stretch")
+    if dash.stage_samples.empty:
+        c2.caption("No per-stage timings in these rows.")
+    else:
+        c2.plotly_chart(charts.stage_latency(dash.stage_samples), width="stretch")
+    c3, c4, c5 = st.columns(3)
+    c3.plotly_chart(charts.fallback_rate(dash.fallback_over_time, dash.bucket), width="stretch")
+    c4.plotly_chart(charts.top_counts(dash.top_domains, "domain", "Top domains"), width="stretch")
+    if dash.top_keywords.empty:
+        c5.caption("No L0 keywords matched in these rows.")
+    else:
+        c5.plotly_chart(charts.top_counts(dash.top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
+
+    st.markdown(f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "
+                "select a row to open its retrieval_details")
+    table = dash.rows.drop(columns=["retrieval_details"])
+    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key=keys.INV_TABLE,
+                         column_config={"latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
+                                        "created_at": st.column_config.DatetimeColumn("created at", format="YYYY-MM-DD HH:mm:ss")})
+    rows = event.selection.rows if event is not None else []
+    if rows:
+        picked = dash.rows.iloc[rows[0]]
+        st.markdown(f"**retrieval_details** of {md(picked['id'])}: {md(picked['input'])}")
+        st.json(details_of(dash.rows, rows[0]), expanded=2)
+    d1, d2, _ = st.columns([1, 1, 4])
+    d1.download_button("Download CSV", data=lambda: export_frame(store, flt).to_csv(index=False).encode("utf-8"),
+                       file_name="tool_invocation.csv", mime="text/csv", on_click="ignore", key="dl_csv")
+
+    def parquet() -> bytes:
+        buf = io.BytesIO()
+        export_frame(store, flt).to_parquet(buf, index=False)
+        return buf.getvalue()
+
+    d2.download_button("Download Parquet", data=parquet, file_name="tool_invocation.parquet",
+                       mime="application/vnd.apache.parquet", on_click="ignore", key="dl_parquet")
+
+
+def set_example() -> None:
+    name = st.session_state.get(keys.SQL_EXAMPLE)
+    if name in EXAMPLES:
+        st.session_state[keys.SQL_TEXT] = EXAMPLES[name]
+
+
+def sql_console() -> None:
+    st.subheader("Read-only SQL")
+    st.caption("One SELECT (or EXPLAIN of one) over `tool_invocation`, on a read-only connection with file and "
+               "network access off. Anything else is refused.")
+    st.selectbox("Example queries", ["(pick one)", *EXAMPLES], key=keys.SQL_EXAMPLE, on_change=set_example)
+    if keys.SQL_TEXT not in st.session_state:
+        st.session_state[keys.SQL_TEXT] = next(iter(EXAMPLES.values()))
+    sql = st.text_area("SQL", key=keys.SQL_TEXT, height=110)
+    a, b, _ = st.columns([1, 1, 2])
+    row_limit = a.number_input("Row limit", min_value=1, max_value=100_000, value=1_000, step=100, key=keys.SQL_ROWS)
+    timeout_ms = b.number_input("Time limit (ms)", min_value=100, max_value=60_000, value=5_000, step=500, key=keys.SQL_TIMEOUT)
+    if not st.button("Run query", type="primary", key=keys.SQL_RUN):
+        return
+    try:
+        out = run_readonly(store, sql, row_limit=int(row_limit), timeout_ms=int(timeout_ms))
+    except SqlRefused as exc:
+        st.error(f"**Refused**: {md(exc)}", icon=":material/block:")
+        return
+    except LookupLabError as exc:
+        render.error("The query could not run", exc, "The store may be busy: press Run query again in a moment.")
+        return
+    more = f"; stopped at the row limit of {int(row_limit):,}" if out.truncated else ""
+    st.caption(f"{len(out.frame):,} rows in {out.elapsed_ms:.0f} ms{md(more)}")
+    st.dataframe(out.frame, hide_index=True)
+
+
+dashboard_section()
+st.divider()
+sql_console()

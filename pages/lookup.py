@@ -1,0 +1,142 @@
+"""Lookup: the hint inspector. One query through lookup_knowledge, every stage shown."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from app_support import charts, keys, render, resources
+from app_support.render import md
+from retrieval.errors import LookupLabError, QueryError
+from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge
+
+ctx = resources.page_context()
+settings = ctx.settings
+
+st.title("Lookup")
+st.caption("One query through `lookup_knowledge`: the L0 hints, the routing decision, L1 candidates, the final "
+           "results, where the time went, and the record that was stored. The query and the sidebar settings "
+           "are in the URL: copy it to share this view.")
+
+query = st.text_input("Query", key=keys.QUERY, bind="query-params", max_chars=MAX_QUERY_CHARS,
+                      placeholder="e.g. Pod is crash looping.  /  PostgreSQL replication lag on the standby")
+if not query or not query.strip():
+    st.info("Type a question or an alert summary and press Enter.", icon=":material/keyboard:")
+    st.stop()
+
+view = (query, str(settings.corpus_dir), settings.collection, settings.top_k, settings.l1_enabled,
+        settings.search_mode, settings.hybrid_alpha, ctx.conn.ok)
+last = st.session_state.get(keys.LAST_LOOKUP)
+if last is not None and last[0] == view:
+    result = last[1]  # a rerun of the same view shows the same invocation instead of recording a new one
+else:
+    try:
+        result = lookup_knowledge(query, ctx.lookup_services(), settings)
+    except QueryError as exc:
+        render.error("Query refused", exc, "Change the query and press Enter.")
+        st.stop()
+    except LookupLabError as exc:
+        render.error("Lookup failed", exc, "Check the sidebar status, fix what it names, and press Enter again.")
+        st.stop()
+    st.session_state[keys.LAST_LOOKUP] = (view, result)
+
+hints = result.l0
+st.button("Run again", help="Run the lookup again and record a new invocation.",
+          on_click=lambda: st.session_state.pop(keys.LAST_LOOKUP, None))
+
+# --- summary -----------------------------------------------------------------------------------------------
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Layer", result.layer)
+c2.metric("L1 status", result.l1.status)
+c3.metric("Relevance", result.relevance.level)
+c4.metric("Total latency", f"{result.timings_ms.get('total', 0.0):.0f} ms")
+
+all_keys = render.match_keys(t.term for t in hints.matched_keywords)
+st.markdown("**Query** (words L0 matched are highlighted)")
+render.highlighted(result.query, all_keys)
+
+routing = result.routing if hints.has_match else f"no L0 match: {result.routing}"
+st.info(f"**Routing:** {md(routing)}", icon=":material/alt_route:")
+if result.l1.status in ("failed", "unavailable"):
+    st.warning(f"**L1 {md(result.l1.status)}**: {md(result.l1.error)}  \nThe results below come from L0 only "
+               "(fallback); they carry no semantic support.", icon=":material/warning:")
+elif result.l1.status == "disabled":
+    st.caption("L1 is switched off in the sidebar: the results come from L0 only.")
+
+# --- L0 hints ----------------------------------------------------------------------------------------------
+st.subheader("L0 hints")
+if not hints.has_match:
+    st.caption("L0 matched nothing in this query: no titles, keywords, domains or entities.")
+p1, p2, p3, p4 = st.columns([3, 3, 2, 2])
+with p1.container(border=True):
+    st.markdown("**Matched titles**")
+    for title in hints.matched_titles:
+        terms = [t.term for m in hints.matches if m.title == title for t in m.terms]
+        render.highlighted(title, render.match_keys(terms))
+    if not hints.matched_titles:
+        st.caption("none")
+with p2.container(border=True):
+    st.markdown("**Keywords** (with the field each matched)")
+    if hints.matched_keywords:
+        st.dataframe(pd.DataFrame([t.to_dict() for t in hints.matched_keywords]), hide_index=True,
+                     height=min(38 + 35 * len(hints.matched_keywords), 250))
+    else:
+        st.caption("none")
+with p3.container(border=True):
+    st.markdown("**Domains**")
+    st.markdown("\n".join(f"- {md(d)}" for d in hints.domains) if hints.domains else "_none_")
+with p4.container(border=True):
+    st.markdown("**Entities**")
+    st.markdown("\n".join(f"- {md(e)}" for e in hints.entities) if hints.entities else "_none_")
+if hints.matches:
+    with st.expander(f"L0 matches ({len(hints.matches)}): score and matched terms per entry"):
+        st.dataframe(pd.DataFrame([{"entry_id": m.entry_id, "title": m.title, "domain": m.domain,
+                                    "score": round(m.score, 3), "fields": ", ".join(m.fields),
+                                    "terms": ", ".join(f"{t.term} ({t.field})" for t in m.terms)}
+                                   for m in hints.matches]), hide_index=True)
+
+# --- L1 ----------------------------------------------------------------------------------------------------
+st.subheader("L1 candidates")
+flt = f"filtered on category = {result.l1.category}" if result.l1.category else "unfiltered"
+st.caption(f"{md(result.l1.mode)}, {md(flt)}, status **{md(result.l1.status)}**, "
+           f"{len(result.l1.candidates)} candidates (cosine distance: lower is closer)")
+if result.l1.candidates:
+    st.table(pd.DataFrame([{  # st.table renders cells as Markdown: corpus text goes in escaped
+        "rank": i, "entry_id": md(c.entry_id), "title": md(c.title), "domain": md(c.domain),
+        "distance": "" if c.distance is None else f"{c.distance:.4f}", "score": f"{c.score:.4f}", "chunk": c.chunk_index,
+    } for i, c in enumerate(result.l1.candidates, 1)]), hide_index=True)
+
+# --- results -----------------------------------------------------------------------------------------------
+st.subheader("Results")
+if result.results:
+    top = result.results[0]
+    st.markdown(f"Top result: **{md(top.entry_id)}**, {md(top.title)} (source {md(top.source)})")
+    st.table(pd.DataFrame([{
+        "rank": i, "entry_id": md(r.entry_id), "title": md(r.title), "domain": md(r.domain), "source": r.source,
+        "score": f"{r.score:.4f}", "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
+        "L1 score": "" if r.l1_score is None else f"{r.l1_score:.4f}",
+    } for i, r in enumerate(result.results, 1)]), hide_index=True)
+else:
+    st.caption("No results: neither L0 nor L1 found anything.")
+rel = result.relevance
+show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
+show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
+
+# --- latency and record ------------------------------------------------------------------------------------
+st.plotly_chart(charts.latency_bar(result.timings_ms), width="stretch")
+
+with st.expander("Stored invocation record (tool_invocation row, read back from DuckDB)"):
+    if ctx.recorder is None:
+        st.caption(f"Not recorded: the invocation store is not available ({md(ctx.recorder_error)}).")
+    else:
+        try:
+            row = ctx.recorder.get(result.invocation_id)
+        except LookupLabError as exc:
+            row = None
+            render.error("The record cannot be read back", exc, "It is safe in the spool; reload in a moment.")
+        if row is not None:
+            st.json(render.as_json(row), expanded=2)
+        else:
+            st.caption(f"Invocation {md(result.invocation_id)} is not in the store yet; reload in a moment.")
+with st.expander("Result as returned by lookup_knowledge"):
+    st.json(render.as_json(result.to_dict()), expanded=1)

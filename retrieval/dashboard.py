@@ -1,0 +1,193 @@
+"""The invocations dashboard: filters as data (`InvocationFilter.where()` -> (sql, params)), and every
+frame the page draws, read over one short-lived read-only connection."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from .invocations import COLUMNS, InvocationStore
+
+STAGES = ("l0", "embed", "l1", "fuse")  # the per-stage timings lookup_knowledge persists in retrieval_details
+ROW_COLUMNS = ("id", "created_at", "input", "layer", "status", "l1_status", "fallback", "domain", "top_entry_id",
+               "latency_ms", "session_tag", "error")
+
+
+@dataclass(frozen=True)
+class InvocationFilter:
+    """What the Invocations page filters on; empty tuples mean "any"."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    layers: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    session_tags: tuple[str, ...] = ()
+    fallback_only: bool = False
+    text: str = ""
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The WHERE clause (without the keyword) and its parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.since is not None:
+            clauses.append("created_at >= CAST(? AS TIMESTAMPTZ)")
+            params.append(_iso(self.since))
+        if self.until is not None:
+            clauses.append("created_at < CAST(? AS TIMESTAMPTZ)")
+            params.append(_iso(self.until))
+        for column, values in (("layer", self.layers), ("domain", self.domains), ("status", self.statuses),
+                               ("session_tag", self.session_tags)):
+            if values:
+                clauses.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                params.extend(values)
+        if self.fallback_only:
+            clauses.append("fallback")
+        if self.text.strip():
+            clauses.append("contains(lower(input), lower(?))")  # a plain substring: no LIKE wildcards
+            params.append(self.text.strip())
+        return (" AND ".join(clauses) or "TRUE"), params
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """The values each filter can take, read from the store."""
+
+    layers: tuple[str, ...]
+    domains: tuple[str, ...]
+    statuses: tuple[str, ...]
+    session_tags: tuple[str, ...]
+    first: datetime | None
+    last: datetime | None
+    total: int
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    total: int  # calls matching the filter
+    fallbacks: int
+    median_latency_ms: float | None
+    rows: pd.DataFrame  # newest first, up to the row limit, with retrieval_details as text
+    calls_over_time: pd.DataFrame  # bucket, layer, calls
+    stage_latency: pd.DataFrame  # stage, calls, p50_ms, p95_ms, mean_ms
+    stage_samples: pd.DataFrame  # id, stage, ms (for a distribution chart)
+    fallback_over_time: pd.DataFrame  # bucket, calls, fallbacks, rate
+    top_domains: pd.DataFrame  # domain, calls
+    top_keywords: pd.DataFrame  # keyword, field, calls
+    bucket: str  # minute | hour | day
+
+    @property
+    def fallback_rate(self) -> float | None:
+        return self.fallbacks / self.total if self.total else None
+
+
+def _iso(moment: datetime) -> str:
+    """ISO text for a bound timestamp (a naive datetime is taken as UTC); DuckDB casts it to TIMESTAMPTZ."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).isoformat()
+
+
+# Reading TIMESTAMPTZ scalars into Python needs pytz; UTC as naive TIMESTAMP, made aware here, does not.
+_UTC = "timezone('UTC', {})"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=timezone.utc)
+
+
+def pick_bucket(first: datetime | None, last: datetime | None) -> str:
+    """A time bucket that gives a readable number of bars for the span."""
+    if first is None or last is None:
+        return "hour"
+    span = last - first
+    if span <= timedelta(hours=3):
+        return "minute"
+    if span <= timedelta(days=7):
+        return "hour"
+    return "day"
+
+
+def _read(store: InvocationStore, fn):
+    try:
+        store.flush(timeout_s=2.0)
+    except Exception:  # noqa: BLE001 - rows stay in the spool; the page shows what is in the file
+        pass
+    return store.with_connection(fn, read_only=True)
+
+
+def filter_options(store: InvocationStore) -> FilterOptions:
+    def run(con: duckdb.DuckDBPyConnection) -> FilterOptions:
+        def distinct(column: str) -> tuple[str, ...]:
+            rows = con.execute(f"SELECT DISTINCT {column} FROM tool_invocation WHERE {column} IS NOT NULL ORDER BY 1").fetchall()
+            return tuple(str(r[0]) for r in rows)
+
+        first, last, total = con.execute(
+            f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation").fetchone()
+        return FilterOptions(distinct("layer"), distinct("domain"), distinct("status"), distinct("session_tag"),
+                             _aware(first), _aware(last), int(total))
+
+    return _read(store, run)
+
+
+def load_dashboard(store: InvocationStore, flt: InvocationFilter, *, row_limit: int = 500, top_n: int = 10,
+                   bucket: str | None = None) -> Dashboard:
+    """Every frame of the Invocations page for one filter, over one connection."""
+    where, params = flt.where()
+
+    def run(con: duckdb.DuckDBPyConnection) -> Dashboard:
+        def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
+            return con.execute(sql, params + (extra or [])).df()
+
+        total, fallbacks, median, first, last = con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
+            f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}", params).fetchone()
+        unit = bucket or pick_bucket(first, last)
+        rows = df(f"SELECT {', '.join(ROW_COLUMNS)}, CAST(retrieval_details AS VARCHAR) AS retrieval_details "
+                  f"FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?", [int(row_limit)])
+        over_time = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls "
+                       f"FROM tool_invocation WHERE {where} GROUP BY ALL ORDER BY bucket, layer")
+        casts = ", ".join(f"TRY_CAST(retrieval_details->'timings_ms'->>'{s}' AS DOUBLE) AS \"{s}\"" for s in STAGES)
+        samples = df(f"UNPIVOT (SELECT id, {casts} FROM tool_invocation WHERE {where}) "
+                     f"ON {', '.join(chr(34) + s + chr(34) for s in STAGES)} INTO NAME stage VALUE ms")
+        order = {s: i for i, s in enumerate(STAGES)}
+        if samples.empty:
+            latency = pd.DataFrame(columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"])
+        else:
+            grouped = samples.groupby("stage")["ms"]
+            latency = pd.DataFrame({"calls": grouped.count(), "p50_ms": grouped.median(),
+                                    "p95_ms": grouped.quantile(0.95), "mean_ms": grouped.mean()}).reset_index()
+            latency = latency.sort_values("stage", key=lambda s: s.map(order)).reset_index(drop=True)
+        fallback = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, count(*) AS calls, "
+                      f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
+                      f"GROUP BY ALL ORDER BY bucket")
+        fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
+        domains = df(f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "
+                     f"WHERE {where} GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?", [int(top_n)])
+        keywords = df(
+            "SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM ("
+            "SELECT unnest(from_json(retrieval_details->'l0'->'matched_keywords', "
+            "'[{\"term\": \"VARCHAR\", \"field\": \"VARCHAR\"}]')) AS k "
+            f"FROM tool_invocation WHERE {where}) WHERE k.term IS NOT NULL "
+            "GROUP BY ALL ORDER BY calls DESC, keyword LIMIT ?", [int(top_n)])
+        return Dashboard(int(total), int(fallbacks), None if median is None else float(median), rows, over_time,
+                         latency, samples, fallback, domains, keywords, unit)
+
+    return _read(store, run)
+
+
+def export_frame(store: InvocationStore, flt: InvocationFilter) -> pd.DataFrame:
+    """Every matching row with every column (JSON columns as text), oldest first, for CSV/Parquet export."""
+    where, params = flt.where()
+    columns = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" if c in ("result", "retrieval_details") else c for c in COLUMNS)
+    return _read(store, lambda con: con.execute(
+        f"SELECT {columns} FROM tool_invocation WHERE {where} ORDER BY created_at, id", params).df())
+
+
+def details_of(rows: pd.DataFrame, index: int) -> dict[str, Any]:
+    """The parsed retrieval_details of one row of `Dashboard.rows`."""
+    raw = rows.iloc[index]["retrieval_details"]
+    return json.loads(raw) if isinstance(raw, str) else dict(raw or {})

@@ -1,0 +1,506 @@
+"""Every page of the app with Streamlit's AppTest, against the session's real embedded Weaviate (conftest),
+the real embedding model and a temporary DuckDB file. The app finds them through LOOKUP_* variables."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import threading
+import textwrap
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from retrieval.config import REPO_ROOT
+from retrieval.eval_sets import load_eval_set
+from retrieval.hints import L0Index
+from retrieval.invocations import InvocationStore
+from retrieval.lookup import LookupServices, lookup_knowledge
+
+from .conftest import RUNBOOKS_EVAL, free_port, needs_shared
+
+APP = str(REPO_ROOT / "app.py")
+PAGES = {
+    "Lookup": "pages/lookup.py",
+    "Filter comparison": "pages/filter_comparison.py",
+    "Evaluate": "pages/evaluate.py",
+    "Invocations": "pages/invocations.py",
+    "Corpus": "pages/corpus.py",
+}
+SAMPLE_EVAL = "eval_sets/sample-ops-alerts.yaml"
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """Cached resources outlive an AppTest in this process: drop them (connections, corpus, store) around
+    each test. The embedding model stays: it is immutable and takes seconds to load."""
+    from app_support import resources
+
+    resources.clear_all(keep_model=True)
+    yield
+    resources.clear_all(keep_model=True)
+
+
+@pytest.fixture(autouse=True)
+def navigation_like_a_running_server(monkeypatch):
+    """AppTest sets PagesManager.uses_pages_directory back to None before every run, and with a pages/
+    folder beside app.py, switch_page() then runs the page file alone (Streamlit's MPA v1 fallback),
+    without app.py's frame. In a running server the first st.navigation call turns that fallback off for
+    the life of the process; do the same here so tests see what users see."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
+def point_app_at(monkeypatch, tmp_path: Path, *, url: str, grpc_port: int | None, collection: str = "TestSample",
+                 corpus: Path | None = None) -> None:
+    for name in [n for n in os.environ if n.startswith("LOOKUP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LOOKUP_CONFIG", str(tmp_path / "no-lookup.yaml"))  # ignore a developer's ./lookup.yaml
+    monkeypatch.setenv("LOOKUP_WEAVIATE_URL", url)
+    if grpc_port is not None:
+        monkeypatch.setenv("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", str(grpc_port))
+    monkeypatch.setenv("LOOKUP_COLLECTION", collection)
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LOOKUP_DB_PATH", str(tmp_path / "invocations.duckdb"))
+    if corpus is not None:
+        monkeypatch.setenv("LOOKUP_CORPUS_DIR", str(corpus))
+
+
+@pytest.fixture
+def app_env(monkeypatch, tmp_path, base_settings, sample_store):
+    """The app on the session's Weaviate, collection TestSample (the sample corpus, indexed once)."""
+    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
+                 grpc_port=base_settings.embedded_grpc_port)
+    return tmp_path
+
+
+def open_app(page: str = "Lookup", **query_params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for name, value in query_params.items():
+        at.query_params[name] = value
+    at.run()
+    if page != "Lookup":
+        at.switch_page(PAGES[page]).run()
+    assert_clean(at)
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    from app_support.render import UNEXPECTED
+
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [e.value for e in at.error if UNEXPECTED in e.value]
+
+
+def texts(elements) -> list[str]:
+    """Element texts as people read them: the app backslash-escapes user and corpus text in Markdown."""
+    return [re.sub(r"\\(.)", r"\1", e.value) for e in elements]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def plotly_specs(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+def html_bodies(at: AppTest) -> list[str]:
+    return [el.proto.body for el in at.get("html")]
+
+
+# --- every page ----------------------------------------------------------------------------------------------
+KEY_WIDGETS = {
+    "Lookup": [("text_input", "q")],
+    "Filter comparison": [("text_input", "cq"), ("selectbox", "eval")],
+    "Evaluate": [("selectbox", "es"), ("multiselect", "eval_configs-True"), ("button", "run_eval")],
+    "Invocations": [("selectbox", "sql_example"), ("text_area", "sql_text"), ("number_input", "sql_rows"),
+                    ("number_input", "sql_timeout_ms"), ("button", "sql_run")],
+    "Corpus": [("button", "corpus_ingest"), ("button", "corpus_reindex"), ("selectbox", "corpus_entry")],
+}
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_every_page_renders_with_its_key_widgets(app_env, page):
+    at = open_app(page)
+    # the shared frame: settings in the sidebar, connection status, no L1 banner (Weaviate is up)
+    for kind, key in [("selectbox", "corpus"), ("number_input", "k"), ("toggle", "l1"), ("radio", "mode")]:
+        assert getattr(at, kind)(key=key) is not None
+    assert any("L1 connected" in t for t in texts(at.sidebar.markdown))
+    assert any("TestSample" in t and "48 of 48 entries indexed" in t for t in texts(at.sidebar.caption))
+    assert not [w for w in texts(at.warning) if "L1 unavailable" in w]
+    for kind, key in KEY_WIDGETS[page]:
+        assert getattr(at, kind)(key=key) is not None, (kind, key)
+    title = at.title[0].value
+    assert page in title
+
+
+def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(app_env):
+    at = open_app()
+    at.text_input(key="q").input("PostgreSQL replication lag on the standby").run()
+    assert_clean(at)
+    assert metrics(at)["Layer"] == "L0+L1"
+    md = " ".join(texts(at.markdown))
+    for panel in ("Matched titles", "Keywords", "Domains", "Entities"):
+        assert panel in md
+    assert "PostgreSQL" in md  # an entity, listed
+    # the matched words are highlighted, in the query and in the matched title, as escaped HTML
+    bodies = html_bodies(at)
+    assert any("<mark" in b and "replication" in b and "standby" in b for b in bodies)
+    assert any("<mark" in b and "lag</mark>" in b for b in bodies[1:])
+    assert any("one domain: databases → L1 filtered on category = databases" in t for t in texts(at.info))
+    candidates, results = at.table[0].value, at.table[1].value
+    assert len(candidates) and set(candidates["domain"]) == {"databases"}
+    assert candidates["distance"].astype(float).is_monotonic_increasing
+    assert results.iloc[0]["entry_id"] == "databases/PostgresReplicationLag"
+    assert results.iloc[0]["source"] == "both"
+    assert any("Relevance" in t for t in texts(at.success) + texts(at.info) + texts(at.warning))
+    stages = {t["name"].split(" ")[0] for spec in plotly_specs(at) for t in spec["data"]}
+    assert {"L0", "embedding", "L1", "fuse", "recording"} <= stages
+    record = at.json[0].proto.body
+    stored = json.loads(record)
+    assert stored["input"] == "PostgreSQL replication lag on the standby"
+    assert stored["layer"] == "L0+L1" and stored["retrieval_details"]["l0"]["domains"] == ["databases"]
+    # a rerun of the same view does not record the lookup again
+    at.run()
+    assert json.loads(at.json[0].proto.body)["id"] == stored["id"]
+    assert InvocationStore(app_env / "invocations.duckdb").count() == 1
+
+
+def test_lookup_escapes_user_text(app_env):
+    at = open_app()
+    at.text_input(key="q").input("<script>alert(1)</script> **vault** sealed [x](http://evil)").run()
+    assert_clean(at)
+    bodies = html_bodies(at)
+    assert not any("<script>" in b for b in bodies)
+    assert any("&lt;script&gt;" in b for b in bodies)
+    assert any("<mark" in b and "vault</mark>" in b for b in bodies)
+
+
+def test_query_params_restore_the_view(app_env):
+    at = open_app(q="Vault is sealed", k="3", l1="false", mode="hybrid")
+    assert at.text_input(key="q").value == "Vault is sealed"
+    assert at.number_input(key="k").value == 3
+    assert at.toggle(key="l1").value is False
+    assert at.radio(key="mode").value == "hybrid"
+    assert at.slider(key="alpha") is not None  # shown for hybrid
+    m = metrics(at)
+    assert (m["Layer"], m["L1 status"]) == ("L0", "disabled")
+    results = at.table[-1].value
+    assert results.iloc[0]["entry_id"] == "security/VaultSealed" and len(results) <= 3
+    # and another URL gives another view
+    other = open_app(q="Pod keeps restarting", k="2")
+    assert metrics(other)["Layer"] == "L0+L1"
+    assert len(other.table[0].value) == 2  # two L1 candidates at k=2
+    assert any("category = kubernetes" in t for t in texts(other.info))
+
+
+def test_an_empty_query_gets_a_hint_not_a_lookup(app_env):
+    at = open_app()
+    assert any("Type a question" in t for t in texts(at.info))
+    at.text_input(key="q").input("   ").run()
+    assert any("Type a question" in t for t in texts(at.info))
+
+
+def test_dead_weaviate_lookup_answers_from_l0_with_a_banner(monkeypatch, tmp_path):
+    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{free_port()}", grpc_port=free_port())
+    monkeypatch.setenv("LOOKUP_L1_TIMEOUT_S", "2")
+    at = open_app(q="Vault is sealed")
+    banners = [w for w in texts(at.warning) if "L1 unavailable" in w]
+    assert banners and "cannot reach" in banners[0]
+    assert at.button(key="retry_connection") is not None
+    m = metrics(at)
+    assert (m["Layer"], m["L1 status"]) == ("L0", "unavailable")
+    assert at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
+    assert any("no semantic support" in t.lower() or "semantic support: no" in t for t in texts(at.warning))
+    assert json.loads(at.json[0].proto.body)["l1_status"] == "unavailable"
+    # the other pages still render, and say what L1 would be needed for
+    for page in ("Filter comparison", "Corpus", "Invocations", "Evaluate"):
+        at.switch_page(PAGES[page]).run()
+        assert_clean(at)
+        assert [w for w in texts(at.warning) if "L1 unavailable" in w]
+    assert at.multiselect(key="eval_configs-False").value == ["l0_only"]  # Evaluate offers what runs without L1
+    at.switch_page(PAGES["Corpus"]).run()
+    assert at.button(key="corpus_ingest").disabled
+    at.button(key="retry_connection").click().run()  # still down: the banner stays, nothing breaks
+    assert_clean(at)
+    assert [w for w in texts(at.warning) if "L1 unavailable" in w]
+
+
+class TcpForward:
+    """A plain TCP forwarder on 127.0.0.1:<port> to a target port: a Weaviate that can be 'down' (not listening)
+    and then come up on the same address, without touching the real server."""
+
+    def __init__(self, port: int, target: int) -> None:
+        self.port, self.target = port, target
+        self.server: socket.socket | None = None
+
+    def start(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            for a, b in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def test_retry_connection_recovers_without_a_restart(monkeypatch, tmp_path, base_settings, sample_store):
+    http, grpc = TcpForward(free_port(), base_settings.embedded_port), TcpForward(free_port(), base_settings.embedded_grpc_port)
+    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{http.port}", grpc_port=grpc.port)
+    monkeypatch.setenv("LOOKUP_L1_TIMEOUT_S", "2")
+    at = open_app(q="Vault is sealed")  # nothing listens yet
+    assert [w for w in texts(at.warning) if "L1 unavailable" in w]
+    assert metrics(at)["L1 status"] == "unavailable"
+    http.start()
+    grpc.start()
+    try:
+        at.run()  # the failure is remembered (no waiting on a dead server every rerun) ...
+        assert [w for w in texts(at.warning) if "L1 unavailable" in w]
+        at.button(key="retry_connection").click().run()  # ... until Retry connection
+        assert_clean(at)
+        assert not [w for w in texts(at.warning) if "L1 unavailable" in w]
+        assert any("L1 connected" in t for t in texts(at.sidebar.markdown))
+        assert (metrics(at)["Layer"], metrics(at)["L1 status"]) == ("L0+L1", "ok")
+    finally:
+        from app_support import resources
+
+        resources.clear_all()  # close the client before the forwarder goes
+        http.stop()
+        grpc.stop()
+
+
+def test_the_api_key_is_never_shown(monkeypatch, tmp_path):
+    secret = "sekret-api-key-4711"
+    point_app_at(monkeypatch, tmp_path, url=f"http://user:{secret}@127.0.0.1:{free_port()}", grpc_port=free_port())
+    monkeypatch.setenv("LOOKUP_WEAVIATE_API_KEY", secret)
+    monkeypatch.setenv("LOOKUP_L1_TIMEOUT_S", "2")
+    at = open_app(q="Vault is sealed")
+    assert [w for w in texts(at.warning) if "L1 unavailable" in w]
+    for page in PAGES:
+        at.switch_page(PAGES[page]).run()
+        shown = [e.value for kind in ("markdown", "caption", "warning", "error", "info", "success", "title")
+                 for e in getattr(at, kind)] + [j.proto.body for j in at.json] + html_bodies(at)
+        assert shown and not [t for t in shown if secret in t], page
+
+
+def test_filter_comparison_for_one_query(app_env):
+    at = open_app("Filter comparison")
+    at.text_input(key="cq").input("Pod keeps restarting").run()
+    assert_clean(at)
+    assert any("category = kubernetes" in t for t in texts(at.info))
+    m = metrics(at)
+    assert {"Overlap", "Removed by the filter", "Let in by the filter"} <= set(m)
+    filtered, unfiltered = at.dataframe[0].value, at.dataframe[1].value
+    assert set(filtered["domain"]) == {"kubernetes"}
+    assert len(unfiltered) == 5 and unfiltered["distance"].notna().all()
+    assert int(m["Removed by the filter"]) == len(set(unfiltered["entry_id"]) - set(filtered["entry_id"]))
+    spec = plotly_specs(at)[0]
+    assert {t.get("name") for t in spec["data"]} >= {"filtered", "unfiltered"}
+
+
+def test_filter_comparison_on_an_eval_set(app_env):
+    at = open_app("Filter comparison", eval=SAMPLE_EVAL)
+    assert at.selectbox(key="eval").value == SAMPLE_EVAL
+    at.button(key="run_set_comparison").click().run()
+    assert_clean(at)
+    m = metrics(at)
+    counts = {v: int(m[v]) for v in ("Helped", "Hurt", "No change", "Not applied")}
+    cases = [c for c in load_eval_set(REPO_ROOT / SAMPLE_EVAL).cases if c.answerable]
+    assert sum(counts.values()) == len(cases)
+    assert counts["Not applied"] < len(cases)  # the filter applied somewhere
+    assert any(t["type"] == "bar" for t in plotly_specs(at)[-1]["data"])
+    assert len(at.get("page_link")) == counts["Hurt"]
+    # the results stay on a rerun without running again
+    at.run()
+    assert {v: int(metrics(at)[v]) for v in counts} == counts
+
+
+def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample_store, embedder, base_settings):
+    """An eval set with one case the filter must hurt: its expected entry is one the filter removes."""
+    import retrieval.catalog as catalog
+    from app_support import eval_ui
+    from retrieval.comparison import compare_filter
+
+    query = "Pod keeps restarting"
+    services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, None)
+    cmp = compare_filter(query, services, base_settings.with_(collection="TestSample", top_k=4))
+    assert cmp.category == "kubernetes" and cmp.removed
+    path = app_env / "hurt.yaml"
+    path.write_text(json.dumps({"name": "hurt-once", "corpus": str(REPO_ROOT / "sample_corpus"), "cases": [
+        {"id": "Hurt1", "query": query, "expected": [cmp.removed[0]]},
+        {"id": "Kept", "query": query, "expected": [cmp.filtered[0].entry_id]},
+    ]}))
+    listed = catalog.eval_set_files()
+    monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: listed + [catalog.EvalSetFile("tmp/hurt.yaml", path)])
+
+    at = open_app("Filter comparison", eval="tmp/hurt.yaml", k="4")
+    at.button(key="run_set_comparison").click().run()
+    assert_clean(at)
+    m = metrics(at)
+    assert (m["Hurt"], m["Helped"], m["Not applied"]) == ("1", "0", "0")
+    (link,) = at.get("page_link")
+    lookup_hash = next(h for h, info in at._registered_pages.items() if info["script_path"].endswith("lookup.py"))
+    assert "Hurt1" in link.proto.label and link.proto.page_script_hash == lookup_hash
+    assert dict(parse_qsl(link.proto.query_string)) == {"q": query, "k": "4"}
+    # following the link (its query parameters on the Lookup page) shows that query
+    lookup = open_app(**dict(parse_qsl(link.proto.query_string)))
+    assert lookup.text_input(key="q").value == query
+    assert lookup.table[-1].value.iloc[0]["entry_id"] != cmp.removed[0]
+
+
+def test_eval_set_for_another_corpus_offers_to_switch(app_env):
+    needs_shared()
+    label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"
+    at = open_app("Filter comparison", eval=label)
+    warning = next(w for w in texts(at.warning) if "written for the corpus" in w)
+    assert "runbooks" in warning
+    at.button(key="switch_corpus").click().run()
+    assert_clean(at)
+    assert at.selectbox(key="corpus").value == "runbooks"
+    assert any("runbooks" in t and "108 entries" in t for t in texts(at.sidebar.caption))
+    # its own collection, derived from the folder name, not indexed in this test Weaviate: ingest is offered
+    offer = [w for w in texts(at.warning) if "Kb_runbooks" in w]
+    assert offer and "holds 0 of 108" in offer[0]
+    assert at.button(key="ingest_for_eval").label == "Ingest 108 entries into Kb_runbooks"
+
+
+def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
+    at = open_app("Evaluate")
+    assert at.selectbox(key="es").value == SAMPLE_EVAL  # preselected: written for the loaded corpus
+    assert at.multiselect(key="eval_configs-True").value == ["l0_only", "l1_unfiltered", "l1_filtered", "lookup"]
+    at.button(key="run_eval").click().run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table.index) == ["l0_only", "l1_unfiltered", "l1_filtered", "lookup"]
+    mrr = table["mrr@10"].map(lambda v: float(str(v).rstrip("*")))
+    assert ((mrr >= 0) & (mrr <= 1)).all() and mrr["lookup"] > mrr["l0_only"]
+    assert {b.label for b in at.get("download_button")} == {"Download JSON", "Download HTML report"}
+    # the lookups were recorded under the run tag, 48 cases
+    tags = InvocationStore(app_env / "invocations.duckdb").query(
+        "SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL")
+    assert len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts") and tags["n"][0] == 48
+
+
+def test_sql_console_refuses_drop_table_and_runs_a_select(app_env):
+    at = open_app("Invocations")
+    at.text_area(key="sql_text").input("DROP TABLE tool_invocation").run()
+    at.button(key="sql_run").click().run()
+    assert_clean(at)
+    refused = [e for e in texts(at.error) if "Refused" in e]
+    assert refused and "DROP" in refused[0] and "only SELECT or EXPLAIN" in refused[0]
+    at.selectbox(key="sql_example").select("Calls per layer").run()
+    assert at.text_area(key="sql_text").value.startswith("SELECT layer")
+    at.button(key="sql_run").click().run()
+    assert_clean(at)
+    assert not [e for e in texts(at.error) if "Refused" in e]
+    assert list(at.dataframe[-1].value.columns) == ["layer", "calls"]
+
+
+def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sample_store, embedder, base_settings):
+    recorder = InvocationStore(app_env / "invocations.duckdb")
+    settings = base_settings.with_(collection="TestSample", session_tag="seed")
+    services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
+    lookup_knowledge("PostgreSQL replication lag on the standby", services, settings)
+    lookup_knowledge("Pod keeps restarting", services, settings)
+    gone = LookupServices(L0Index(sample_corpus.entries), None, None, recorder, l1_unavailable="cannot reach it")
+    lookup_knowledge("Vault is sealed", gone, settings.with_(session_tag="other"))
+    recorder.close()
+
+    at = open_app("Invocations")
+    m = metrics(at)
+    assert (m["Calls"], m["Fallbacks"], m["Fallback rate"]) == ("3", "1", "33%")
+    titles = {spec["layout"]["title"]["text"] for spec in plotly_specs(at)}
+    assert {"Latency per stage (ms)", "Top domains", "Top L0 keywords"} <= titles
+    assert any(t.startswith("Calls per") for t in titles) and any(t.startswith("Fallback rate") for t in titles)
+    assert len(at.dataframe[0].value) == 3
+    assert {b.label for b in at.get("download_button")} == {"Download CSV", "Download Parquet"}
+
+    at.checkbox(key="inv_fallback").check().run()
+    assert metrics(at)["Calls"] == "1"
+    assert at.dataframe[0].value.iloc[0]["input"] == "Vault is sealed"
+    at.checkbox(key="inv_fallback").uncheck().run()
+    at.text_input(key="inv_text").input("pod").run()
+    assert metrics(at)["Calls"] == "1"
+    at.text_input(key="inv_text").input("").run()
+    at.multiselect(key="inv_sessions").select("other").run()
+    assert metrics(at)["Calls"] == "1"
+    at.multiselect(key="inv_sessions").unselect("other").select("seed").run()
+    at.multiselect(key="inv_layers").select("L0+L1").run()
+    assert metrics(at)["Calls"] == "2"
+    at.multiselect(key="inv_domains").select("kubernetes").run()
+    assert metrics(at)["Calls"] == "1"
+    at.selectbox(key="inv_range").select("Last hour").run()
+    assert metrics(at)["Calls"] == "1"
+    assert_clean(at)
+
+
+def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, base_settings, weaviate_client):
+    from retrieval.weaviate_store import KnowledgeStore
+
+    corpus = tmp_path / "kb"
+    (corpus / "net").mkdir(parents=True)
+    (corpus / "net" / "DnsDown.md").write_text(textwrap.dedent("""\
+        ---
+        title: DNS resolution fails
+        keywords: [dns, resolver]
+        entities: [CoreDNS]
+        ---
+        Lookups time out; check the CoreDNS pods and the upstream resolver.
+        """))
+    (corpus / "net" / "PacketLoss.md").write_text("---\ntitle: Packet loss between zones\n---\nLoss over 2 percent.\n")
+    (corpus / "net" / "Broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    KnowledgeStore(weaviate_client, "TestAppIngest").drop()
+    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
+                 grpc_port=base_settings.embedded_grpc_port, collection="TestAppIngest", corpus=corpus)
+    at = open_app("Corpus")
+    m = metrics(at)
+    assert (m["Entries"], m["Indexed"], m["To (re)index"], m["Skipped files"]) == ("2", "0", "2", "1")
+    entries = at.dataframe[0].value
+    assert list(entries["entry_id"]) == ["net/DnsDown", "net/PacketLoss"]
+    assert set(entries["indexed"]) == {"missing"} and list(entries["chunks"]) == [1, 1]
+    assert "dns" in entries.iloc[0]["index_terms"]
+    problems = at.dataframe[-1].value
+    assert problems.iloc[0]["path"].endswith("Broken.md") and "frontmatter" in problems.iloc[0]["reason"]
+    assert json.loads(at.json[0].proto.body)["entities"] == ["CoreDNS"]
+
+    at.button(key="corpus_ingest").click().run()
+    assert_clean(at)
+    assert any("Indexed" in s and "TestAppIngest" in s and "2 added" in s for s in texts(at.success))
+    assert metrics(at)["Indexed"] == "2"
+    assert set(at.dataframe[0].value["indexed"]) == {"indexed"}
+    assert any("2 of 2 entries indexed" in t for t in texts(at.sidebar.caption))
