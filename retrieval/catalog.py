@@ -39,7 +39,8 @@ def same_path(a: Path | str | None, b: Path | str | None) -> bool:
 
 def known_corpora(settings: Settings, *, shared_dir: Path = SHARED_DIR, extra: Iterable[Path | str] = ()) -> list[CorpusChoice]:
     """The configured corpus first (in `settings.collection`), then the sample corpus, ../shared/corpora/*
-    and `extra`, each once, each in its own collection. Labels are folder names, made unique."""
+    and `extra`, each once, each in its own collection. Labels are folder names, made unique (and so are
+    the collections: a second folder named like an earlier one gets Kb_<name>_2)."""
     out: list[CorpusChoice] = []
 
     def add(path: Path, collection: str | None = None, *, must_exist: bool = True) -> None:
@@ -48,7 +49,12 @@ def known_corpora(settings: Settings, *, shared_dir: Path = SHARED_DIR, extra: I
         label, n = path.resolve().name, 2
         while any(c.label == label for c in out):
             label, n = f"{path.resolve().name}-{n}", n + 1
-        out.append(CorpusChoice(label, path.resolve(), collection or collection_for(path)))
+        # Two folders of one name would share Kb_<name>, and ingesting one would empty the other's.
+        base = name = collection or collection_for(path)
+        n = 2
+        while any(c.collection == name for c in out):
+            name, n = f"{base}_{n}", n + 1
+        out.append(CorpusChoice(label, path.resolve(), name))
 
     add(Path(settings.corpus_dir), settings.collection, must_exist=False)  # a missing one still shows, to be named
     add(SAMPLE_CORPUS)
