@@ -91,6 +91,26 @@ def _string_list(value: Any, path: str, name: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _frontmatter(text: str, path: str) -> tuple[dict[Any, Any], str]:
+    """(fields, body). What frontmatter.loads does, except that a header which is not a mapping (a YAML
+    list, string or number) is an error instead of silently dropped, and fields named `content` or
+    `handler` are fields like any other (loads passes them as arguments to its Post and fails)."""
+    text = text.strip()
+    handler = frontmatter.detect_format(text, frontmatter.handlers)
+    if handler is None:
+        return {}, text
+    try:
+        header, body = handler.split(text)
+    except ValueError:
+        return {}, text
+    fields = handler.load(header)
+    if fields is None:
+        return {}, body.strip()
+    if not isinstance(fields, dict):
+        raise CorpusError(path, f"frontmatter must be a mapping of fields (title: ..., tags: [...]), got a {type(fields).__name__}")
+    return dict(fields), body.strip()
+
+
 def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> Entry:
     """Build an Entry from a file's bytes. Raises CorpusError naming the file and field."""
     if len(raw) > MAX_FILE_BYTES:
@@ -104,12 +124,13 @@ def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> En
     if not text.strip():
         raise CorpusError(path, "file is empty")
     try:
-        post = frontmatter.loads(text)
+        meta, body = _frontmatter(text, path)
+    except CorpusError:
+        raise
     except yaml.YAMLError as exc:
         raise CorpusError(path, f"frontmatter is not valid YAML: {' '.join(str(exc).split())}") from exc
     except Exception as exc:  # python-frontmatter raises plain ValueError/TypeError for odd headers
         raise CorpusError(path, f"frontmatter cannot be read: {exc}") from exc
-    meta = dict(post.metadata)
     title = meta.get("title")
     if title is not None and not isinstance(title, (str, int, float)):
         raise CorpusError(path, f"expected a string, got {type(title).__name__}", field="title")
@@ -121,7 +142,6 @@ def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> En
     for name in KEYWORD_FIELDS:
         keywords.extend(k for k in _string_list(meta.get(name), path, name) if k not in keywords)
     entities = _string_list(meta.get("entities"), path, "entities")
-    body = post.content.strip()
     title_text = str(title).strip() if title is not None else ""
     if not body and not title_text:
         raise CorpusError(path, "no title and no body: nothing to index")

@@ -8,7 +8,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from .errors import EvalSetError
+from .errors import EvalSetError, QueryError
+from .lookup import clean_query
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def load_eval_set(path: Path | str, *, known_ids: Iterable[str] | None = None) -
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise EvalSetError(f"{path}: eval set not found") from exc
+    except OSError as exc:
+        raise EvalSetError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise EvalSetError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from exc
     if not isinstance(data, dict):
@@ -84,7 +87,7 @@ def load_eval_set(path: Path | str, *, known_ids: Iterable[str] | None = None) -
         case_id = raw.get("id")
         if case_id is None or not str(case_id).strip():
             raise EvalSetError(f"{where}: field 'id' is missing")
-        case_id = str(case_id).strip()
+        case_id = _text(case_id, where, "id")
         where = f"{path}: case '{case_id}'"
         if case_id in seen:
             raise EvalSetError(f"{where}: duplicate case id")
@@ -92,6 +95,10 @@ def load_eval_set(path: Path | str, *, known_ids: Iterable[str] | None = None) -
         query = raw.get("query")
         if not isinstance(query, str) or not query.strip():
             raise EvalSetError(f"{where}: field 'query' must be non-empty text, got {query!r}")
+        try:
+            clean_query(query)  # refused here, naming the case, rather than midway through a run
+        except QueryError as exc:
+            raise EvalSetError(f"{where}: field 'query': {exc}") from exc
         expected = _expected(raw.get("expected"), where)
         if known is not None:
             unknown = sorted(set(expected) - known)
@@ -104,10 +111,22 @@ def load_eval_set(path: Path | str, *, known_ids: Iterable[str] | None = None) -
     corpus = data.get("corpus")
     if corpus is not None and not isinstance(corpus, str):
         raise EvalSetError(f"{path}: field 'corpus' must be a path, got {type(corpus).__name__}")
+    try:
+        corpus_dir = (path.parent / corpus).resolve() if corpus else None
+    except (OSError, ValueError) as exc:
+        raise EvalSetError(f"{path}: field 'corpus' is not a usable path: {corpus!r}: {exc}") from exc
+    name, description = data.get("name"), data.get("description")
     return EvalSet(
-        name=str(data.get("name") or path.stem),
-        description=str(data.get("description") or ""),
+        name=_text(name, str(path), "name") if name is not None and str(name).strip() else path.stem,
+        description=_text(description, str(path), "description") if description is not None else "",
         path=str(path),
-        corpus_dir=(path.parent / corpus).resolve() if corpus else None,
+        corpus_dir=corpus_dir,
         cases=tuple(cases),
     )
+
+
+def _text(value: Any, where: str, name: str) -> str:
+    """A text field; YAML numbers (id: 7) are taken as their text, lists, mappings and booleans are refused."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise EvalSetError(f"{where}: field '{name}' must be text, got {type(value).__name__} {value!r}")
+    return str(value).strip()

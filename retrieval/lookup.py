@@ -120,7 +120,7 @@ def _run_l1(query: str, category: str | None, services: LookupServices, settings
     t0 = time.perf_counter()
     try:
         found = services.store.search(vector, k=settings.top_k, category=category, mode=mode,
-                                      query_text=query, alpha=settings.hybrid_alpha)
+                                      query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s)
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
         return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import socket
 import sys
+import threading
+import weakref
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import weaviate
-from weaviate.classes.init import AdditionalConfig, Auth, Timeout
+from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
 
 from .config import Settings
 from .errors import L1Error, WeaviateSetupError
@@ -24,6 +29,31 @@ EMBEDDED_ENV = {
     "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
     "CLUSTER_BIND_ADDR": "127.0.0.1",
 }
+
+
+LOCK_FILE = ".lookup-lab.lock"
+
+
+@dataclass
+class Endpoint:
+    """Where a client made by `connect` sends its gRPC queries, and its query time-out. `suspect` is set
+    after a failed query, so that the next one first checks that the port still answers."""
+
+    host: str
+    grpc_port: int
+    timeout_s: float
+    suspect: bool = False
+
+
+_ENDPOINTS: "weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint]" = weakref.WeakKeyDictionary()
+
+
+def endpoint_of(client) -> Endpoint | None:
+    """The endpoint of a client made by `connect`; None for a client made some other way."""
+    try:
+        return _ENDPOINTS.get(client)
+    except TypeError:
+        return None
 
 
 def binary_name(version: str) -> str:
@@ -42,9 +72,22 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+# gRPC channel behaviour. weaviate-client retries a search that fails with UNAVAILABLE (no connection) for
+# about 63 s, whatever its time-out. With waitForReady a call waits for a connection instead, until its
+# deadline (DEADLINE_EXCEEDED, not retried); a short reconnect back-off lets a channel find a server that
+# came back within a second, instead of after up to two minutes of back-off grown while it was down.
+GRPC_CHANNEL_OPTIONS = [
+    ("grpc.service_config", json.dumps({"methodConfig": [{"name": [{}], "waitForReady": True}]})),
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
 def _config(settings: Settings) -> AdditionalConfig:
     t = settings.l1_timeout_s
-    return AdditionalConfig(timeout=Timeout(init=max(t, 5.0), query=t, insert=max(t, 60.0)))
+    return AdditionalConfig(timeout=Timeout(init=max(t, 5.0), query=t, insert=max(t, 60.0)),
+                            grpc_config=GrpcConfig(channel_options=GRPC_CHANNEL_OPTIONS))
 
 
 @contextmanager
@@ -66,11 +109,17 @@ def _server_output_to(log_path: Path):
 
 
 def connect(settings: Settings) -> weaviate.WeaviateClient:
-    """A connected client. Raises L1Error(unavailable=True) when no server can be reached."""
+    """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and
+    WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock)."""
     try:
         if settings.weaviate_url:
-            return _connect_url(settings)
-        return _connect_embedded(settings)
+            client = _connect_url(settings)
+            url = urlparse(settings.weaviate_url)
+            _ENDPOINTS[client] = Endpoint(url.hostname or "", _remote_grpc_port(settings), settings.l1_timeout_s)
+        else:
+            client = _connect_embedded(settings)
+            _ENDPOINTS[client] = Endpoint("127.0.0.1", settings.embedded_grpc_port, settings.l1_timeout_s)
+        return client
     except (L1Error, WeaviateSetupError):
         raise
     except Exception as exc:
@@ -85,7 +134,7 @@ def _connect_url(settings: Settings) -> weaviate.WeaviateClient:
     secure = url.scheme == "https"
     port = url.port or (443 if secure else 80)
     auth = Auth.api_key(settings.weaviate_api_key) if settings.weaviate_api_key else None
-    grpc_port = settings.remote_grpc_port or (443 if secure else 50051)
+    grpc_port = _remote_grpc_port(settings)
     client = weaviate.connect_to_custom(
         http_host=url.hostname, http_port=port, http_secure=secure,
         grpc_host=url.hostname, grpc_port=grpc_port, grpc_secure=secure,
@@ -94,32 +143,115 @@ def _connect_url(settings: Settings) -> weaviate.WeaviateClient:
     return client
 
 
+def _remote_grpc_port(settings: Settings) -> int:
+    return settings.remote_grpc_port or (443 if urlparse(settings.weaviate_url or "").scheme == "https" else 50051)
+
+
 def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
     host, port, grpc_port = "127.0.0.1", settings.embedded_port, settings.embedded_grpc_port
-    if port_open(host, port) and port_open(host, grpc_port):
-        # A server from the app, another CLI call or a crashed run already serves this data directory's port.
-        return weaviate.connect_to_local(host=host, port=port, grpc_port=grpc_port, additional_config=_config(settings))
-    if port_open(host, port) or port_open(host, grpc_port):
-        busy = port if port_open(host, port) else grpc_port
-        raise WeaviateSetupError(
-            f"port {busy} on 127.0.0.1 is taken by something that is not a Weaviate with both ports up; "
-            "stop it, or choose other ports with LOOKUP_WEAVIATE_PORT and LOOKUP_WEAVIATE_GRPC_PORT"
-        )
-    binary = embedded_binary(settings)
-    if not binary.is_file():
-        raise WeaviateSetupError(
-            f"the Weaviate server binary {binary} is missing: run scripts/setup.sh to build it, "
-            "or set LOOKUP_WEAVIATE_URL to use an existing Weaviate"
-        )
-    data_dir = settings.weaviate_data_dir
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with _server_output_to(data_dir / "server.log"):
-        return weaviate.connect_to_embedded(
-            version=settings.weaviate_version,
-            binary_path=str(settings.weaviate_bin_dir),
-            persistence_data_path=str(data_dir),
-            port=port,
-            grpc_port=grpc_port,
-            environment_variables=dict(EMBEDDED_ENV),
-            additional_config=_config(settings),
-        )
+    with _starting(port):  # threads of one process: one checks-and-starts at a time, the others then reuse it
+        if port_open(host, port) and port_open(host, grpc_port):
+            # A server from the app, another CLI call or a crashed run already serves this data directory's port.
+            return weaviate.connect_to_local(host=host, port=port, grpc_port=grpc_port, additional_config=_config(settings))
+        if port_open(host, port) or port_open(host, grpc_port):
+            busy = port if port_open(host, port) else grpc_port
+            raise WeaviateSetupError(
+                f"port {busy} on 127.0.0.1 is taken by something that is not a Weaviate with both ports up; "
+                "stop it, or choose other ports with LOOKUP_WEAVIATE_PORT and LOOKUP_WEAVIATE_GRPC_PORT"
+            )
+        binary = embedded_binary(settings)
+        if not binary.is_file():
+            raise WeaviateSetupError(
+                f"the Weaviate server binary {binary} is missing: run scripts/setup.sh to build it, "
+                "or set LOOKUP_WEAVIATE_URL to use an existing Weaviate"
+            )
+        data_dir = settings.weaviate_data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock.acquire(data_dir, port)
+        try:
+            with _server_output_to(data_dir / "server.log"):
+                client = weaviate.connect_to_embedded(
+                    version=settings.weaviate_version,
+                    binary_path=str(settings.weaviate_bin_dir),
+                    persistence_data_path=str(data_dir),
+                    port=port,
+                    grpc_port=grpc_port,
+                    environment_variables=dict(EMBEDDED_ENV),
+                    additional_config=_config(settings),
+                )
+        except BaseException:
+            lock.release()
+            raise
+        _release_when_stopped(client, lock)
+        return client
+
+
+# --- one server per data directory ----------------------------------------------------------------------
+_HELD_LOCK = threading.Lock()
+_STARTING: dict[int, threading.Lock] = {}
+_HELD: dict[Path, "DataDirLock"] = {}  # data directories whose lock this process holds
+
+
+class DataDirLock:
+    """An exclusive flock on <data_dir>/.lookup-lab.lock, held by the process that started the server there
+    for as long as that server is its own (the kernel drops it when the process dies, however it dies).
+    Acquired again by the same process (its server died and is started again), it is counted."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path, self.fd, self.users = path, fd, 0
+
+    @classmethod
+    def acquire(cls, data_dir: Path, port: int) -> "DataDirLock":
+        path = (data_dir / LOCK_FILE).resolve()
+        with _HELD_LOCK:
+            lock = _HELD.get(path)
+            if lock is None:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+                    os.close(fd)
+                    pid = holder[0] if holder and holder[0].isdigit() else "unknown"
+                    raise WeaviateSetupError(
+                        f"the Weaviate data directory {data_dir} is locked by process {pid}, which started (or is "
+                        f"starting) a Weaviate server on it, but nothing serves 127.0.0.1:{port}: a second server "
+                        f"must not open the same data directory. Wait for it to come up, or stop process {pid}"
+                    ) from None
+                owner = f"{os.getpid()} port={port}\n".encode()
+                os.pwrite(fd, owner, 0)
+                os.ftruncate(fd, len(owner))
+                lock = _HELD[path] = cls(path, fd)
+            lock.users += 1
+            return lock
+
+    def release(self) -> None:
+        with _HELD_LOCK:
+            self.users -= 1
+            if self.users <= 0 and _HELD.get(self.path) is self:
+                del _HELD[self.path]
+                os.close(self.fd)  # closing the only descriptor drops the flock
+
+
+def _starting(port: int) -> threading.Lock:
+    with _HELD_LOCK:
+        return _STARTING.setdefault(port, threading.Lock())
+
+
+def _release_when_stopped(client: weaviate.WeaviateClient, lock: DataDirLock) -> None:
+    """Drop the lock when the client stops its server (client.close()). If this client version hides
+    the embedded server, the lock stays until the process ends, which is safe, only stricter."""
+    server = getattr(getattr(client, "_connection", None), "embedded_db", None)
+    if server is None or not callable(getattr(server, "stop", None)):
+        return
+    stop, released = server.stop, threading.Event()
+
+    def stop_and_release() -> None:
+        try:
+            stop()
+        finally:
+            if not released.is_set():
+                released.set()
+                lock.release()
+
+    server.stop = stop_and_release

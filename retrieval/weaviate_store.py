@@ -10,15 +10,20 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 from weaviate import WeaviateClient
 from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.util import generate_uuid5
 
 from .chunking import Chunk, chunk_entry
 from .corpus import Corpus, Entry
+from .deadline import TimedOut, call_within
 from .errors import L1Error
+from .weaviate_server import endpoint_of, port_open
 
 PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title", "category", "keywords", "entities", "text")
 OVERSAMPLE = 4  # chunk hits fetched per wanted entry, so that folding still leaves k entries
+INSERT_SLICE = 500  # chunks per insert_many call
+GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class IngestReport:
     chunks_embedded: int
     seconds: float
     embed_seconds: float
+    repaired_index: bool = False  # the vector index had lost chunks: the collection was rebuilt
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -133,10 +139,16 @@ class KnowledgeStore:
 
         `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose
         chunks are incomplete; the next ingest sees that (chunks stored != chunk_count) and redoes them.
+        A vector index that lost chunks (see `missing_vectors`) is rebuilt: drop, then embed everything.
         """
         start = time.perf_counter()
         self.ensure_collection()
         state = self.indexed_state()
+        repaired = bool(state) and self.missing_vectors() > 0
+        if repaired:  # stored again unchanged, lost chunks would stay out of the vector index: start over
+            self.drop()
+            self.ensure_collection()
+            state = {}
         wanted = {e.entry_id: e for e in corpus.entries}
         todo: list[Entry] = []
         added = updated = unchanged = 0
@@ -171,25 +183,51 @@ class KnowledgeStore:
             if progress:
                 progress("embedding", min(i + batch_entries, total), total)
         return IngestReport(len(corpus.entries), added, updated, unchanged, removed, chunks_done,
-                            time.perf_counter() - start, embed_seconds)
+                            time.perf_counter() - start, embed_seconds, repaired)
+
+    def missing_vectors(self, sample: int = 32) -> int:
+        """How many of up to `sample` stored chunks the vector index cannot find by their own vector.
+
+        Not 0 after the server was killed (kill -9, OOM) before it wrote out its HNSW commit log, which
+        Weaviate 1.38 buffers: the objects survive, vector search finds nothing, and storing the same
+        objects again does not re-index them. Each check is exact: filtered to the one chunk."""
+        if not self.client.collections.exists(self.name):
+            return 0
+        found = self.collection.query.fetch_objects(limit=sample, include_vector=True,
+                                                    return_properties=["entry_id", "chunk_index"])
+        missing = 0
+        for obj in found.objects:
+            vector = obj.vector.get("default") if isinstance(obj.vector, dict) else None
+            where = (Filter.by_property("entry_id").equal(obj.properties["entry_id"])
+                     & Filter.by_property("chunk_index").equal(int(obj.properties["chunk_index"])))
+            hits = self.collection.query.near_vector(near_vector=vector, limit=1, filters=where).objects if vector else []
+            missing += not hits or hits[0].uuid != obj.uuid
+        return missing
 
     def _insert(self, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        # insert_many is one synchronous gRPC call per slice; the client's batch context manager
+        # (collection.batch.fixed_size) spent about 1 s on every exit, whatever the batch size.
         by_id = {e.entry_id: e for e in entries}
-        with self.collection.batch.fixed_size(batch_size=200) as batch:
-            for chunk, vec in zip(chunks, vectors):
-                e = by_id[chunk.entry_id]
-                batch.add_object(
-                    properties={
-                        "entry_id": e.entry_id, "chunk_index": chunk.index, "chunk_count": chunk.count,
-                        "content_hash": e.content_hash, "title": e.title, "category": e.domain,
-                        "keywords": list(e.keywords), "entities": list(e.entities), "text": chunk.text,
-                    },
-                    uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
-                    vector=vec.tolist(),
-                )
-        failed = self.collection.batch.failed_objects
-        if failed:
-            raise L1Error(f"Weaviate refused {len(failed)} chunk(s) during ingest, e.g.: {failed[0].message}")
+        objects = []
+        for chunk, vec in zip(chunks, vectors):
+            e = by_id[chunk.entry_id]
+            objects.append(DataObject(
+                properties={
+                    "entry_id": e.entry_id, "chunk_index": chunk.index, "chunk_count": chunk.count,
+                    "content_hash": e.content_hash, "title": e.title, "category": e.domain,
+                    "keywords": list(e.keywords), "entities": list(e.entities), "text": chunk.text,
+                },
+                uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
+                vector=vec.tolist(),
+            ))
+        for start in range(0, len(objects), INSERT_SLICE):
+            try:
+                res = self.collection.data.insert_many(objects[start : start + INSERT_SLICE])
+            except Exception as exc:
+                raise L1Error(f"Weaviate refused chunks during ingest: {type(exc).__name__}: {exc}") from exc
+            if res.has_errors:
+                first = next(iter(res.errors.values()))
+                raise L1Error(f"Weaviate refused {len(res.errors)} chunk(s) during ingest, e.g.: {first.message}")
 
     # --- search -------------------------------------------------------------------------------------
     def search(
@@ -201,31 +239,59 @@ class KnowledgeStore:
         mode: str = "near_vector",
         query_text: str = "",
         alpha: float = 0.5,
+        timeout_s: float | None = None,
     ) -> list[Candidate]:
-        """Top-k entries for a query vector, optionally filtered on one category."""
+        """Top-k entries for a query vector, optionally filtered on one category.
+
+        Returns within `timeout_s` (default: the query time-out `connect` gave the client) or raises
+        L1Error: weaviate-client retries a refused gRPC search with back-off for about 63 s, whatever
+        its time-out, so the call runs on a helper thread that is abandoned when time is up. After a
+        failure, the next search first checks that the port answers at all, and fails at once if not."""
         where = category_where(category)
         meta = MetadataQuery(distance=True, score=True)
         props = ["entry_id", "title", "category", "chunk_index", "text"]
         limit = k * OVERSAMPLE
-        try:
+        endpoint = endpoint_of(self.client)
+        if timeout_s is None and endpoint is not None:
+            timeout_s = endpoint.timeout_s
+        failed = f"Weaviate {mode} query on '{self.name}' failed"
+        if endpoint is not None and endpoint.suspect and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0)):
+            raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
+
+        def query():
             if mode == "hybrid":
-                res = self.collection.query.hybrid(
+                return self.collection.query.hybrid(
                     query=query_text, vector=list(map(float, vector)), alpha=alpha, limit=limit, filters=where,
                     fusion_type=HybridFusion.RELATIVE_SCORE, return_metadata=meta, return_properties=props,
                 )
-            else:
-                res = self.collection.query.near_vector(
-                    near_vector=list(map(float, vector)), limit=limit, filters=where,
-                    return_metadata=meta, return_properties=props,
-                )
+            return self.collection.query.near_vector(
+                near_vector=list(map(float, vector)), limit=limit, filters=where,
+                return_metadata=meta, return_properties=props,
+            )
+
+        try:
+            res = query() if timeout_s is None else call_within(query, timeout_s + GRACE_S)
         except Exception as exc:
-            raise L1Error(f"Weaviate {mode} query on '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
+            if endpoint is not None:
+                endpoint.suspect = True
+            raise L1Error(f"{failed}: {_why(exc, timeout_s)}") from exc
+        if endpoint is not None:
+            endpoint.suspect = False
         return fold_chunks(res.objects, k=k, hybrid=mode == "hybrid")
 
     def count_chunks(self) -> int:
         if not self.client.collections.exists(self.name):
             return 0
         return int(self.collection.aggregate.over_all(total_count=True).total_count or 0)
+
+
+def _why(exc: BaseException, timeout_s: float | None) -> str:
+    if isinstance(exc, TimedOut):
+        return f"timed out after {timeout_s:g} s (no answer; the server may be down or overloaded)"
+    text = f"{type(exc).__name__}: {exc}"
+    if "Deadline Exceeded" in text or "DEADLINE_EXCEEDED" in text:
+        return f"timed out after {timeout_s:g} s ({text})" if timeout_s else f"timed out ({text})"
+    return text
 
 
 def fold_chunks(objects: Iterable[Any], *, k: int, hybrid: bool) -> list[Candidate]:
