@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import ahocorasick
+import numpy as np
 
 from .corpus import Entry
 from .text import content_tokens
@@ -94,6 +95,8 @@ class _Pattern:
     field: str
     entry_ids: tuple[str, ...]
     weight: float
+    term: TermMatch  # built once here, shared by every match of this pattern
+    rows: np.ndarray = field(compare=False, repr=False)  # positions of entry_ids in the index, sorted
 
 
 def _ngrams(words: list[str]) -> Iterable[str]:
@@ -128,6 +131,11 @@ class L0Index:
 
     def __init__(self, entries: Iterable[Entry]) -> None:
         self.entries = {e.entry_id: e for e in entries}
+        self._by_row = list(self.entries.values())
+        row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
+        self._domain_codes: dict[str, int] = {}
+        self._domain_of_row = np.array([self._domain_codes.setdefault(_key(e.domain), len(self._domain_codes))
+                                        for e in self._by_row], dtype=np.int32)
         n = max(len(self.entries), 1)
         raw: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (pattern, field) -> {entry_id: display}
         for entry in self.entries.values():
@@ -147,7 +155,9 @@ class L0Index:
             idf = math.log(1 + n / len(df[pattern]))
             weight = FIELD_WEIGHT[field_name] * idf * (1 + 0.5 * (len(words) - 1))
             display = sorted(ids.values())[0]
-            by_pattern[pattern].append(_Pattern(display, field_name, tuple(sorted(ids)), weight))
+            by_pattern[pattern].append(_Pattern(display, field_name, tuple(sorted(ids)), weight,
+                                                TermMatch(display, field_name, weight),
+                                                np.array(sorted(row_of[i] for i in ids), dtype=np.int32)))
         for pattern, pats in by_pattern.items():
             self._automaton.add_word(f" {pattern} ", (pattern, tuple(pats)))
         self.pattern_count = len(by_pattern)
@@ -170,24 +180,47 @@ class L0Index:
         if self.pattern_count and haystack.strip():
             for _, (pattern, pats) in self._automaton.iter(haystack):
                 found[pattern] = pats
-        per_entry: dict[str, dict[tuple[str, str], TermMatch]] = defaultdict(dict)
-        for pattern in sorted(found):
-            for p in found[pattern]:
-                for entry_id in p.entry_ids:
-                    per_entry[entry_id][(p.display, p.field)] = TermMatch(p.display, p.field, p.weight)
+        # Rough scores of every entry the patterns point at come from numpy, so the Python work (and the
+        # time) follows the entries that can pass keep_ratio, not the thousands a common word points at.
+        # Scores of those are then summed exactly as always, in term order.
+        pats = [p for pattern in sorted(found) for p in found[pattern] if p.field != "domain"]
+        domain_terms = {self._domain_codes[pattern]: p.term for pattern in found for p in found[pattern] if p.field == "domain"}
         scored = []
-        for entry_id, terms in per_entry.items():
-            entry = self.entries[entry_id]
-            # Only non-domain terms make an entry a match; a domain word alone only boosts.
-            if all(t.field == "domain" for t in terms.values()):
-                continue
-            ordered = tuple(sorted(terms.values(), key=lambda t: (-t.weight, t.term, t.field)))
-            scored.append(EntryMatch(entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered))
+        for row, terms in self._candidates(pats, domain_terms, keep_ratio).items():
+            entry = self._by_row[row]
+            ordered = tuple(sorted(terms, key=lambda t: (-t.weight, t.term, t.field)))
+            scored.append(EntryMatch(entry.entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered))
         scored.sort(key=lambda m: (-m.score, m.entry_id))
         if scored:
             best = scored[0].score
             scored = [m for m in scored if m.score >= keep_ratio * best]
         return _hints(query, scored, self._named_domains(found))
+
+    def _candidates(self, pats: list[_Pattern], domain_terms: dict[int, TermMatch],
+                    keep_ratio: float) -> dict[int, list[TermMatch]]:
+        """Row -> matched terms, for the entries whose rough score reaches keep_ratio of the best.
+
+        Only entries that a non-domain pattern points at count: a domain word alone never makes a match."""
+        if not pats:
+            return {}
+        rows, inverse = np.unique(np.concatenate([p.rows for p in pats]), return_inverse=True)
+        rough = np.bincount(inverse, weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]))
+        if domain_terms:
+            codes = self._domain_of_row[rows]
+            for code, term in domain_terms.items():
+                rough[codes == code] += term.weight
+        keep = rows[rough >= keep_ratio * rough.max() * (1 - 1e-9)]  # below any exact score that can pass
+        out: dict[int, list[TermMatch]] = {int(r): [] for r in keep}
+        for p in pats:
+            at = np.minimum(np.searchsorted(p.rows, keep), len(p.rows) - 1)
+            for r in keep[p.rows[at] == keep].tolist():
+                out[r].append(p.term)
+        if domain_terms:
+            for r, terms in out.items():
+                term = domain_terms.get(int(self._domain_of_row[r]))
+                if term is not None:
+                    terms.append(term)
+        return out
 
     @staticmethod
     def _named_domains(found: dict[str, tuple[_Pattern, ...]]) -> list[str]:

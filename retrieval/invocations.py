@@ -15,7 +15,7 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -72,7 +72,9 @@ class InvocationRecord:
     top_entry_id: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow: dataclasses.asdict deep-copied result and retrieval_details on every record(), which
+        # was most of what recording cost.
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def new_invocation_id() -> str:

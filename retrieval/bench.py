@@ -1,0 +1,455 @@
+"""`python -m retrieval bench`: where lookup time goes, and how each cost grows with the knowledge base.
+
+Every figure that has a goal is a ratio of two things measured side by side in one run (interleaved
+where they can be), because these machines are noisy and absolute times drift.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import shutil
+import socket
+import statistics
+import tempfile
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+from weaviate.classes.query import MetadataQuery
+
+from . import synthetic
+from .chunking import chunk_entry
+from .config import Settings
+from .dashboard import InvocationFilter, filter_options, load_dashboard
+from .embedding import Embedder
+from .hints import L0Index
+from .invocations import COLUMNS, InvocationStore
+from .lookup import LookupServices, lookup_knowledge
+from .weaviate_server import connect
+from .weaviate_store import KnowledgeStore
+
+GOALS = {  # name: (comparison, target)
+    "l0_p50_growth": ("<=", 2.0), "lookup_over_floor": ("<=", 1.3), "filtered_over_unfiltered": ("<=", 1.2),
+    "record_ms": ("<=", 1.0), "ingest_over_raw": (">=", 0.9), "reingest_s": ("<=", 30.0),
+    "reingest_chunks_embedded": ("<=", 0), "dashboard_query_max_ms": ("<", 200.0),
+}
+STAGES = ("l0", "embed", "l1", "fuse", "record")
+
+
+def pct(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if values else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (ru_maxrss is in KiB on Linux); it includes the embedding model."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _server_rss_mb(client) -> dict[str, float] | None:
+    """Peak and current RSS of the embedded Weaviate server we started (None for a server by URL)."""
+    db = getattr(getattr(client, "_connection", None), "embedded_db", None)  # weaviate-client internals
+    pid = getattr(getattr(db, "process", None), "pid", None)
+    try:
+        status = Path(f"/proc/{pid}/status").read_text() if pid else ""
+    except OSError:
+        return None
+    fields = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith(("VmHWM", "VmRSS"))}
+    return {"peak_mb": round(fields["VmHWM"] / 1024, 1), "now_mb": round(fields["VmRSS"] / 1024, 1)} if fields else None
+
+
+def machine_info(client) -> dict[str, Any]:
+    import duckdb
+    import sentence_transformers
+    import torch
+    import weaviate
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
+        "cpu": cpu, "cores": len(os.sched_getaffinity(0)), "memory_gib": round(mem, 1),
+        "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__, "duckdb": duckdb.__version__,
+        "weaviate_client": weaviate.__version__, "weaviate_server": client.get_meta().get("version"),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _floor_query(store: KnowledgeStore, embedder: Embedder, query: str, k: int) -> tuple[float, float]:
+    """One query embedding plus one bare near_vector with the same k: (embed ms, near_vector ms)."""
+    t0 = time.perf_counter()
+    vec = embedder.embed_query(query)
+    t1 = time.perf_counter()
+    store.collection.query.near_vector(near_vector=list(map(float, vec)), limit=k, return_properties=[],
+                                       return_metadata=MetadataQuery(distance=True))
+    return (t1 - t0) * 1000, (time.perf_counter() - t1) * 1000
+
+
+def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sample_chunks: int) -> dict[str, Any]:
+    """Ingest, with the embedder's raw rate measured on a sample of the same chunks between ingest batches."""
+    chunk_lists = [[c.text for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)] for e in corpus.entries]
+    total_chunks = sum(len(c) for c in chunk_lists)
+    stride = max(1, round(total_chunks / raw_sample_chunks))
+    state = {"prev": 0, "seen": 0, "raw_s": 0.0, "raw_n": 0, "cb_s": 0.0}
+
+    def between_batches(stage: str, done: int, total: int) -> None:
+        t0 = time.perf_counter()
+        texts = []
+        for chunks in chunk_lists[state["prev"]:done]:
+            for text in chunks:
+                if state["seen"] % stride == 0:
+                    texts.append(text)
+                state["seen"] += 1
+        state["prev"] = done
+        if texts:
+            t1 = time.perf_counter()
+            embedder.embed(texts)
+            state["raw_s"] += time.perf_counter() - t1
+            state["raw_n"] += len(texts)
+        state["cb_s"] += time.perf_counter() - t0
+
+    report = store.ingest(corpus, embedder, progress=between_batches)
+    seconds = report.seconds - state["cb_s"]  # the raw measurement ran inside ingest's clock
+    raw_rate = state["raw_n"] / state["raw_s"] if state["raw_s"] else None
+    rate = report.chunks_embedded / seconds
+    t0 = time.perf_counter()
+    again = store.ingest(corpus, embedder)
+    return {
+        "chunks": total_chunks, "seconds": round(seconds, 2), "entries_per_s": round(len(corpus.entries) / seconds, 2),
+        "chunks_per_s": round(rate, 2), "embed_share": round(report.embed_seconds / seconds, 3),
+        "raw_chunks_per_s": None if raw_rate is None else round(raw_rate, 2), "raw_sample_chunks": state["raw_n"],
+        "over_raw": None if raw_rate is None else round(rate / raw_rate, 3),
+        "reingest": {"seconds": round(time.perf_counter() - t0, 2), "chunks_embedded": again.chunks_embedded,
+                     "unchanged": again.unchanged},
+    }
+
+
+def bench_lookups(services: LookupServices, settings: Settings, queries: list[str], floor_queries: list[str],
+                  categories: list[str], cached_n: int) -> dict[str, Any]:
+    """Lookups, the floor and filtered/unfiltered L1, each pair interleaved query by query, order alternating."""
+    wall, floor, f_embed, f_nv, stages = [], [], [], [], {s: [] for s in STAGES}
+    filtered_n = 0
+    for i, (q, fq) in enumerate(zip(queries, floor_queries)):
+        def do_lookup() -> None:
+            nonlocal filtered_n
+            t0 = time.perf_counter()
+            r = lookup_knowledge(q, services, settings)
+            wall.append((time.perf_counter() - t0) * 1000)
+            for s in STAGES:
+                stages[s].append(r.timings_ms.get(s, 0.0))
+            filtered_n += r.l1.category is not None
+
+        def do_floor() -> None:
+            e, n = _floor_query(services.store, services.embedder, fq, settings.top_k)
+            f_embed.append(e)
+            f_nv.append(n)
+            floor.append(e + n)
+
+        for step in ((do_lookup, do_floor) if i % 2 == 0 else (do_floor, do_lookup)):
+            step()
+    cached = []
+    for q in queries[:cached_n]:  # the same texts again: the query embedding now comes from the cache
+        t0 = time.perf_counter()
+        lookup_knowledge(q, services, settings)
+        cached.append((time.perf_counter() - t0) * 1000)
+    unf, fil = [], []
+    for i, q in enumerate(queries):
+        vec = services.embedder.embed_query(q)  # cached by now: only L1 is timed
+        pair = ((unf, None), (fil, categories[i % len(categories)]))
+        for sink, category in (pair if i % 2 == 0 else pair[::-1]):
+            t0 = time.perf_counter()
+            services.store.search(vec, k=settings.top_k, category=category)
+            sink.append((time.perf_counter() - t0) * 1000)
+    return {
+        "lookup": {"p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95), "cached_p50_ms": pct(cached, 50),
+                   "stages_p50_ms": {s: pct(v, 50) for s, v in stages.items()},
+                   "stages_p95_ms": {s: pct(v, 95) for s, v in stages.items()},
+                   "filtered_share": round(filtered_n / max(len(queries), 1), 3), "queries": len(queries)},
+        "floor": {"p50_ms": pct(floor, 50), "p95_ms": pct(floor, 95), "embed_p50_ms": pct(f_embed, 50),
+                  "near_vector_p50_ms": pct(f_nv, 50)},
+        "l1": {"unfiltered_p50_ms": pct(unf, 50), "filtered_p50_ms": pct(fil, 50),
+               "unfiltered_p95_ms": pct(unf, 95), "filtered_p95_ms": pct(fil, 95)},
+    }
+
+
+def bench_size(n: int, *, client, embedder: Embedder, recorder: InvocationStore, settings: Settings, seed: int,
+               queries: int, body: synthetic.BodyPolicy, raw_sample_chunks: int, run_id: str,
+               log: Callable[[str], None]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
+    out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}
+    store = KnowledgeStore(client, f"Bench_{n}_{run_id}")
+    store.drop()
+    log(f"[{n}] ingest ({body.label} words per body)")
+    out["ingest"] = bench_ingest(store, corpus, embedder, raw_sample_chunks=raw_sample_chunks)
+    out["chunks_per_entry"] = round(out["ingest"]["chunks"] / n, 2)
+    t0 = time.perf_counter()
+    l0 = L0Index(corpus.entries)
+    out["l0"] = {"build_s": round(time.perf_counter() - t0, 3), "patterns": l0.pattern_count}
+    entries = list(corpus.entries)
+    all_q = synthetic.make_queries(entries, 2 * queries, seed=seed * 31 + n)
+    look_q, floor_q = all_q[0::2], all_q[1::2]
+    times, matched = [], []
+    for q in look_q:
+        t1 = time.perf_counter()
+        hints = l0.match(q)
+        times.append((time.perf_counter() - t1) * 1000)
+        matched.append(len(hints.matches))
+    out["l0"].update(p50_ms=pct(times, 50), p95_ms=pct(times, 95), matches_p50=pct(matched, 50), matches_max=max(matched, default=0))
+    log(f"[{n}] {len(look_q)} lookups against the floor, and filtered against unfiltered L1")
+    services = LookupServices(l0=l0, embedder=embedder, store=store, recorder=recorder)
+    out.update(bench_lookups(services, settings.with_(session_tag=f"bench-{n}"), look_q, floor_q,
+                             sorted(synthetic.DOMAINS), cached_n=min(len(look_q), 50)))
+    out["peak_rss_mb"] = peak_rss_mb()
+    out["weaviate_rss_mb"] = _server_rss_mb(client)
+    return out
+
+
+class _TimedConnection:
+    """Passes calls through to a DuckDB connection, timing each execute until its result is fetched."""
+
+    def __init__(self, con, sink: list[tuple[str, float]]) -> None:
+        self._con, self._sink = con, sink
+
+    def execute(self, sql: str, params=None):
+        t0 = time.perf_counter()
+        res = self._con.execute(sql, params or [])
+        return _TimedResult(res, sql, t0, self._sink)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+class _TimedResult:
+    def __init__(self, res, sql, t0, sink) -> None:
+        self._res, self._sql, self._t0, self._sink = res, sql, t0, sink
+
+    def _done(self, value):
+        self._sink.append((self._sql, (time.perf_counter() - self._t0) * 1000))
+        return value
+
+    def df(self):
+        return self._done(self._res.df())
+
+    def fetchone(self):
+        return self._done(self._res.fetchone())
+
+    def fetchall(self):
+        return self._done(self._res.fetchall())
+
+
+class TimedInvocationStore(InvocationStore):
+    """An InvocationStore whose connections time every query the dashboard functions run."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.sink: list[tuple[str, float]] = []
+        super().__init__(db_path)
+
+    def with_connection(self, fn, **kw):
+        return super().with_connection(lambda con: fn(_TimedConnection(con, self.sink)), **kw)
+
+
+QUERY_NAMES = (("DISTINCT", "options: distinct values"), ("max(created_at)), count(*)", "options: range and total"),
+               ("count(*) FILTER (WHERE fallback), median", "summary"), ("ORDER BY created_at DESC", "rows"),
+               ("AS bucket, layer", "calls_over_time"), ("UNPIVOT", "stage_samples"),
+               ("AS fallbacks", "fallback_over_time"), ("coalesce(domain", "top_domains"), ("from_json", "top_keywords"))
+
+
+def _query_name(sql: str) -> str:
+    flat = " ".join(sql.split())
+    return next((name for key, name in QUERY_NAMES if key in flat), flat[:40])
+
+
+def bench_invocation_store(recorder: InvocationStore, workdir: Path, rows: int, *, seed: int,
+                           log: Callable[[str], None], repeats: int = 3) -> dict[str, Any]:
+    """The Invocations page's queries on `rows` synthetic tool_invocation rows (real recorded rows repeated)."""
+    templates = pa.Table.from_pandas(recorder.query(
+        "SELECT tool_name, input, status, layer, CAST(result AS VARCHAR) AS result, CAST(retrieval_details AS VARCHAR) "
+        "AS retrieval_details, error, domain, l1_status, fallback, top_entry_id FROM tool_invocation"), preserve_index=False)
+    store = TimedInvocationStore(workdir / "dashboard.duckdb")
+    log(f"invocation store: inserting {rows} rows from {templates.num_rows} recorded ones")
+    start_s = time.time() - 30 * 86400
+    t0 = time.perf_counter()
+    for offset in range(0, rows, 100_000):
+        batch = synthetic.invocation_rows(templates, min(100_000, rows - offset), seed=seed + offset, start_s=start_s, offset=offset)
+        store.with_connection(lambda con: (con.register("batch", batch), con.execute(  # noqa: B023 - called at once
+            f"INSERT INTO tool_invocation ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM batch").fetchall()),
+            read_only=False)
+    insert_s = time.perf_counter() - t0
+    size_mb = (workdir / "dashboard.duckdb").stat().st_size / 2**20
+    cases = {"all rows": InvocationFilter(), "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, timezone.utc)),
+             "one session + text": InvocationFilter(session_tags=("run-03",), text="latency")}
+    timed: dict[str, dict[str, list[float]]] = {}
+    calls: dict[str, list[float]] = {}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The inplace keyword")  # raised inside duckdb's df() on pandas 3.1
+        for label, flt in [("filter_options", None), *cases.items()]:
+            for _ in range(repeats):
+                store.sink.clear()
+                t1 = time.perf_counter()
+                filter_options(store) if flt is None else load_dashboard(store, flt)
+                calls.setdefault(label, []).append((time.perf_counter() - t1) * 1000)
+                for sql, ms in store.sink:
+                    timed.setdefault(label, {}).setdefault(_query_name(sql), []).append(ms)
+                if calls[label][-1] > 5000:
+                    break  # far over the goal already: one run says enough
+    per_query = {label: {name: round(statistics.median(v), 1) for name, v in qs.items()} for label, qs in timed.items()}
+    return {"rows": rows, "templates": templates.num_rows, "insert_s": round(insert_s, 2),
+            "insert_rows_per_s": round(rows / insert_s), "file_mb": round(size_mb, 1),
+            "call_ms": {k: round(statistics.median(v), 1) for k, v in calls.items()}, "query_ms": per_query,
+            "runs": {k: len(v) for k, v in calls.items()},
+            "query_max_ms": max((ms for qs in per_query.values() for ms in qs.values()), default=None)}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any] | None) -> tuple[dict, dict]:
+    small, big = sizes[min(sizes)], sizes[max(sizes)]
+    ratios = {
+        "l0_p50_growth": _ratio(big["l0"]["p50_ms"], small["l0"]["p50_ms"]),
+        "lookup_over_floor": _ratio(big["lookup"]["p50_ms"], big["floor"]["p50_ms"]),
+        "filtered_over_unfiltered": _ratio(big["l1"]["filtered_p50_ms"], big["l1"]["unfiltered_p50_ms"]),
+        "record_ms": big["lookup"]["stages_p50_ms"]["record"],
+    }
+    over_raw = [s["ingest"]["over_raw"] for s in sizes.values() if s["ingest"]["over_raw"] is not None]
+    values = {**ratios, "ingest_over_raw": min(over_raw, default=None),
+              "reingest_s": max(s["ingest"]["reingest"]["seconds"] for s in sizes.values()),
+              "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
+              "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None}
+    goals = {}
+    for name, (op, target) in GOALS.items():
+        v = values[name]
+        met = None if v is None else (v <= target if op == "<=" else v >= target if op == ">=" else v < target)
+        goals[name] = {"value": v, "goal": f"{op} {target}", "met": met}
+    return ratios, goals
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
+    m, sizes = result["machine"], result["sizes"]
+    lines = [f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+             f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
+             f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
+             "(includes the embedding model).", ""]
+    rows = [
+        ("body words", lambda s: s["body_words"]), ("chunks per entry", lambda s: s["chunks_per_entry"]),
+        ("L0 build s", lambda s: s["l0"]["build_s"]), ("L0 patterns", lambda s: s["l0"]["patterns"]),
+        ("L0 match p50 / p95 ms", lambda s: f"{s['l0']['p50_ms']} / {s['l0']['p95_ms']}"),
+        ("L0 matches p50 / max", lambda s: f"{s['l0']['matches_p50']} / {s['l0']['matches_max']}"),
+        ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
+        ("lookup cached-embedding p50 ms", lambda s: s["lookup"]["cached_p50_ms"]),
+        ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
+        ("floor p50 / p95 ms (embed + bare near_vector)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
+        ("L1 unfiltered / filtered p50 ms", lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}"),
+        ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
+        ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
+        ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
+        ("re-ingest s (chunks embedded)", lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})"),
+        ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
+        ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
+    ]
+    keys = list(sizes)
+    lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
+    lines += ["", "| goal | value | target | met |", "|---|---|---|---|"]
+    lines += [f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'n/a' if g['met'] is None else 'NO'} |"
+              for name, g in result["goals"].items()]
+    st = result.get("invocation_store")
+    if st:
+        lines += ["", f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
+                  f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
+                  "'call' is the whole dashboard function, pandas included.", ""]
+        names = list(dict.fromkeys(n for qs in st["query_ms"].values() for n in qs))
+        cases = list(st["query_ms"])
+        lines += ["| query | " + " | ".join(cases) + " |", "|---" * (len(cases) + 1) + "|"]
+        lines += [f"| {n} | " + " | ".join(str(st["query_ms"][c].get(n, "")) for c in cases) + " |" for n in names]
+        lines += ["| call (total) | " + " | ".join(str(st["call_ms"][c]) for c in cases) + " |"]
+    return "\n".join(lines)
+
+
+def run_bench(settings: Settings, *, sizes: list[int], queries: int = 200, out_dir: Path = Path("bench/results"),
+              log: Callable[[str], None] | None = None, client=None, embedder: Embedder | None = None,
+              invocation_rows: int = 1_000_000, seed: int | None = None, full_bodies_up_to: int = 2000,
+              raw_sample_chunks: int = 1500) -> dict[str, Any]:
+    """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
+
+    Entries up to `full_bodies_up_to` get bodies of 200-800 words; larger sizes one short chunk (40-80 words).
+    Without `client`, an embedded Weaviate is started on free ports with a temporary data directory
+    (or `settings.weaviate_url` is used); each size gets its own collection, dropped at the end.
+    """
+    log = log or (lambda m: None)
+    sizes = sorted(set(sizes))
+    if not sizes or min(sizes) < 1 or queries < 1:
+        raise ValueError("bench needs at least one size >= 1 and queries >= 1")
+    started = time.perf_counter()
+    seed = int(time.time()) % 100_000 if seed is None else seed
+    run_id = f"{seed:05d}"
+    workdir = Path(tempfile.mkdtemp(prefix="lookup-bench-"))
+    own_client = client is None
+    if own_client:
+        where = settings if settings.weaviate_url else settings.with_(
+            data_dir=workdir, embedded_port=_free_port(), embedded_grpc_port=_free_port())
+        log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
+        client = connect(where)
+    settings = settings.with_(search_mode="near_vector", l1_enabled=True)
+    recorder = None
+    names = []
+    try:
+        t0 = time.perf_counter()
+        embedder = embedder or Embedder()
+        model_s = time.perf_counter() - t0
+        machine = machine_info(client)
+        recorder = InvocationStore(workdir / "invocations.duckdb")
+        recorder.start_background_flush()
+        figures: dict[int, dict[str, Any]] = {}
+        for n in sizes:
+            body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
+            names.append(f"Bench_{n}_{run_id}")
+            figures[n] = bench_size(n, client=client, embedder=embedder, recorder=recorder, settings=settings, seed=seed,
+                                    queries=queries, body=body, raw_sample_chunks=raw_sample_chunks, run_id=run_id, log=log)
+        kb_peak = peak_rss_mb()
+        recorder.flush()
+        store_fig = bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log) if invocation_rows else None
+        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        ratios, goals = ratios_and_goals(figures, store_fig)
+        result = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine, "seed": seed,
+                  "queries": queries, "model_load_s": round(model_s, 2), "sizes": {str(n): f for n, f in figures.items()},
+                  "ratios": ratios, "goals": goals, "invocation_store": store_fig, "peak_rss_mb": kb_peak,
+                  "peak_rss_mb_with_invocation_store": peak_rss_mb(), "elapsed_s": round(time.perf_counter() - started, 1)}
+    finally:
+        if recorder is not None:
+            recorder.close()
+        for name in names:
+            try:
+                KnowledgeStore(client, name).drop()
+            except Exception:  # noqa: BLE001 - a server that went away has nothing left to drop
+                pass
+        if own_client:
+            client.close()  # stops the embedded server we started
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["table"] = render_table(result)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{datetime.now(timezone.utc).strftime('%Y-%m-%d-%H%M%S')}-bench-{'-'.join(map(str, sizes))}"
+    stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
+    stem.with_suffix(".json").write_text(json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n",
+                                         encoding="utf-8")
+    result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
+    log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
+    return result

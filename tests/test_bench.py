@@ -1,0 +1,83 @@
+"""The benchmark: the synthetic knowledge bases it builds, and a tiny smoke run through the real embedded
+Weaviate of the test session. No timing is asserted: benchmarks are not timed tests."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from retrieval import synthetic
+from retrieval.bench import GOALS, ratios_and_goals, run_bench
+from retrieval.text import content_tokens
+
+
+def test_entries_have_realistic_frontmatter_and_bodies():
+    entries = synthetic.make_entries(400, seed=3, body=synthetic.FULL)
+    assert len({e.entry_id for e in entries}) == 400
+    assert len({e.domain for e in entries}) == 20
+    assert all(3 <= len(e.keywords) <= 10 for e in entries)
+    assert all(1 <= len(e.entities) <= 3 for e in entries)
+    words = [len(e.text.split()) for e in entries]
+    assert min(words) >= 200 and max(words) <= 800 + 40  # the last sentence may run over
+    short = synthetic.make_entries(50, seed=3, body=synthetic.SHORT)
+    assert all(40 <= len(e.text.split()) <= 80 + 40 for e in short)
+
+
+def test_entries_are_reproducible_and_titles_carry_no_digits():
+    a, b = synthetic.make_entries(30, seed=9), synthetic.make_entries(30, seed=9)
+    assert [e.content_hash for e in a] == [e.content_hash for e in b]
+    assert synthetic.make_entries(30, seed=10)[0].content_hash != a[0].content_hash
+    # A number in a title would be an L0 pattern that any number in a query matches.
+    assert not any(t.isdigit() for e in a for t in content_tokens(e.title))
+
+
+def test_queries_are_distinct_and_avoid_excluded_ones():
+    entries = synthetic.make_entries(200, seed=1)
+    first = synthetic.make_queries(entries, 60, seed=5)
+    assert len(set(first)) == 60
+    again = synthetic.make_queries(entries, 60, seed=5, exclude=set(first))
+    assert not set(first) & set(again)
+
+
+@pytest.mark.parametrize("values, met", [
+    ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, True),
+    ({"l0": 3.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
+    ({"l0": 1.0, "look": 14.0, "floor": 10.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
+    ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.80, "dash": 150.0}, False),
+    ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 200.0}, False),
+])
+def test_goals_follow_the_figures(values, met):
+    def size(l0):
+        return {"l0": {"p50_ms": l0}, "lookup": {"p50_ms": values["look"], "stages_p50_ms": {"record": values["rec"]}},
+                "floor": {"p50_ms": values["floor"]}, "l1": {"filtered_p50_ms": values["fil"], "unfiltered_p50_ms": values["unf"]},
+                "ingest": {"over_raw": values["raw"], "reingest": {"seconds": 1.0, "chunks_embedded": 0}}}
+
+    ratios, goals = ratios_and_goals({10: size(1.0), 100: size(values["l0"])}, {"query_max_ms": values["dash"]})
+    assert ratios["l0_p50_growth"] == values["l0"]
+    assert set(goals) == set(GOALS)
+    assert all(g["met"] for g in goals.values()) is met
+
+
+@pytest.mark.slow
+def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings, weaviate_client, embedder, tmp_path):
+    result = run_bench(base_settings, sizes=[40, 200], queries=8, out_dir=tmp_path, client=weaviate_client,
+                       embedder=embedder, invocation_rows=3000, full_bodies_up_to=40, raw_sample_chunks=60, seed=11)
+    assert set(result["ratios"]) == {"l0_p50_growth", "lookup_over_floor", "filtered_over_unfiltered", "record_ms"}
+    for name, value in result["ratios"].items():
+        assert isinstance(value, (int, float)) and math.isfinite(value), name
+    assert set(result["sizes"]) == {"40", "200"}
+    assert result["sizes"]["40"]["body_words"] == "200-800" and result["sizes"]["200"]["body_words"] == "40-80"
+    for fig in result["sizes"].values():
+        assert fig["ingest"]["reingest"]["chunks_embedded"] == 0  # nothing re-embedded: a property, not a timing
+        assert set(fig["lookup"]["stages_p50_ms"]) == {"l0", "embed", "l1", "fuse", "record"}
+    assert result["invocation_store"]["rows"] == 3000 and result["invocation_store"]["query_ms"]["all rows"]
+    assert result["machine"]["cores"] >= 1 and result["peak_rss_mb"] > 0
+    md = sorted(tmp_path.glob("*-bench-40-200.md"))
+    js = sorted(tmp_path.glob("*-bench-40-200.json"))
+    assert len(md) == 1 and len(js) == 1
+    assert "| goal |" in md[0].read_text(encoding="utf-8")
+    saved = json.loads(js[0].read_text(encoding="utf-8"))
+    assert {"machine", "sizes", "ratios"} <= set(saved)
+    assert not [n for n in weaviate_client.collections.list_all() if n.startswith("Bench_")]  # dropped afterwards
