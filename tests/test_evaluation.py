@@ -145,3 +145,31 @@ def test_cli_gate_fails_above_and_passes_below(sample_store, base_settings, tmp_
     below = run("--min", f"lookup:mrr@10={measured - 0.01:.4f}")
     assert below.returncode == 0, below.stderr
     assert "lookup" in below.stdout and "mrr@10" in below.stdout
+
+
+@pytest.mark.browser
+def test_html_report_opens_in_the_browser(runbooks_run, tmp_path):
+    """The exported report, opened from disk in Debian's chromium with no app and no network."""
+    from playwright.sync_api import sync_playwright
+
+    _, report, *_ = runbooks_run
+    path = tmp_path / "report.html"
+    path.write_text(render_html(report), encoding="utf-8")
+    shots = REPO_ROOT / "test-artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                    args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                                          "--disable-background-networking", "--disable-component-update"])
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1600})
+            errors = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(path.as_uri())
+            page.wait_for_selector(".js-plotly-plot .bars", timeout=20_000)  # the chart drew its bars
+            assert "Eval set runbooks-alert-summaries" in page.inner_text("h1")
+            assert page.locator("table").count() >= 4
+            assert errors == []
+            page.screenshot(path=str(shots / "eval-report.png"), full_page=False)
+        finally:
+            browser.close()
