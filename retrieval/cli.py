@@ -190,6 +190,8 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
     queries: int = typer.Option(200, help="lookups timed per size"),
     out_dir: Path = typer.Option(Path("bench/results"), "--out", help="where the dated result table is written"),
+    invocation_rows: int = typer.Option(1_000_000, "--invocation-rows",
+                                        help="synthetic tool_invocation rows for the dashboard queries (0 skips them)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
@@ -198,11 +200,14 @@ def bench(
     try:
         settings = _settings(config)
         sizes_list = [int(x) for x in sizes.split(",") if x.strip()]
+        if not sizes_list or min(sizes_list) < 1 or invocation_rows < 0 or queries < 1:
+            raise ValueError(f"--sizes {sizes!r}, --queries {queries} and --invocation-rows {invocation_rows} "
+                             "must be positive (rows may be 0)")
     except (LookupLabError, ValueError) as exc:
         _fail(exc)
     try:
         result = run_bench(settings, sizes=sizes_list, queries=queries, out_dir=out_dir,
-                           log=lambda m: typer.echo(m, err=True))
+                           invocation_rows=invocation_rows, log=lambda m: typer.echo(m, err=True))
     except LookupLabError as exc:
         _fail(exc)
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))

@@ -1,6 +1,6 @@
 """Synthetic knowledge bases, queries and invocation rows for the benchmark (retrieval.bench).
 
-Entries look like runbooks: a title "<component> <symptom> on <service>", 3-10 keywords, 1-3 entity terms,
+Entries look like runbooks: a title "<component> <symptom> on <service>", 3-10 keywords, 2-3 entity terms,
 one of 20 domains, and a body of sectioned prose. Everything is built in memory from a seeded RNG.
 """
 

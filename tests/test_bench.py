@@ -25,12 +25,14 @@ def test_entries_have_realistic_frontmatter_and_bodies():
     assert all(40 <= len(e.text.split()) <= 80 + 40 for e in short)
 
 
-def test_entries_are_reproducible_and_titles_carry_no_digits():
+def test_entries_are_reproducible_and_service_names_carry_no_digits():
     a, b = synthetic.make_entries(30, seed=9), synthetic.make_entries(30, seed=9)
     assert [e.content_hash for e in a] == [e.content_hash for e in b]
     assert synthetic.make_entries(30, seed=10)[0].content_hash != a[0].content_hash
-    # A number in a title would be an L0 pattern that any number in a query matches.
-    assert not any(t.isdigit() for e in a for t in content_tokens(e.title))
+    # Service names are in every title: a number there would be an L0 pattern that any number in a query hits.
+    names = [synthetic.service_name(i) for i in (0, 3839, 3840, 100_000, 10**6)]
+    assert len(set(names)) == len(names)
+    assert not any(t.isdigit() for name in names for t in content_tokens(name))
 
 
 def test_queries_are_distinct_and_avoid_excluded_ones():
