@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_support import charts, keys, render, resources
 from app_support.render import md
-from retrieval.dashboard import InvocationFilter, details_of, export_frame, filter_options, load_dashboard
+from retrieval.dashboard import InvocationFilter, details_for, export_frame, filter_options, load_dashboard
 from retrieval.errors import LookupLabError, SqlRefused
 from retrieval.sql_console import EXAMPLES, run_readonly
 
@@ -98,15 +98,14 @@ def dashboard_section() -> None:
 
     st.markdown(f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "
                 "select a row to open its retrieval_details")
-    table = dash.rows.drop(columns=["retrieval_details"])
-    event = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row", key=keys.INV_TABLE,
+    event = st.dataframe(dash.rows, hide_index=True, on_select="rerun", selection_mode="single-row", key=keys.INV_TABLE,
                          column_config={"latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
                                         "created_at": st.column_config.DatetimeColumn("created at", format="YYYY-MM-DD HH:mm:ss")})
     rows = event.selection.rows if event is not None else []
     if rows:
         picked = dash.rows.iloc[rows[0]]
         st.markdown(f"**retrieval_details** of {md(picked['id'])}: {md(picked['input'])}")
-        st.json(details_of(dash.rows, rows[0]), expanded=2)
+        st.json(details_for(store, picked["id"]) or {}, expanded=2)
     d1, d2, _ = st.columns([1, 1, 4])
     d1.download_button("Download CSV", data=lambda: export_frame(store, flt).to_csv(index=False).encode("utf-8"),
                        file_name="tool_invocation.csv", mime="text/csv", on_click="ignore", key="dl_csv")

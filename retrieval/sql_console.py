@@ -26,6 +26,9 @@ EXAMPLES = {
     "Slowest calls": "SELECT input, latency_ms, layer FROM tool_invocation ORDER BY latency_ms DESC LIMIT 20",
     "L0 domains per call": "SELECT input, retrieval_details->'l0'->'domains' AS l0_domains, retrieval_details->'l1'->'filter' AS l1_filter FROM tool_invocation ORDER BY created_at DESC LIMIT 50",
     "Top result per domain": "SELECT domain, top_entry_id, count(*) AS n FROM tool_invocation GROUP BY ALL ORDER BY n DESC",
+    "Entries returned most (any rank)": "SELECT entry_id, count(*) AS calls, avg(rank) AS mean_rank, avg(score) AS mean_score FROM invocation_result GROUP BY entry_id ORDER BY calls DESC LIMIT 20",
+    "Keywords that led to a fallback": "SELECT k.term, k.field, count(*) AS calls FROM invocation_keyword k JOIN tool_invocation t ON t.id = k.invocation_id WHERE t.fallback GROUP BY ALL ORDER BY calls DESC LIMIT 20",
+    "Stage latency p95 per layer": "SELECT layer, quantile_cont(l0_ms, 0.95) AS l0_p95, quantile_cont(embed_ms, 0.95) AS embed_p95, quantile_cont(l1_ms, 0.95) AS l1_p95 FROM tool_invocation GROUP BY layer",
 }
 
 

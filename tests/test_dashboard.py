@@ -13,7 +13,7 @@ import pytest
 
 from retrieval.corpus import load_corpus
 from retrieval.dashboard import (
-    STAGES, InvocationFilter, details_of, export_frame, filter_options, load_dashboard, pick_bucket,
+    SAMPLE_CALLS, STAGES, InvocationFilter, details_for, export_frame, filter_options, load_dashboard, pick_bucket,
 )
 from retrieval.hints import L0Index
 from retrieval.invocations import COLUMNS, TOOL_NAME, InvocationRecord, InvocationStore
@@ -166,6 +166,35 @@ def test_frames_follow_the_filter(made):
     assert int(dash.calls_over_time["calls"].sum()) == 3
     assert list(dash.top_domains["domain"]) == ["(none)", "kubernetes"]  # top_n = 2
     assert set(dash.stage_samples["id"]) == {"a", "b"}  # e has no timings
+    assert list(dash.top_keywords.itertuples(index=False, name=None)) == [("disk", "keyword", 1), ("pod", "keyword", 1)]
+
+
+@pytest.mark.parametrize("flt", [InvocationFilter(fallback_only=True), InvocationFilter(text="disk"),
+                                 InvocationFilter(layers=("L0",), session_tags=("manual",)), InvocationFilter(text="none")])
+def test_top_keywords_count_only_matching_calls(made, flt):
+    ids = set(load_dashboard(made, flt).rows["id"])
+    want = Counter(k["term"] + "/" + k["field"] for r in ROWS if r.id in ids
+                   for k in r.retrieval_details["l0"]["matched_keywords"])
+    got = {f"{k}/{f}": n for k, f, n in load_dashboard(made, flt, top_n=50).top_keywords.itertuples(index=False)}
+    assert got == dict(want)
+
+
+def test_details_for_reads_one_row(made):
+    assert details_for(made, "d")["l0"]["matched_keywords"][0] == {"term": "vault", "field": "entity", "weight": 1.0}
+    assert details_for(made, "no-such-id") is None
+
+
+def test_stage_samples_are_capped_but_stage_figures_cover_every_call(tmp_path):
+    store = InvocationStore(tmp_path / "many.duckdb")
+    n = SAMPLE_CALLS + 500
+    for i in range(n):
+        store.record(_row(f"r{i:05d}", "2024-03-01T09:00:00+00:00", "q", layer="L0", domain=None, session="s",
+                          fallback=False, latency=1.0, timings={"l0": float(i)}))
+    dash = load_dashboard(store, InvocationFilter())
+    store.close()
+    assert dash.total == n
+    assert len(dash.stage_samples) == SAMPLE_CALLS and dash.stage_samples["ms"].nunique() == SAMPLE_CALLS
+    assert dash.stage_latency.round(6).values.tolist() == [["l0", n, (n - 1) / 2, round(0.95 * (n - 1), 6), (n - 1) / 2]]
 
 
 def test_short_spans_get_minute_buckets(made):
@@ -224,7 +253,7 @@ def test_dashboard_of_real_l0_lookups(tmp_path, base_settings):
         domains = Counter(to_record(r).domain or "(none)" for r in results)
         assert dict(zip(dash.top_domains["domain"], dash.top_domains["calls"])) == dict(domains)
         for i, r in enumerate(reversed(results)):
-            details = details_of(dash.rows, i)
+            details = details_for(store, dash.rows["id"][i])
             assert details["layer"] == r.layer and details["l1"]["status"] == "disabled"
             assert details["l0"] == json.loads(json.dumps(r.l0.to_dict()))
         fallback = load_dashboard(store, InvocationFilter(fallback_only=True, session_tags=("dash",)))

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from retrieval import invocations as inv
 from retrieval.invocations import (
     TOOL_NAME, InvocationRecord, InvocationStore, is_lock_error, new_invocation_id, utc_now_iso,
 )
@@ -50,7 +51,9 @@ def make_record(i: int = 0, **overrides) -> InvocationRecord:
             "layer": "L0+L1",
             "routing": {"mode": "hybrid", "reasons": ["l0 hit", "l1 ok"]},
             "fallback": False,
-            "l0": {"domains": ["databases", "postgres"], "matches": [{"entry_id": f"rb-{i}", "score": 2.0}, {"entry_id": "rb-x", "score": 1.5}]},
+            "l0": {"domains": ["databases", "postgres"], "matches": [{"entry_id": f"rb-{i}", "score": 2.0}, {"entry_id": "rb-x", "score": 1.5}],
+                   "matched_keywords": [{"term": "replica lag", "field": "keywords", "weight": 1.0},
+                                        {"term": "Postgres", "field": "entities", "weight": 0.5}]},
             "l1": {"status": "ok", "category": "databases", "filter": {"domain": "databases"}, "error": None},
             "timings_ms": {"l0": 0.4, "l1": 11.2, "total": 12.5 + i},
         },
@@ -132,6 +135,18 @@ def ids_in_db(store: InvocationStore, session_tag: str | None = None) -> list[st
     return list(store.query("SELECT id FROM tool_invocation WHERE session_tag = ?", [session_tag])["id"])
 
 
+def child_rows_consistent(store: InvocationStore) -> tuple[int, int]:
+    """Every child row belongs to a stored invocation and none is doubled; returns (keyword rows, result rows)."""
+    orphans = store.query("SELECT (SELECT count(*) FROM invocation_keyword k WHERE k.invocation_id NOT IN "
+                          "(SELECT id FROM tool_invocation)) + (SELECT count(*) FROM invocation_result r WHERE "
+                          "r.invocation_id NOT IN (SELECT id FROM tool_invocation)) AS n")["n"][0]
+    doubled = store.query("SELECT count(*) AS n FROM (SELECT invocation_id, rank FROM invocation_result GROUP BY ALL "
+                          "HAVING count(*) > 1)")["n"][0]
+    assert (orphans, doubled) == (0, 0), f"{orphans} orphaned child rows, {doubled} doubled results"
+    counts = store.query("SELECT (SELECT count(*) FROM invocation_keyword) AS k, (SELECT count(*) FROM invocation_result) AS r")
+    return int(counts["k"][0]), int(counts["r"][0])
+
+
 def dead_pid() -> int:
     """The PID of a process that has really exited (and been reaped)."""
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -141,7 +156,7 @@ def dead_pid() -> int:
 
 def spool_line(rec: InvocationRecord) -> str:
     """One spool line exactly as record() writes it."""
-    return json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n"
+    return inv.spool_line(rec).decode("utf-8")
 
 
 # --- 1. round trip -------------------------------------------------------------------------------------
@@ -206,6 +221,52 @@ def test_any_text_and_json_round_trip(db_path, text, details):
     assert json.loads(store.query("SELECT retrieval_details->'l0' AS d FROM tool_invocation WHERE id = ?", [rec.id])["d"][0]) == details
 
 
+def test_typed_stage_columns_and_child_rows_follow_the_record(db_path):
+    store = InvocationStore(db_path)
+    rec = make_record(5)
+    bare = make_record(6, result={}, retrieval_details={"timings_ms": {"l0": "n/a"}})
+    store.record(rec)
+    store.record(bare)
+    store.flush()
+    stages = store.query("SELECT id, l0_ms, embed_ms, l1_ms, fuse_ms FROM tool_invocation ORDER BY latency_ms")
+    assert stages.iloc[0][["l0_ms", "l1_ms"]].tolist() == [0.4, 11.2]
+    assert stages.iloc[0][["embed_ms", "fuse_ms"]].isna().all()  # not timed: NULL, not 0
+    assert stages.iloc[1][["l0_ms", "embed_ms", "l1_ms", "fuse_ms"]].isna().all()  # text where a number belongs: NULL
+    keywords = store.query("SELECT invocation_id, term, field, weight FROM invocation_keyword ORDER BY weight DESC")
+    assert keywords.values.tolist() == [[rec.id, "replica lag", "keywords", 1.0], [rec.id, "Postgres", "entities", 0.5]]
+    results = store.query("SELECT invocation_id, rank, entry_id, source, score FROM invocation_result")
+    assert results.values.tolist() == [[rec.id, 1, "rb-5", "L1", 0.75]]
+
+
+def test_a_file_from_before_the_typed_tables_is_brought_up_to_date(db_path):
+    recs = [make_record(i) for i in range(3)]
+    with duckdb.connect(str(db_path)) as con:  # the layout the store wrote before: one table, JSON only
+        con.execute(inv.SCHEMA)
+        for rec in recs:
+            row = rec.to_dict()
+            con.execute(f"INSERT INTO tool_invocation VALUES ({', '.join('?' for _ in inv.COLUMNS)})",
+                        [json.dumps(row[c]) if c in ("result", "retrieval_details") else row[c] for c in inv.COLUMNS])
+    store = InvocationStore(db_path)
+    assert store.query("SELECT count(l0_ms) AS n, round(sum(l1_ms), 6) AS s FROM tool_invocation").values.tolist() == [[3, 33.6]]
+    assert child_rows_consistent(store) == (6, 3)
+    InvocationStore(db_path)  # a second open changes nothing
+    assert child_rows_consistent(store) == (6, 3)
+
+
+def test_numpy_numbers_and_lone_surrogates_are_recorded(db_path):
+    import numpy as np
+
+    store = InvocationStore(db_path)
+    numeric = make_record(1, latency_ms=np.float64(7.25), retrieval_details={"score": np.float32(0.5), "n": np.int64(3)})
+    odd = make_record(2, input="half a pair \ud800 here")
+    store.record(numeric)
+    store.record(odd)
+    store.flush()
+    assert store.get(numeric.id)["retrieval_details"] == {"score": 0.5, "n": 3}
+    assert store.get(numeric.id)["latency_ms"] == 7.25
+    assert store.get(odd.id)["input"] == "half a pair ? here"  # replaced, and the rest of the row kept
+
+
 # --- 2. exactly once -----------------------------------------------------------------------------------
 def test_flushing_twice_or_replaying_spool_adds_nothing(db_path):
     store = InvocationStore(db_path)
@@ -241,6 +302,7 @@ def test_flushing_twice_or_replaying_spool_adds_nothing(db_path):
     assert (total, distinct) == (70, 70)
     assert set(ids_in_db(store)) == {r.id for r in first + second}
     assert list(store.spool_dir.iterdir()) == []
+    assert child_rows_consistent(store) == (140, 70)  # two keywords and one result per record, each once
     print(f"\nexactly-once: 70 recorded, 3 replays of {50 + 20 + 50} lines; rows expected 70, found {total}")
 
 
@@ -490,6 +552,7 @@ def test_kill_9_inside_flush(db_path):
         assert not missing
         assert len(found) - len(printed) <= 1
         assert total == distinct
+        assert child_rows_consistent(store)[1] == total  # one result per row: none lost or doubled by the kill
         with duckdb.connect(str(db_path), read_only=True) as con:  # a plain open sees the same table
             assert con.execute("SELECT count(*) FROM tool_invocation").fetchone()[0] == total
     print(f"kill -9 landed inside the INSERT in {landed_inside} of 3 rounds")

@@ -6,6 +6,7 @@ Run with `pytest -s` to see the figures.
 from __future__ import annotations
 
 import json
+from collections import Counter
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 
 from retrieval.errors import SqlRefused
-from retrieval.invocations import TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
+from retrieval.invocations import COLUMNS, STAGE_COLUMNS, TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
 from retrieval.sql_console import EXAMPLES, check_statement, run_readonly
 
 LAYERS = ["L0", "L0+L1", "L1", "fallback"]
@@ -33,7 +34,8 @@ def make_record(i: int, **overrides) -> InvocationRecord:
         layer=LAYERS[i % len(LAYERS)],
         latency_ms=float(10 * i + 1),
         result={"results": [{"entry_id": f"{domain}-{i % 2}", "score": 0.9}]},
-        retrieval_details={"l0": {"domains": [domain, "ops"]}, "l1": {"filter": {"domain": domain}, "status": "ok"}},
+        retrieval_details={"l0": {"domains": [domain, "ops"], "matched_keywords": [{"term": domain, "field": "domain", "weight": 1.0}]},
+                           "l1": {"filter": {"domain": domain}, "status": "ok"}, "timings_ms": {"l0": 0.1 * i, "l1": 2.0}},
         error="L1 unreachable" if fallback else None,
         session_tag="console",
         domain=domain,
@@ -187,7 +189,7 @@ def test_all_hostile_statements_in_a_row_leave_the_table_intact(db_path, tmp_pat
     assert not failures, f"these ran: {failures}"
     assert len(HOSTILE) >= 30
     assert after == before
-    assert after[0] == len(recs) and after[2] == ["tool_invocation"]
+    assert after[0] == len(recs) and after[2] == ["invocation_keyword", "invocation_result", "tool_invocation"]
     assert sorted(store.query("SELECT id FROM tool_invocation")["id"]) == sorted(r.id for r in recs)
     assert list(scratch.iterdir()) == []
 
@@ -213,7 +215,7 @@ def test_select_and_explain_run(db_path):
     assert run_readonly(store, "FROM tool_invocation SELECT count(*) AS n").frame["n"][0] == len(recs)
     assert run_readonly(store, "WITH x AS (SELECT * FROM tool_invocation WHERE fallback) SELECT count(*) AS n FROM x").frame["n"][0] == \
         sum(r.fallback for r in recs)
-    assert len(run_readonly(store, "DESCRIBE tool_invocation").frame) == 15
+    assert list(run_readonly(store, "DESCRIBE tool_invocation").frame["column_name"]) == list(COLUMNS + STAGE_COLUMNS)
 
 
 def test_values_come_back_as_stored(db_path):
@@ -297,6 +299,18 @@ def test_example_queries_run(db_path, name):
             assert json.loads(row["l1_filter"]) == rec.retrieval_details["l1"]["filter"]
     elif name == "Top result per domain":
         assert int(frame["n"].sum()) == len(recs)
+    elif name == "Entries returned most (any rank)":
+        want = Counter(r.result["results"][0]["entry_id"] for r in recs)
+        assert dict(zip(frame["entry_id"], frame["calls"])) == dict(want)
+        assert set(frame["mean_rank"]) == {1.0}
+    elif name == "Keywords that led to a fallback":
+        want = Counter(r.domain for r in recs if r.fallback)
+        assert dict(zip(frame["term"], frame["calls"])) == dict(want) and want
+    elif name == "Stage latency p95 per layer":
+        assert set(frame["layer"]) == {r.layer for r in recs} and set(frame["l1_p95"]) == {2.0}
+        assert frame["embed_p95"].isna().all()  # not timed in these rows
+    else:
+        pytest.fail(f"example {name!r} has no check here")
 
 
 # --- clear messages ------------------------------------------------------------------------------------
