@@ -469,6 +469,29 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
     assert_clean(at)
 
 
+def test_invocations_page_samples_the_stage_chart_but_counts_every_call(app_env, sample_corpus, base_settings):
+    from dataclasses import replace
+
+    from retrieval.dashboard import SAMPLE_CALLS
+    from retrieval.invocations import new_invocation_id
+    from retrieval.lookup import to_record
+
+    recorder = InvocationStore(app_env / "invocations.duckdb")
+    services = LookupServices(L0Index(sample_corpus.entries), None, None, None, l1_unavailable="off")
+    one = to_record(lookup_knowledge("Pod keeps restarting", services, base_settings.with_(l1_enabled=False)))
+    n = SAMPLE_CALLS + 100
+    for _ in range(n):
+        recorder.record(replace(one, id=new_invocation_id()))
+    recorder.close()
+
+    at = open_app("Invocations")
+    assert metrics(at)["Calls"] == f"{n:,}"
+    assert any(f"counts all {n:,}" in c.value for c in at.caption)
+    stages = next(d.value for d in at.dataframe if "p50_ms" in d.value.columns)
+    assert list(stages["stage"]) == ["l0", "fuse"] and set(stages["calls"]) == {n}
+    assert_clean(at)
+
+
 def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, base_settings, weaviate_client):
     from retrieval.weaviate_store import KnowledgeStore
 
