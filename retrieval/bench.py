@@ -224,6 +224,7 @@ def bench_size(n: int, *, client, embedder: Embedder, recorder: InvocationStore,
     services = LookupServices(l0=l0, embedder=embedder, store=store, recorder=recorder)
     out.update(bench_lookups(services, settings.with_(session_tag=f"bench-{n}"), look_q, floor_q,
                              sorted(synthetic.DOMAINS), cached_n=min(len(look_q), 50)))
+    out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
     out["peak_rss_mb"] = peak_rss_mb()
     out["weaviate_rss_mb"] = _server_rss_mb(client)
     return out
@@ -372,6 +373,7 @@ def render_table(result: dict[str, Any]) -> str:
         ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
         ("floor p50 / p95 ms (embed + bare near_vector)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
         ("bare near_vector p50 ms, limit k / k*4", lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}"),
+        ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
         ("L1 unfiltered / filtered p50 ms", lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}"),
         ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
         ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),

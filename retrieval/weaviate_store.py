@@ -21,7 +21,7 @@ from .errors import L1Error
 from .weaviate_server import endpoint_of, port_open
 
 PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title", "category", "keywords", "entities", "text")
-OVERSAMPLE = 4  # chunk hits fetched per wanted entry, so that folding still leaves k entries
+OVERSAMPLE = 4  # at most this many chunk hits fetched per wanted entry, so that folding still leaves k entries
 INSERT_SLICE = 500  # chunks per insert_many call
 GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
 
@@ -77,6 +77,9 @@ class KnowledgeStore:
     def __init__(self, client: WeaviateClient, collection: str) -> None:
         self.client = client
         self.name = collection
+        # Chunk hits fetched per wanted entry by near_vector: 1 until a search folds into fewer than k
+        # entries while more hits were there (entries with several chunks), then OVERSAMPLE for good.
+        self.fold_factor = 1
 
     # --- schema -------------------------------------------------------------------------------------
     def ensure_collection(self) -> None:
@@ -250,7 +253,6 @@ class KnowledgeStore:
         where = category_where(category)
         meta = MetadataQuery(distance=True, score=True)
         props = ["entry_id", "title", "category", "chunk_index", "text"]
-        limit = k * OVERSAMPLE
         endpoint = endpoint_of(self.client)
         if timeout_s is None and endpoint is not None:
             timeout_s = endpoint.timeout_s
@@ -258,7 +260,7 @@ class KnowledgeStore:
         if endpoint is not None and endpoint.suspect and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0)):
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
 
-        def query():
+        def query(limit: int):
             if mode == "hybrid":
                 return self.collection.query.hybrid(
                     query=query_text, vector=list(map(float, vector)), alpha=alpha, limit=limit, filters=where,
@@ -269,15 +271,28 @@ class KnowledgeStore:
                 return_metadata=meta, return_properties=props,
             )
 
-        try:
-            res = query() if timeout_s is None else call_within(query, timeout_s + GRACE_S)
-        except Exception as exc:
+        # Hybrid scores are normalised over what the search returns, so its limit stays fixed. For
+        # near_vector, the top k entries among the top k*f chunk hits are the true top k once they are k
+        # distinct entries; when they are fewer while the hits filled the limit, ask again with more.
+        factor = OVERSAMPLE if mode == "hybrid" else self.fold_factor
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            limit = k * factor
+            try:
+                if deadline is None:
+                    res = query(limit)
+                else:
+                    res = call_within(lambda: query(limit), max(deadline - time.monotonic(), 0.05) + GRACE_S)  # noqa: B023
+            except Exception as exc:
+                if endpoint is not None:
+                    endpoint.suspect = True
+                raise L1Error(f"{failed}: {_why(exc, timeout_s)}") from exc
             if endpoint is not None:
-                endpoint.suspect = True
-            raise L1Error(f"{failed}: {_why(exc, timeout_s)}") from exc
-        if endpoint is not None:
-            endpoint.suspect = False
-        return fold_chunks(res.objects, k=k, hybrid=mode == "hybrid")
+                endpoint.suspect = False
+            found = fold_chunks(res.objects, k=k, hybrid=mode == "hybrid")
+            if len(found) >= k or len(res.objects) < limit or factor >= OVERSAMPLE:
+                return found
+            factor = self.fold_factor = OVERSAMPLE
 
     def count_chunks(self) -> int:
         if not self.client.collections.exists(self.name):

@@ -97,3 +97,40 @@ def test_near_vector_ranks_by_distance(sample_store, embedder):
     assert hits[0].entry_id == "databases/PostgresReplicationLag"
     assert [h.distance for h in hits] == sorted(h.distance for h in hits)
     assert all(abs(h.score - (1 - h.distance)) < 1e-6 for h in hits)
+
+
+def _exhaustive_top(store, vec, k, category=None):
+    """The true top-k entries: every chunk fetched, folded by best chunk."""
+    from weaviate.classes.query import MetadataQuery
+
+    from retrieval.weaviate_store import fold_chunks
+
+    res = store.collection.query.near_vector(
+        near_vector=list(map(float, vec)), limit=10_000, filters=category_where(category),
+        return_metadata=MetadataQuery(distance=True, score=True),
+        return_properties=["entry_id", "title", "category", "chunk_index", "text"])
+    return [c.entry_id for c in fold_chunks(res.objects, k=k, hybrid=False)]
+
+
+def test_entries_of_one_chunk_are_fetched_k_hits_at_a_time(store, embedder):
+    store.ingest(Corpus("mem", tuple(make_entry(f"d/E{i}", "d", f"Note {i} on service {i} latency and errors.")
+                                     for i in range(30))), embedder)
+    for q in ("latency of service 3", "errors everywhere", "note twelve"):
+        vec = embedder.embed_query(q)
+        assert [c.entry_id for c in store.search(vec, k=5)] == _exhaustive_top(store, vec, 5)
+    assert store.fold_factor == 1  # five hits always held five entries
+
+
+def test_entries_of_many_chunks_still_give_k_entries(store, embedder):
+    """Chunks of one long entry crowd the first k hits: the search asks again with more and stays there."""
+    filler = " ".join(f"kafka broker partition {i} under-replicated, consumer lag rising." for i in range(150))
+    entries = [make_entry("mq/KafkaLong", "mq", filler)] + [
+        make_entry(f"mq/Other{i}", "mq", f"Queue topic {i} notes about brokers.") for i in range(8)]
+    store.ingest(Corpus("mem", tuple(entries)), embedder)
+    assert store.count_chunks() > 6
+    vec = embedder.embed_query("kafka partition under-replicated consumer lag")
+    fresh = KnowledgeStore(store.client, store.name)
+    hits = fresh.search(vec, k=5)
+    assert [h.entry_id for h in hits] == _exhaustive_top(store, vec, 5) and len(hits) == 5
+    assert fresh.fold_factor > 1
+    assert [h.entry_id for h in fresh.search(vec, k=5, category="mq")] == _exhaustive_top(store, vec, 5, "mq")
