@@ -89,7 +89,8 @@ with p4.container(border=True):
     st.markdown("**Entities**")
     st.markdown("\n".join(f"- {md(e)}" for e in hints.entities) if hints.entities else "_none_")
 if hints.matches:
-    with st.expander(f"L0 matches ({len(hints.matches)}): score and matched terms per entry"):
+    shown = f"the best {len(hints.matches)} of {hints.match_count:,}" if hints.match_count > len(hints.matches) else str(len(hints.matches))
+    with st.expander(f"L0 matches ({shown}): score and matched terms per entry"):
         st.dataframe(pd.DataFrame([{"entry_id": m.entry_id, "title": m.title, "domain": m.domain,
                                     "score": round(m.score, 3), "fields": ", ".join(m.fields),
                                     "terms": ", ".join(f"{t.term} ({t.field})" for t in m.terms)}

@@ -25,6 +25,9 @@ MAX_NGRAM = 3
 COMMON_WORD_SHARE = 0.08
 # Entries scoring at least this share of the best score stay in the hint set.
 KEEP_RATIO = 0.5
+# Entries listed as matches at most. A term shared by thousands of entries ties them all; every one of
+# them still counts for the domains, keywords and entities, but only the best are listed (and recorded).
+MAX_MATCHES = 100
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,16 @@ class L0Hints:
     matched_keywords: tuple[TermMatch, ...]
     domains: tuple[str, ...]
     entities: tuple[str, ...]
-    matches: tuple[EntryMatch, ...]
+    matches: tuple[EntryMatch, ...]  # the best MAX_MATCHES of them
+    total_matches: int = -1  # entries that passed the keep ratio (-1: as many as listed)
 
     @property
     def has_match(self) -> bool:
         return bool(self.matches)
+
+    @property
+    def match_count(self) -> int:
+        return len(self.matches) if self.total_matches < 0 else self.total_matches
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +94,7 @@ class L0Hints:
             "domains": list(self.domains),
             "entities": list(self.entities),
             "matches": [m.to_dict() for m in self.matches],
+            "total_matches": self.match_count,
         }
 
 
@@ -136,6 +145,11 @@ class L0Index:
         self._domain_codes: dict[str, int] = {}
         self._domain_of_row = np.array([self._domain_codes.setdefault(_key(e.domain), len(self._domain_codes))
                                         for e in self._by_row], dtype=np.int32)
+        raw_codes: dict[str, int] = {}  # the domain as written, for the hint list
+        self._raw_domain_of_row = np.array([raw_codes.setdefault(e.domain, len(raw_codes)) for e in self._by_row], dtype=np.int32)
+        self._raw_domains = list(raw_codes)
+        self._id_rank = np.empty(len(self._by_row), dtype=np.int64)  # row -> position in entry id order
+        self._id_rank[sorted(range(len(self._by_row)), key=lambda i: self._by_row[i].entry_id)] = np.arange(len(self._by_row))
         n = max(len(self.entries), 1)
         raw: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)  # (pattern, field) -> {entry_id: display}
         for entry in self.entries.values():
@@ -173,7 +187,7 @@ class L0Index:
                     out.append({"term": pattern, "field": p.field, "weight": round(p.weight, 3)})
         return sorted(out, key=lambda d: (-d["weight"], d["term"]))
 
-    def match(self, query: str, *, keep_ratio: float = KEEP_RATIO) -> L0Hints:
+    def match(self, query: str, *, keep_ratio: float = KEEP_RATIO, max_matches: int = MAX_MATCHES) -> L0Hints:
         """Match `query` against every pattern at once and return the hint data."""
         haystack = f" {' '.join(content_tokens(query))} "
         found: dict[str, tuple[_Pattern, ...]] = {}
@@ -186,7 +200,8 @@ class L0Index:
         pats = [p for pattern in sorted(found) for p in found[pattern] if p.field != "domain"]
         domain_terms = {self._domain_codes[pattern]: p.term for pattern in found for p in found[pattern] if p.field == "domain"}
         scored = []
-        for row, terms in self._candidates(pats, domain_terms, keep_ratio).items():
+        candidates, beyond = self._candidates(pats, domain_terms, keep_ratio, max_matches)
+        for row, terms in candidates.items():
             entry = self._by_row[row]
             ordered = tuple(sorted(terms, key=lambda t: (-t.weight, t.term, t.field)))
             scored.append(EntryMatch(entry.entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered))
@@ -194,22 +209,27 @@ class L0Index:
         if scored:
             best = scored[0].score
             scored = [m for m in scored if m.score >= keep_ratio * best]
-        return _hints(query, scored, self._named_domains(found))
+        return _hints(query, scored, self._named_domains(found), beyond)
 
-    def _candidates(self, pats: list[_Pattern], domain_terms: dict[int, TermMatch],
-                    keep_ratio: float) -> dict[int, list[TermMatch]]:
-        """Row -> matched terms, for the entries whose rough score reaches keep_ratio of the best.
+    def _candidates(self, pats: list[_Pattern], domain_terms: dict[int, TermMatch], keep_ratio: float,
+                    max_matches: int) -> tuple[dict[int, list[TermMatch]], _Beyond | None]:
+        """Row -> matched terms, for the entries whose rough score reaches keep_ratio of the best (the best
+        max_matches of them), and, when there were more, what all of them add up to.
 
         Only entries that a non-domain pattern points at count: a domain word alone never makes a match."""
         if not pats:
-            return {}
-        rows, inverse = np.unique(np.concatenate([p.rows for p in pats]), return_inverse=True)
-        rough = np.bincount(inverse, weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]))
-        if domain_terms:
-            codes = self._domain_of_row[rows]
-            for code, term in domain_terms.items():
-                rough[codes == code] += term.weight
-        keep = rows[rough >= keep_ratio * rough.max() * (1 - 1e-9)]  # below any exact score that can pass
+            return {}, None
+        # One dense score per entry of the corpus: O(entries + postings), no sort (np.unique sorted the
+        # postings, which at 100k entries cost more than the rest of the match). Weights are positive.
+        dense = np.bincount(np.concatenate([p.rows for p in pats]), minlength=len(self._by_row),
+                            weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]))
+        touched = dense > 0
+        for code, term in domain_terms.items():
+            dense[touched & (self._domain_of_row == code)] += term.weight
+        keep = np.flatnonzero(dense >= keep_ratio * dense.max() * (1 - 1e-9))  # below any exact score that can pass
+        beyond = None
+        if len(keep) > max_matches:
+            keep, beyond = self._cap(keep, dense[keep], pats, domain_terms, max_matches)
         out: dict[int, list[TermMatch]] = {int(r): [] for r in keep}
         for p in pats:
             at = np.minimum(np.searchsorted(p.rows, keep), len(p.rows) - 1)
@@ -220,7 +240,19 @@ class L0Index:
                 term = domain_terms.get(int(self._domain_of_row[r]))
                 if term is not None:
                     terms.append(term)
-        return out
+        return out, beyond
+
+    def _cap(self, keep: np.ndarray, scores: np.ndarray, pats: list[_Pattern], domain_terms: dict[int, TermMatch],
+             max_matches: int) -> tuple[np.ndarray, _Beyond]:
+        """The best max_matches rows (sorted by row), and the domains and terms of all of `keep`."""
+        order = np.lexsort((self._id_rank[keep], -scores))  # best first, then by entry id
+        codes = self._raw_domain_of_row[keep[order]]
+        _, first = np.unique(codes, return_index=True)
+        domains = tuple(d for d in (self._raw_domains[codes[i]] for i in np.sort(first)) if d.strip())
+        terms = [p.term for p in pats if np.isin(p.rows, keep, assume_unique=True).any()]
+        present = set(self._domain_of_row[keep].tolist())
+        terms += [t for code, t in domain_terms.items() if code in present]
+        return np.sort(keep[order[:max_matches]]), _Beyond(len(keep), domains, tuple(terms))
 
     @staticmethod
     def _named_domains(found: dict[str, tuple[_Pattern, ...]]) -> list[str]:
@@ -234,23 +266,36 @@ class L0Index:
         return [display for _, display in kept]
 
 
-def _hints(query: str, matches: list[EntryMatch], named_domains: list[str]) -> L0Hints:
+@dataclass(frozen=True)
+class _Beyond:
+    """What every entry that passed the keep ratio adds up to, when only the best are listed."""
+
+    total: int
+    domains: tuple[str, ...]  # best entry first
+    terms: tuple[TermMatch, ...]
+
+
+def _hints(query: str, matches: list[EntryMatch], named_domains: list[str], beyond: _Beyond | None = None) -> L0Hints:
     """Domains are those of the matched entries, plus any the query names outright: a query that names
     another domain than its keyword matches is ambiguous, and must not be narrowed to one of them."""
     titles, domains, entities = [], [], []
     keywords: dict[tuple[str, str], TermMatch] = {}
+    every_term = [t for m in matches for t in m.terms] + list(beyond.terms if beyond else ())
     for m in matches:
         if any(t.field in ("title", "name") for t in m.terms) and m.title not in titles:
             titles.append(m.title)
         if m.domain.strip() and m.domain not in domains:
             domains.append(m.domain)
-        for t in m.terms:
-            if t.field == "entity" and t.term not in entities:
-                entities.append(t.term)
-            key = (t.term, t.field)
-            if key not in keywords or keywords[key].weight < t.weight:
-                keywords[key] = t
+    if beyond is not None:
+        domains.extend(d for d in beyond.domains if d not in domains)
+    for t in every_term:
+        if t.field == "entity" and t.term not in entities:
+            entities.append(t.term)
+        key = (t.term, t.field)
+        if key not in keywords or keywords[key].weight < t.weight:
+            keywords[key] = t
     if matches:
         domains.extend(d for d in named_domains if d not in domains)
     ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.term, t.field)))
-    return L0Hints(query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches))
+    return L0Hints(query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches),
+                   beyond.total if beyond else -1)

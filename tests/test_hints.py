@@ -1,5 +1,7 @@
+import pytest
+
 from retrieval.corpus import Entry
-from retrieval.hints import L0Index
+from retrieval.hints import MAX_MATCHES, L0Index
 
 
 def entry(entry_id, title, domain, keywords=(), entities=(), text="body"):
@@ -65,10 +67,38 @@ def test_domain_word_alone_is_not_a_match():
 
 def test_to_dict_carries_every_field():
     d = L0Index(ENTRIES).match("etcd has no leader").to_dict()
-    assert set(d) == {"matched_titles", "matched_keywords", "domains", "entities", "matches"}
-    assert d["domains"] == ["etcd"] and d["entities"] == ["etcd"]
+    assert set(d) == {"matched_titles", "matched_keywords", "domains", "entities", "matches", "total_matches"}
+    assert d["domains"] == ["etcd"] and d["entities"] == ["etcd"] and d["total_matches"] == len(d["matches"])
     assert d["matches"][0]["fields"] == ["domain", "entity", "title"]
 
 
 def test_empty_corpus_matches_nothing():
     assert L0Index([]).match("anything").matches == ()
+
+
+def _crowd(n: int) -> list[Entry]:
+    """n entries that share the keyword 'latency', spread over domains, with entities of their own."""
+    domains = ["api", "db", "cache", "queue", "edge"]
+    return [Entry(f"{domains[i % 5]}/Svc{i:03d}", f"Service {i:03d} slow", domains[i % 5], "body",
+                  ("latency", f"alpha{i % 7}"), (f"svc{i:03d}",) if i % 3 else ()) for i in range(n)]
+
+
+@pytest.mark.parametrize("query", ["latency", "latency alpha3", "latency on db", "svc004 latency", "nothing at all"])
+def test_a_capped_match_lists_the_best_and_keeps_every_domain_and_term(query):
+    index = L0Index(_crowd(240))
+    full = index.match(query, max_matches=10_000)
+    capped = index.match(query, max_matches=7)
+    assert capped.matches == full.matches[:7]
+    assert capped.match_count == len(full.matches)
+    assert (capped.total_matches == -1) == (len(full.matches) <= 7)
+    assert capped.domains == full.domains
+    assert capped.matched_keywords == full.matched_keywords
+    assert sorted(capped.entities) == sorted(full.entities)
+    assert capped.to_dict()["total_matches"] == len(full.matches)
+
+
+def test_default_cap_bounds_what_a_common_keyword_lists():
+    hints = L0Index(_crowd(240)).match("latency")
+    assert len(hints.matches) == MAX_MATCHES and hints.match_count == 240
+    assert hints.matches[0].entry_id == "api/Svc000"  # ties broken by entry id, as uncapped
+    assert set(hints.domains) == {"api", "db", "cache", "queue", "edge"}
