@@ -162,8 +162,9 @@ def load_dashboard(store: InvocationStore, flt: InvocationFilter, *, row_limit: 
         latency = pd.DataFrame(
             [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures)) if n],
             columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"])
-        samples = df(f"UNPIVOT (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} FROM tool_invocation "
-                     f"WHERE {where} USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
+        # The sample is taken of the filtered calls: USING SAMPLE beside a WHERE would sample before it.
+        samples = df(f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
+                     f"FROM tool_invocation WHERE {where}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
                      f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms")
         fallback = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, count(*) AS calls, "
                       f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "

@@ -188,13 +188,17 @@ def test_stage_samples_are_capped_but_stage_figures_cover_every_call(tmp_path):
     store = InvocationStore(tmp_path / "many.duckdb")
     n = SAMPLE_CALLS + 500
     for i in range(n):
-        store.record(_row(f"r{i:05d}", "2024-03-01T09:00:00+00:00", "q", layer="L0", domain=None, session="s",
+        store.record(_row(f"r{i:05d}", "2024-03-01T09:00:00+00:00", "q7" if i % 10 == 7 and i % 3 == 0 else "q",
+                          layer="L0", domain=None, session="s",
                           fallback=False, latency=1.0, timings={"l0": float(i)}))
     dash = load_dashboard(store, InvocationFilter())
     store.close()
     assert dash.total == n
     assert len(dash.stage_samples) == SAMPLE_CALLS and dash.stage_samples["ms"].nunique() == SAMPLE_CALLS
     assert dash.stage_latency.round(6).values.tolist() == [["l0", n, (n - 1) / 2, round(0.95 * (n - 1), 6), (n - 1) / 2]]
+    few = load_dashboard(store, InvocationFilter(text="q7"))  # fewer calls than the sample size: all of them
+    want = {f"r{i:05d}" for i in range(n) if f"{i:05d}".endswith("7") and i % 3 == 0}
+    assert few.total == len(want) and set(few.stage_samples["id"]) == want
 
 
 def test_short_spans_get_minute_buckets(made):
