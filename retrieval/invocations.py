@@ -20,10 +20,11 @@ import os
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import duckdb
 import orjson
@@ -94,10 +95,21 @@ def _derive_children(con: duckdb.DuckDBPyConnection, source: str) -> None:
         f"'{_RESULT_TYPE}'), lambda x, i: {{'rank': i, 'item': x}})) AS r FROM {source}) WHERE r.item.entry_id IS NOT NULL")
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables; bring a file written before the typed tables up to date (backfilled from the JSON)."""
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """All or nothing: COMMIT when the block ends, ROLLBACK if it raises (or the process is interrupted)."""
     con.execute("BEGIN TRANSACTION")
     try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the tables; bring a file written before the typed tables up to date (backfilled from the JSON)."""
+    with _transaction(con):
         con.execute(SCHEMA)
         have = {r[0] for r in con.execute(
             "SELECT column_name FROM duckdb_columns() WHERE table_name = 'tool_invocation' AND schema_name = 'main'").fetchall()}
@@ -114,17 +126,12 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             con.execute("DELETE FROM invocation_keyword")
             con.execute("DELETE FROM invocation_result")
             _derive_children(con, "tool_invocation")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
     """Insert the rows of `source` (COLUMNS, JSON columns as JSON or text) whose id is not stored yet,
     with their typed stage columns and child rows, in one transaction. Returns the rows added."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _transaction(con):
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE fresh_invocation AS SELECT {', '.join(COLUMNS)} FROM {source} s "
             "WHERE NOT EXISTS (SELECT 1 FROM tool_invocation t WHERE t.id = s.id) "
@@ -134,10 +141,6 @@ def insert_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
                     f"SELECT {', '.join(COLUMNS + tuple(_stage_exprs('retrieval_details')))} FROM fresh_invocation")
         _derive_children(con, "fresh_invocation")
         con.execute("DROP TABLE fresh_invocation")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return int(added)
 
 

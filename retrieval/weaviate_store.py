@@ -260,14 +260,16 @@ class KnowledgeStore:
         if endpoint is not None and endpoint.suspect and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0)):
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
 
+        floats = list(map(float, vector))  # once, even when the search asks again
+
         def query(limit: int):
             if mode == "hybrid":
                 return self.collection.query.hybrid(
-                    query=query_text, vector=list(map(float, vector)), alpha=alpha, limit=limit, filters=where,
+                    query=query_text, vector=floats, alpha=alpha, limit=limit, filters=where,
                     fusion_type=HybridFusion.RELATIVE_SCORE, return_metadata=meta, return_properties=props,
                 )
             return self.collection.query.near_vector(
-                near_vector=list(map(float, vector)), limit=limit, filters=where,
+                near_vector=floats, limit=limit, filters=where,
                 return_metadata=meta, return_properties=props,
             )
 

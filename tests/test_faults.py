@@ -137,6 +137,12 @@ class FaultServer:
         assert len(owners) == 1, f"{len(owners)} of {racing_threads} racing connect() calls started a server"
         return owners[0]
 
+    def serve(self, recorder: InvocationStore, *, racing_threads: int = 1):
+        """Start the server, ingest its part of the corpus: (client, store, lookup services over them)."""
+        client = self.start(racing_threads=racing_threads)
+        store = self.ingest(client)
+        return client, store, LookupServices(L0Index(self.sample_corpus.entries), self.embedder, store, recorder)
+
     def ingest(self, client) -> KnowledgeStore:
         store = KnowledgeStore(client, self.settings.collection)
         part = Corpus("part", tuple(e for e in self.sample_corpus.entries if e.domain in FAULT_DOMAINS))
@@ -204,9 +210,7 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
     """The server process is stopped from outside (SIGTERM, as `systemctl stop` would), the client stays open.
     Also: two threads of one process racing to start the same embedded server start exactly one."""
     server = fault_server("Stopped")
-    client = server.start(racing_threads=2)
-    store = server.ingest(client)
-    services = LookupServices(L0Index(sample_corpus.entries), embedder, store, recorder)
+    client, store, services = server.serve(recorder, racing_threads=2)
     queries = queries_for(sample_corpus)
     assert lookup_knowledge(queries[0], services, server.settings).layer == "L0+L1"
 
@@ -239,9 +243,7 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
 
 def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, embedder, recorder):
     server = fault_server("Killed")
-    client = server.start()
-    store = server.ingest(client)
-    services = LookupServices(L0Index(sample_corpus.entries), embedder, store, recorder)
+    client, store, services = server.serve(recorder)
     queries = queries_for(sample_corpus)
     done: list[tuple[float, float, object]] = []
     errors: list[BaseException] = []
@@ -308,9 +310,7 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
 
 def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embedder, recorder):
     server = fault_server("Frozen")
-    client = server.start()
-    store = server.ingest(client)
-    services = LookupServices(L0Index(sample_corpus.entries), embedder, store, recorder)
+    client, store, services = server.serve(recorder)
     queries = queries_for(sample_corpus)
     assert lookup_knowledge(queries[0], services, server.settings).layer == "L0+L1"
 
