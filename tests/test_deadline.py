@@ -20,9 +20,11 @@ def test_returns_the_value_and_raises_the_error():
 def test_sequential_calls_reuse_their_thread():
     call_within(lambda: None, 1.0)
     before = deadline._WORKERS.started
+    workers = {t.name for t in threading.enumerate() if t.name.startswith("call-within-")}
     names = {call_within(lambda: threading.current_thread().name, 1.0) for _ in range(200)}
     assert deadline._WORKERS.started == before
-    assert len(names) <= 2 and all(n.startswith("call-within-") for n in names)
+    # Idle workers left by earlier tests (e.g. calls that hung on a frozen server) may take turns.
+    assert names and names <= workers
 
 
 def test_a_hung_call_times_out_and_does_not_hold_up_the_next():
