@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 import streamlit as st
 
-from retrieval.text import STOPWORDS, content_tokens, tokens
+from retrieval.text import STOPWORDS, tokens
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=^&\"'])")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -24,12 +24,9 @@ def md(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
 
 
-def match_keys(terms: Iterable[str]) -> set[str]:
-    """The normalised tokens of the matched terms (what L0 compared), stopwords left out."""
-    out: set[str] = set()
-    for term in terms:
-        out.update(content_tokens(term))
-    return out
+def match_keys(keys: Iterable[str]) -> set[str]:
+    """The tokens of L0 match keys (`TermMatch.key`, already normalised: split, not normalised again)."""
+    return {word for key in keys for word in key.split()}
 
 
 def spans(text: str, keys: set[str]) -> list[tuple[str, bool]]:

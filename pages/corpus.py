@@ -80,8 +80,9 @@ if ids:
         st.json(render.as_json(chosen.frontmatter))
     with right:
         st.markdown(f"L0 index terms ({len(chosen.index_terms)})")
-        st.dataframe(pd.DataFrame(list(chosen.index_terms), columns=["term", "field", "weight"]), hide_index=True,
-                     height=min(38 + 35 * max(len(chosen.index_terms), 1), 420))
+        st.dataframe(pd.DataFrame(list(chosen.index_terms), columns=["term", "field", "weight", "key"]), hide_index=True,
+                     height=min(38 + 35 * max(len(chosen.index_terms), 1), 420),
+                     column_config={"key": st.column_config.TextColumn("match key", help="the normalised form L0 compares")})
 
 # --- problems ----------------------------------------------------------------------------------------------
 st.subheader("Files that failed to load")

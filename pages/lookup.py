@@ -51,7 +51,7 @@ c2.metric("L1 status", result.l1.status)
 c3.metric("Relevance", result.relevance.level)
 c4.metric("Total latency", f"{result.timings_ms.get('total', 0.0):.0f} ms")
 
-all_keys = render.match_keys(t.term for t in hints.matched_keywords)
+all_keys = render.match_keys(t.key for t in hints.matched_keywords)
 st.markdown("**Query** (words L0 matched are highlighted)")
 render.highlighted(result.query, all_keys)
 
@@ -71,15 +71,16 @@ p1, p2, p3, p4 = st.columns([3, 3, 2, 2])
 with p1.container(border=True):
     st.markdown("**Matched titles**")
     for title in hints.matched_titles:
-        terms = [t.term for m in hints.matches if m.title == title for t in m.terms]
-        render.highlighted(title, render.match_keys(terms))
+        matched = [t.key for m in hints.matches if m.title == title for t in m.terms]
+        render.highlighted(title, render.match_keys(matched))
     if not hints.matched_titles:
         st.caption("none")
 with p2.container(border=True):
-    st.markdown("**Keywords** (with the field each matched)")
+    st.markdown("**Keywords** (as the entry writes them, with the field each matched)")
     if hints.matched_keywords:
-        st.dataframe(pd.DataFrame([t.to_dict() for t in hints.matched_keywords]), hide_index=True,
-                     height=min(38 + 35 * len(hints.matched_keywords), 250))
+        st.dataframe(pd.DataFrame([t.to_dict() for t in hints.matched_keywords], columns=["term", "field", "weight", "key"]),
+                     hide_index=True, height=min(38 + 35 * len(hints.matched_keywords), 250),
+                     column_config={"key": st.column_config.TextColumn("match key", help="the normalised form L0 compared")})
     else:
         st.caption("none")
 with p3.container(border=True):

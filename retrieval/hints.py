@@ -16,7 +16,7 @@ import ahocorasick
 import numpy as np
 
 from .corpus import Entry
-from .text import content_tokens
+from .text import content_spans, content_tokens
 
 # Field weights: a whole title or curated keyword says more than a word from the file name.
 FIELD_WEIGHT = {"title": 1.0, "keyword": 1.2, "entity": 1.0, "name": 0.8, "domain": 0.6}
@@ -32,14 +32,16 @@ MAX_MATCHES = 100
 
 @dataclass(frozen=True)
 class TermMatch:
-    """One matched term: its display text, the field it came from, and its weight."""
+    """One matched term: the term as written in the entry ("PostgreSQL replication"), the field it came
+    from, its weight, and the normalised key L0 matched on ("postgr sql replication")."""
 
     term: str
     field: str
     weight: float
+    key: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"term": self.term, "field": self.field, "weight": round(self.weight, 4)}
+        return {"term": self.term, "field": self.field, "weight": round(self.weight, 4), "key": self.key}
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,14 @@ class _Pattern:
     rows: np.ndarray = field(compare=False, repr=False)  # positions of entry_ids in the index, sorted
 
 
-def _ngrams(words: list[str]) -> Iterable[str]:
+def _ngrams(text: str, *, whole_words: bool) -> Iterable[tuple[str, str]]:
+    """(match key, text as written) of every n-gram of the content tokens of `text`, n up to MAX_NGRAM. The
+    text as written is the span of the n-gram's words (whole_words), or of its CamelCase parts (a file name)."""
+    spans = content_spans(text)
+    words = [t.key for t in spans.tokens]
     for n in range(1, MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            yield " ".join(words[i : i + n])
+            yield " ".join(words[i : i + n]), spans.surface(i, i + n - 1, whole_words=whole_words)
 
 
 def _key(text: str) -> str:
@@ -120,13 +126,13 @@ def _key(text: str) -> str:
 
 
 def _entry_terms(entry: Entry) -> Iterable[tuple[str, str, str]]:
-    """(match key, field, display text) for one entry."""
-    for gram in _ngrams(content_tokens(entry.title)):
-        yield gram, "title", gram
+    """(match key, field, display text as written in the entry) for one entry."""
+    for gram, written in _ngrams(entry.title, whole_words=True):
+        yield gram, "title", written
     if _key(entry.name) != _key(entry.title):
-        for gram in _ngrams(content_tokens(entry.name)):
+        for gram, written in _ngrams(entry.name, whole_words=False):
             if len(gram.split()) > 1:
-                yield gram, "name", gram
+                yield gram, "name", written
         yield _key(entry.name), "name", entry.name
     for kw in entry.keywords:
         yield _key(kw), "keyword", kw
@@ -170,7 +176,7 @@ class L0Index:
             weight = FIELD_WEIGHT[field_name] * idf * (1 + 0.5 * (len(words) - 1))
             display = sorted(ids.values())[0]
             by_pattern[pattern].append(_Pattern(display, field_name, tuple(sorted(ids)), weight,
-                                                TermMatch(display, field_name, weight),
+                                                TermMatch(display, field_name, weight, pattern),
                                                 np.array(sorted(row_of[i] for i in ids), dtype=np.int32)))
         for pattern, pats in by_pattern.items():
             self._automaton.add_word(f" {pattern} ", (pattern, tuple(pats)))
@@ -179,13 +185,23 @@ class L0Index:
             self._automaton.make_automaton()
 
     def index_terms(self, entry_id: str) -> list[dict[str, Any]]:
-        """The patterns that point at one entry (for the corpus browser)."""
+        """The patterns that point at one entry (for the corpus browser): each as this entry writes it,
+        with its match key."""
+        entry = self.entries.get(entry_id)
+        if entry is None or not self.pattern_count:
+            return []
+        written: dict[tuple[str, str], str] = {}
+        for pattern, field_name, display in _entry_terms(entry):
+            if pattern:
+                written.setdefault((pattern, field_name), display)
         out = []
-        for _, (pattern, pats) in self._automaton.items() if self.pattern_count else []:
+        for pattern in dict.fromkeys(p for p, _ in written):
+            _, pats = self._automaton.get(f" {pattern} ", (None, ()))
             for p in pats:
                 if entry_id in p.entry_ids:
-                    out.append({"term": pattern, "field": p.field, "weight": round(p.weight, 3)})
-        return sorted(out, key=lambda d: (-d["weight"], d["term"]))
+                    out.append({"term": written[(pattern, p.field)], "field": p.field, "weight": round(p.weight, 3),
+                                "key": pattern})
+        return sorted(out, key=lambda d: (-d["weight"], d["key"], d["field"]))
 
     def match(self, query: str, *, keep_ratio: float = KEEP_RATIO, max_matches: int = MAX_MATCHES) -> L0Hints:
         """Match `query` against every pattern at once and return the hint data."""
@@ -203,7 +219,7 @@ class L0Index:
         candidates, beyond = self._candidates(pats, domain_terms, keep_ratio, max_matches)
         for row, terms in candidates.items():
             entry = self._by_row[row]
-            ordered = tuple(sorted(terms, key=lambda t: (-t.weight, t.term, t.field)))
+            ordered = tuple(sorted(terms, key=lambda t: (-t.weight, t.key, t.field)))
             scored.append(EntryMatch(entry.entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered))
         scored.sort(key=lambda m: (-m.score, m.entry_id))
         if scored:
@@ -279,7 +295,7 @@ def _hints(query: str, matches: list[EntryMatch], named_domains: list[str], beyo
     """Domains are those of the matched entries, plus any the query names outright: a query that names
     another domain than its keyword matches is ambiguous, and must not be narrowed to one of them."""
     titles, domains, entities = [], [], []
-    keywords: dict[tuple[str, str], TermMatch] = {}
+    keywords: dict[tuple[str, str], TermMatch] = {}  # by (match key, field)
     every_term = [t for m in matches for t in m.terms] + list(beyond.terms if beyond else ())
     for m in matches:
         if any(t.field in ("title", "name") for t in m.terms) and m.title not in titles:
@@ -291,11 +307,11 @@ def _hints(query: str, matches: list[EntryMatch], named_domains: list[str], beyo
     for t in every_term:
         if t.field == "entity" and t.term not in entities:
             entities.append(t.term)
-        key = (t.term, t.field)
+        key = (t.key, t.field)
         if key not in keywords or keywords[key].weight < t.weight:
             keywords[key] = t
     if matches:
         domains.extend(d for d in named_domains if d not in domains)
-    ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.term, t.field)))
+    ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.key, t.field)))
     return L0Hints(query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches),
                    beyond.total if beyond else -1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -57,3 +58,45 @@ def normalise(text: str) -> str:
 def content_tokens(text: str) -> list[str]:
     """`tokens` without stopwords."""
     return [t for t in tokens(text) if t not in STOPWORDS]
+
+
+@dataclass(frozen=True)
+class Token:
+    """One content token of a text and where it came from: `key` is what L0 compares; `start:end` is the
+    CamelCase part it was made from and `word_start:word_end` the whole word, both in `Spans.text`."""
+
+    key: str
+    start: int
+    end: int
+    word_start: int
+    word_end: int
+
+
+@dataclass(frozen=True)
+class Spans:
+    """`content_tokens(text)` with their places in `text` (the NFKC form of the input, which is the input
+    itself unless it holds full-width or compatibility characters)."""
+
+    text: str
+    tokens: tuple[Token, ...]
+
+    def surface(self, first: int, last: int, *, whole_words: bool) -> str:
+        """The text from token `first` to token `last` (inclusive) as written: whole words, or the CamelCase
+        parts themselves."""
+        a, b = self.tokens[first], self.tokens[last]
+        return self.text[a.word_start : b.word_end] if whole_words else self.text[a.start : b.end]
+
+
+def content_spans(text: str) -> Spans:
+    """The tokens of `content_tokens(text)`, each with the place it came from (for showing terms as written)."""
+    norm = unicodedata.normalize("NFKC", text)
+    out: list[Token] = []
+    for m in _WORD.finditer(norm):
+        word, pos = m.group(0), 0
+        for part in split_camel(word):
+            at = word.index(part, pos)  # the parts are pieces of the word, in order
+            pos = at + len(part)
+            key = singular(part.lower())
+            if key not in STOPWORDS:
+                out.append(Token(key, m.start() + at, m.start() + pos, m.start(), m.end()))
+    return Spans(norm, tuple(out))

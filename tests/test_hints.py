@@ -1,7 +1,9 @@
 import pytest
 
-from retrieval.corpus import Entry
+from retrieval.config import REPO_ROOT
+from retrieval.corpus import Entry, load_corpus
 from retrieval.hints import MAX_MATCHES, L0Index
+from retrieval.text import content_tokens
 
 
 def entry(entry_id, title, domain, keywords=(), entities=(), text="body"):
@@ -24,7 +26,8 @@ def test_hint_data_is_structured_and_traceable():
     top = hints.matches[0]
     assert top.entry_id == "kubernetes/KubePodCrashLooping"
     assert "title" in top.fields and top.score > 0
-    assert {"pod crash looping", "crash looping"} <= {t.term for t in hints.matched_keywords}
+    assert {"pod crash looping", "crash looping"} <= {t.key for t in hints.matched_keywords}
+    assert {"Pod Crash Looping", "Crash Looping"} <= {t.term for t in hints.matched_keywords}  # as the title writes them
 
 
 def test_keywords_entities_and_camel_case_names_match():
@@ -102,3 +105,54 @@ def test_default_cap_bounds_what_a_common_keyword_lists():
     assert len(hints.matches) == MAX_MATCHES and hints.match_count == 240
     assert hints.matches[0].entry_id == "api/Svc000"  # ties broken by entry id, as uncapped
     assert set(hints.domains) == {"api", "db", "cache", "queue", "edge"}
+
+
+# --- terms as written ----------------------------------------------------------------------------------------
+def _key(text: str) -> str:
+    return " ".join(content_tokens(text))
+
+
+def test_matched_terms_are_written_as_in_the_corpus_files_or_the_query():
+    """Every term L0 shows is text an analyst can find in a corpus file or the query; the match key beside it
+    is the normalised form it was matched on."""
+    corpus = load_corpus(REPO_ROOT / "sample_corpus")
+    files = [p.read_text(encoding="utf-8") for p in (REPO_ROOT / "sample_corpus").rglob("*.md")]
+    query = "PostgreSQL replication lag on the standby"
+    hints = L0Index(corpus.entries).match(query)
+    assert hints.matched_keywords
+    for t in hints.matched_keywords:
+        assert t.term in query or any(t.term in text for text in files), t
+        assert f" {t.key} " in f" {_key(t.term)} ", t  # the key is (part of) what the written term normalises to
+    terms = {(t.term, t.key) for t in hints.matched_keywords}
+    assert ("PostgreSQL replication", "postgr sql replication") in terms  # not the key alone, as before
+    assert "postgr sql replication" not in {t.term for t in hints.matched_keywords}
+    assert [d for d in hints.to_dict()["matched_keywords"] if d["key"] == "postgr sql replication"][0]["term"] == "PostgreSQL replication"
+
+
+def test_index_terms_are_written_as_the_entry_writes_them():
+    entries = [entry("databases/PostgresReplicationLag", "PostgreSQL replication lag is high", "databases",
+                     ["Streaming Replication"], ["pg_stat_replication"])] + ENTRIES
+    terms = {(t["key"], t["field"]): t["term"] for t in L0Index(entries).index_terms("databases/PostgresReplicationLag")}
+    assert terms[("postgr sql replication", "title")] == "PostgreSQL replication"
+    assert terms[("sql replication", "title")] == "PostgreSQL replication"  # whole words: the word that holds "SQL"
+    assert terms[("replication lag high", "title")] == "replication lag is high"  # the stopword kept, as written
+    assert terms[("replication lag", "name")] == "ReplicationLag"  # CamelCase parts of the file name, as written
+    assert terms[("streaming replication", "keyword")] == "Streaming Replication"
+    assert terms[("pg stat replication", "entity")] == "pg_stat_replication"
+    assert L0Index(entries).index_terms("no/SuchEntry") == []
+
+
+def test_terms_as_written_leave_scores_and_matches_as_they_were():
+    """The written form is display only: two corpora whose titles differ only in punctuation match every query
+    with the same scores and match keys, and show their own written terms."""
+    punctuated = [Entry(e.entry_id, e.title.replace(" ", " -- ") + "!", e.domain, e.text, e.keywords, e.entities)
+                  for e in ENTRIES]
+    written = []
+    for q in ["Pods are crash looping again", "Disk full!", "etcd has no leader", "PostgreSQL cannot write", "kube node"]:
+        a, b = L0Index(ENTRIES).match(q), L0Index(punctuated).match(q)
+        assert [(m.entry_id, m.score) for m in a.matches] == [(m.entry_id, m.score) for m in b.matches], q
+        assert [(t.key, t.field, t.weight) for t in a.matched_keywords] == [(t.key, t.field, t.weight) for t in b.matched_keywords]
+        titles = [t.term for t in b.matched_keywords if t.field == "title"]
+        assert all(" -- " in t for t in titles if " " in t), q
+        written += [t for t in titles if " -- " in t]
+    assert written  # multi-word title terms were shown, each as the punctuated title writes it

@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.text import content_tokens, normalise, singular, split_camel
+from retrieval.text import content_spans, content_tokens, normalise, singular, split_camel
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,26 @@ def test_normalise_folds_case_punctuation_camel_and_plurals():
     assert normalise("KubePodCrashLooping") == "kube pod crash looping"
     assert content_tokens("Why is the pod crash looping?") == ["pod", "crash", "looping"]
     assert normalise("ｐｏｄ") == "pod"  # NFKC folds full-width letters
+
+
+@pytest.mark.parametrize("text", [
+    "PostgreSQL replication lag on the standby", "KubePodCrashLooping", "etcdGRPCRequestsSlow", "Pods are CRASH-looping!!",
+    "ｐｏｄ restarts", "Größe über 2 GB", "caches_and patches", "", "the and of", "x509: certificate has expired",
+    "Ceph OSD down (osd.3)", "HPAMaxReplicasReached", "naïve café ﬁle", "日本語 text 123abc",
+])
+def test_content_spans_give_the_content_tokens_with_their_places(text):
+    spans = content_spans(text)
+    assert [t.key for t in spans.tokens] == content_tokens(text)
+    for t in spans.tokens:
+        assert t.word_start <= t.start < t.end <= t.word_end
+        assert content_tokens(spans.text[t.start:t.end]) == [t.key]
+
+
+def test_surface_text_is_the_span_as_written():
+    spans = content_spans("PostgreSQL replication lag on the standby")
+    assert [t.key for t in spans.tokens] == ["postgr", "sql", "replication", "lag", "standby"]
+    assert spans.surface(0, 2, whole_words=True) == "PostgreSQL replication"
+    assert spans.surface(1, 2, whole_words=True) == "PostgreSQL replication"  # whole words: the word that holds "sql"
+    assert spans.surface(1, 2, whole_words=False) == "SQL replication"
+    assert spans.surface(3, 4, whole_words=True) == "lag on the standby"  # stopwords between stay, as written
+    assert content_spans("KubePodCrashLooping").surface(1, 3, whole_words=False) == "PodCrashLooping"
