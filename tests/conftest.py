@@ -6,15 +6,20 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 
 from retrieval.config import REPO_ROOT, Settings, load_settings
 from retrieval.corpus import load_corpus
 
-SHARED = REPO_ROOT.parent / "shared"
+# ../shared beside the repo: corpora and eval sets kept outside it. LOOKUP_TEST_SHARED_DIR points the tests
+# elsewhere (the tests of needs_shared itself use it to simulate a missing folder).
+SHARED = Path(os.environ.get("LOOKUP_TEST_SHARED_DIR") or REPO_ROOT.parent / "shared")
 RUNBOOKS = SHARED / "corpora" / "runbooks"
 RUNBOOKS_EVAL = SHARED / "eval_sets" / "runbooks-alert-summaries.yaml"
+KUBEVIRT = SHARED / "corpora" / "kubevirt"
+KUBEVIRT_EVAL = SHARED / "eval_sets" / "kubevirt-alert-summaries.yaml"
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
 
 
@@ -24,9 +29,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def needs_shared() -> None:
-    if not RUNBOOKS.is_dir():
-        pytest.skip(f"the shared runbooks corpus is absent (looked for {RUNBOOKS.relative_to(REPO_ROOT.parent)} beside the repo)")
+def ci_enabled(value: str | None) -> bool:
+    """CI=true (or 1, yes), as CI services set it."""
+    return (value or "").strip().lower() in ("1", "true", "yes")
+
+
+def shared_verdict(missing: Sequence[Path], *, ci: str | None) -> tuple[str, str] | None:
+    """What a test that reads ../shared does when some of it is missing: None (run), ("fail", why) under CI,
+    where a silent skip would hide that the tests did not run, or ("skip", why) on a developer's machine."""
+    if not missing:
+        return None
+    names = ", ".join(str(p) for p in missing)
+    if ci_enabled(ci):
+        return "fail", (f"CI=true but ../shared (corpora and eval sets beside the repository) is missing here "
+                        f"({names}): CI must run the tests that read it, not skip them")
+    return "skip", f"needs ../shared beside the repository, which is missing here ({names}); under CI=true this fails"
+
+
+def needs_shared(*paths: Path) -> None:
+    """Call first in a test (or fixture) that reads ../shared: fails under CI=true, skips otherwise, naming
+    what is missing. Without arguments: the runbooks corpus and its eval set."""
+    wanted = paths or (RUNBOOKS, RUNBOOKS_EVAL)
+    verdict = shared_verdict([p for p in wanted if not p.exists()], ci=os.environ.get("CI"))
+    if verdict is not None:
+        action, why = verdict
+        if action == "fail":
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
 
 
 @pytest.fixture(scope="session")

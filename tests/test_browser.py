@@ -17,7 +17,7 @@ import pytest
 
 from retrieval.config import REPO_ROOT
 
-from .conftest import RUNBOOKS, RUNBOOKS_EVAL, free_port
+from .conftest import RUNBOOKS, RUNBOOKS_EVAL, free_port, needs_shared
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -118,8 +118,7 @@ def sample_app(tmp_path_factory, base_settings, sample_store):
 
 @pytest.fixture(scope="module")
 def runbooks_app(tmp_path_factory, base_settings, request):
-    if not RUNBOOKS.is_dir():
-        pytest.skip("the runbooks part needs ../shared (corpora/runbooks and eval_sets), which is absent here")
+    needs_shared()
     request.getfixturevalue("runbooks_store")  # its own collection, TestRunbooks, ingested first
     app = start_app(tmp_path_factory.mktemp("app-runbooks"), base_settings, collection="TestRunbooks", corpus=RUNBOOKS)
     yield app

@@ -11,7 +11,7 @@ from retrieval.catalog import (
 )
 from retrieval.config import collection_for
 
-from .conftest import RUNBOOKS, SHARED, needs_shared
+from .conftest import KUBEVIRT, RUNBOOKS, RUNBOOKS_EVAL, SHARED, needs_shared
 
 
 def write(path: Path, text: str = "") -> Path:
@@ -93,7 +93,7 @@ def test_preferred_eval_set(tmp_path, files, index):
 def test_preferred_eval_set_of_the_real_files():
     files = eval_set_files(shared_dir=SHARED)
     assert files[preferred_eval_set(files, SAMPLE_CORPUS)].label == "eval_sets/sample-ops-alerts.yaml"
-    needs_shared()
+    needs_shared(RUNBOOKS, RUNBOOKS_EVAL, RUNBOOKS_EVAL.with_name("runbooks-alert-summaries-unanswerable.yaml"))
     # the unanswerable runbooks set sorts first ('-' < '.'), but the one with right answers is preferred
     labels = [f.label for f in files]
     assert labels.index("shared/eval_sets/runbooks-alert-summaries-unanswerable.yaml") < labels.index(
@@ -156,7 +156,10 @@ def test_the_configured_corpus_keeps_its_collection_over_a_same_named_folder(bas
 
 
 def test_known_corpora_with_the_real_shared_folder(base_settings):
-    needs_shared()
+    needs_shared(RUNBOOKS, KUBEVIRT)
     got = known_corpora(base_settings)
-    assert [c.label for c in got][:2] == ["sample_corpus", "runbooks"]
-    assert got[1].path == RUNBOOKS.resolve() and got[1].collection == "Kb_runbooks"
+    labels = [c.label for c in got]
+    assert labels[0] == "sample_corpus" and labels.index("kubevirt") < labels.index("runbooks")  # the shared ones sorted
+    runbooks = got[labels.index("runbooks")]
+    assert runbooks.path == RUNBOOKS.resolve() and runbooks.collection == "Kb_runbooks"
+    assert got[labels.index("kubevirt")].path == KUBEVIRT.resolve()
