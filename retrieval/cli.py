@@ -213,5 +213,25 @@ def bench(
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
 
 
+@app.command()
+def serve(
+    transport: str = typer.Option("stdio", help="stdio (the host starts this process) or http (streamable HTTP at /mcp)"),
+    host: str = typer.Option("127.0.0.1", help="HTTP address; any other than loopback needs LOOKUP_SERVER_TOKEN"),
+    port: int = typer.Option(8765, help="HTTP port"),
+    ingest: bool = typer.Option(False, "--ingest", help="index the corpus first (unchanged entries are not embedded again)"),
+    config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOpt,
+) -> None:
+    """Serve lookup_knowledge and read_entry to agents over the Model Context Protocol; every call is recorded."""
+    import os
+
+    from .serving import TOKEN_ENV, serve as run_server
+
+    try:
+        settings = _settings(config, corpus_dir=corpus)
+        run_server(settings, transport=transport, host=host, port=port, token=os.environ.get(TOKEN_ENV) or None, ingest=ingest)
+    except LookupLabError as exc:
+        _fail(exc)
+
+
 def main() -> None:
     app(prog_name="python -m retrieval")

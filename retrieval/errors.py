@@ -46,3 +46,16 @@ class StoreError(LookupLabError):
 
 class SqlRefused(LookupLabError):
     """A statement given to the read-only SQL console was refused."""
+
+
+class EntryNotFound(LookupLabError):
+    """An entry id that is not in the loaded corpus."""
+
+    def __init__(self, entry_id: str, known: int) -> None:
+        self.entry_id = entry_id
+        super().__init__(f"entry_id {entry_id!r} is not in the corpus ({known} entries): "
+                         "pass an entry_id from a lookup_knowledge result")
+
+
+class ServeError(LookupLabError):
+    """The MCP server could not start: address in use, or a bind that needs a token and has none."""
