@@ -1,0 +1,122 @@
+"""`python -m retrieval serve` as a real subprocess for the MCP tests, and SDK clients to reach it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+import duckdb
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
+
+from retrieval.config import REPO_ROOT, Settings
+
+
+def serve_env(settings: Settings, db_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server process: the test session's Weaviate and collection, its own DuckDB file."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env.update({
+        "LOOKUP_CORPUS_DIR": str(settings.corpus_dir), "LOOKUP_COLLECTION": settings.collection,
+        "LOOKUP_DATA_DIR": str(settings.data_dir), "LOOKUP_DB_PATH": str(db_path),
+        "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port), "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
+        "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir),
+    })
+    env.update(extra)
+    return env
+
+
+class ServedProcess:
+    """A server process; its stderr lines are collected; `wait_ready` waits for its 'ready:' line."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "retrieval", "serve", *args], cwd=REPO_ROOT, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any("ready:" in line for line in self.lines):
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the server exited with {self.proc.returncode}:\n{self.stderr}")
+            time.sleep(0.05)
+        raise AssertionError(f"the server was not ready within {timeout} s:\n{self.stderr}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"the server did not stop within {timeout} s of {signal.Signals(sig).name}:\n{self.stderr}")
+        finally:
+            self._reader.join(timeout=5)
+
+
+@asynccontextmanager
+async def http_client(url: str, name: str, *, token: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as hc:
+        async with Client(streamable_http_client(url, http_client=hc), mode=mode,
+                          client_info=Implementation(name=name, version="1")) as client:
+            yield client
+
+
+def stdio_client(env: dict[str, str], name: str, *, mode: str = "legacy") -> Client:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "retrieval", "serve"], env=env, cwd=str(REPO_ROOT))
+    return Client(params, mode=mode, client_info=Implementation(name=name, version="1"))
+
+
+def stored_rows(db_path: Path, where: str = "true", params: list | None = None) -> list[dict]:
+    """Rows of tool_invocation read the way another process reads them: a short read-only connection."""
+    for _ in range(200):
+        try:
+            con = duckdb.connect(str(db_path), read_only=True)
+        except duckdb.Error as exc:
+            if "lock" in str(exc).lower():
+                time.sleep(0.02)
+                continue
+            raise
+        try:
+            exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tool_invocation'").fetchone()[0]
+            if not exists:
+                return []
+            cur = con.execute("SELECT * EXCLUDE (created_at), CAST(created_at AS VARCHAR) AS created_at "
+                              f"FROM tool_invocation WHERE {where}", params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, row)) for row in cur.fetchall()]
+        finally:
+            con.close()
+    raise AssertionError(f"{db_path} stayed locked")
+
+
+def wait_for_rows(db_path: Path, where: str, params: list, n: int = 1, timeout: float = 10.0) -> tuple[list[dict], float]:
+    """(rows, seconds until at least n were visible), polling a few times a second like a reader would."""
+    t0 = time.monotonic()
+    while True:
+        rows = stored_rows(db_path, where, params) if db_path.exists() else []
+        if len(rows) >= n or time.monotonic() - t0 > timeout:
+            return rows, time.monotonic() - t0
+        time.sleep(0.1)
