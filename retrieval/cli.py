@@ -234,4 +234,7 @@ def serve(
 
 
 def main() -> None:
+    from .shutdown import exit_on_signals
+
+    exit_on_signals()  # SIGTERM/SIGINT unwind the command, so the embedded server it started is stopped
     app(prog_name="python -m retrieval")

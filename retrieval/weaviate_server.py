@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import weaviate
 from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
 
+from . import shutdown
 from .config import Settings
 from .errors import L1Error, WeaviateSetupError
 
@@ -110,7 +111,9 @@ def _server_output_to(log_path: Path):
 
 def connect(settings: Settings) -> weaviate.WeaviateClient:
     """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and
-    WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock)."""
+    WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock).
+    An embedded server this call starts is stopped when the process exits (retrieval.shutdown); one that
+    already served the port is reused and left running."""
     try:
         if settings.weaviate_url:
             client = _connect_url(settings)
@@ -168,6 +171,7 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         data_dir = settings.weaviate_data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         lock = DataDirLock.acquire(data_dir, port)
+        shutdown.starting(port, binary)  # ours to stop from here on, should a signal come during the start
         try:
             with _server_output_to(data_dir / "server.log"):
                 client = weaviate.connect_to_embedded(
@@ -180,9 +184,11 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
                     additional_config=_config(settings),
                 )
         except BaseException:
+            shutdown.stop_own_server(port)  # a start that failed or was interrupted leaves no server behind
             lock.release()
             raise
         _release_when_stopped(client, lock)
+        shutdown.started(port, getattr(getattr(client, "_connection", None), "embedded_db", None))
         return client
 
 

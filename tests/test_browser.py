@@ -53,16 +53,21 @@ class RunningApp:
             self.proc.wait(timeout=5)
 
 
-def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None = None) -> RunningApp:
+def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None = None,
+              weaviate_env: dict[str, str] | None = None) -> RunningApp:
+    """`streamlit run app.py` on a free port. Weaviate: the session's server by URL, or what `weaviate_env`
+    says (e.g. an embedded server's ports and data directory)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     env.update({
         "LOOKUP_CONFIG": str(tmp / "no-lookup.yaml"),
-        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
-        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
         "LOOKUP_COLLECTION": collection,
         "LOOKUP_DATA_DIR": str(tmp / "data"),
         "LOOKUP_DB_PATH": str(tmp / "invocations.duckdb"),
+    })
+    env.update(weaviate_env if weaviate_env is not None else {
+        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
     })
     if corpus is not None:
         env["LOOKUP_CORPUS_DIR"] = str(corpus)
