@@ -55,6 +55,7 @@ class KnowledgeLookup:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._entries = runtime.corpus.by_id()
+        self._openings: dict[str, str] = {}
         self._per_k: dict[int, Settings] = {}
         self._lock = threading.Lock()
 
@@ -79,6 +80,14 @@ class KnowledgeLookup:
         found = self._entries.get(entry_id.strip())
         if found is None:
             raise EntryNotFound(entry_id, len(self._entries))
+        return found
+
+    def opening(self, entry_id: str) -> str:
+        """The excerpt of an entry's opening prose (cached); "" for an id not in the corpus."""
+        found = self._openings.get(entry_id)
+        if found is None:
+            entry = self._entries.get(entry_id)
+            found = self._openings[entry_id] = excerpt(entry.text) if entry is not None else ""
         return found
 
     def entries(self) -> list[Entry]:

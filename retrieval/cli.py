@@ -192,11 +192,21 @@ def bench(
     out_dir: Path = typer.Option(Path("bench/results"), "--out", help="where the dated result table is written"),
     invocation_rows: int = typer.Option(1_000_000, "--invocation-rows",
                                         help="synthetic tool_invocation rows for the dashboard queries (0 skips them)"),
+    server: bool = typer.Option(False, "--server", help="only the MCP server part: its added p50 over a direct call, calls/s"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
     """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
     from .bench import run_bench
 
+    if server:
+        from .bench_server import run_server_bench
+
+        try:
+            figures = run_server_bench(_settings(config), out_dir=out_dir, log=lambda m: typer.echo(m, err=True))
+        except LookupLabError as exc:
+            _fail(exc)
+        typer.echo(json.dumps(figures, default=str) if as_json else figures["table"])
+        return
     try:
         settings = _settings(config)
         sizes_list = [int(x) for x in sizes.split(",") if x.strip()]

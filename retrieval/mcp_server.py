@@ -131,12 +131,7 @@ def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
     for item in data["results"]:
         entry_id = item["entry_id"]
         text = snippets.get(entry_id)
-        if text is None:
-            try:
-                text = kb.entry(entry_id).text
-            except LookupLabError:
-                text = ""  # indexed in Weaviate but no longer in the corpus files
-        item["excerpt"] = excerpt(text)
+        item["excerpt"] = kb.opening(entry_id) if text is None else excerpt(text)
         item["uri"] = ENTRY_URI + entry_id
     return data
 
@@ -168,9 +163,8 @@ def build_server(kb: KnowledgeLookup, *, workers: int = WORKERS) -> Server:
                 args = _check_arguments(params.name, params.arguments, LOOKUP_INPUT)
                 query = _text_argument(params.name, args, "query")
                 tag = client_name(ctx)
-                result = await anyio.to_thread.run_sync(
-                    lambda: kb.lookup(query, args.get("top_k"), session_tag=tag), limiter=limiter)
-                return _ok(lookup_payload(result, kb))
+                return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
+                    lambda: _ok(lookup_payload(kb.lookup(query, args.get("top_k"), session_tag=tag), kb)), limiter=limiter)
             if params.name == "read_entry":
                 args = _check_arguments(params.name, params.arguments, READ_INPUT)
                 return _ok(entry_payload(kb, _text_argument(params.name, args, "entry_id")))

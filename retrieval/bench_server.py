@@ -1,0 +1,325 @@
+"""`python -m retrieval bench --server`: what the MCP server adds to a lookup, and how many calls a second it answers.
+
+The sample corpus is indexed in a collection of its own, and `python -m retrieval serve` processes (streamable
+HTTP, then stdio) answer over the same Weaviate as a direct in-process lookup. Every query is first asked once
+directly and once through the server, so the query embeddings are cached on both sides: what is timed is the
+lookup plus the protocol, not the model. Then direct and served calls alternate query by query (order
+alternating too); the server's added p50 is the served p50 minus the direct p50. The served calls use a thin
+JSON-RPC client (one keep-alive HTTP connection, or the stdio pipe) so that the figure is the server's; the
+SDK's own Client is timed beside it for what an agent host sees. Throughput: concurrent HTTP clients, each
+with its own session, asking every query.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from .api import KnowledgeLookup
+from .bench import _free_port, machine_info, pct
+from .config import REPO_ROOT, Settings
+from .corpus import load_corpus
+from .embedding import Embedder
+from .eval_sets import load_eval_set
+from .hints import L0Index
+from .invocations import InvocationStore
+from .lookup import LookupServices
+from .services import Runtime
+from .weaviate_server import connect
+from .weaviate_store import KnowledgeStore
+
+GOAL_ADDED_MS = 2.0
+HANDSHAKE_VERSION = "2025-11-25"
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+EVAL_SETS = ("sample-ops-alerts.yaml", "sample-ops-unanswerable.yaml")
+
+
+def _initialize(i: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {
+        "protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+
+
+def _call(i: int, query: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "lookup_knowledge", "arguments": {"query": query}}}
+
+
+class HttpRpc:
+    """A minimal MCP client: one session over one keep-alive HTTP connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.http, self.n = url, httpx.Client(timeout=60.0), 0
+        r = self.http.post(url, headers=ACCEPT, json=_initialize(0))
+        r.raise_for_status()
+        self.headers = {**ACCEPT, "Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE_VERSION}
+        self.http.post(url, headers=self.headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def lookup(self, query: str) -> dict[str, Any]:
+        self.n += 1
+        r = self.http.post(self.url, headers=self.headers, json=_call(self.n, query))
+        r.raise_for_status()
+        return _checked(r.json())
+
+    def close(self) -> None:
+        self.http.close()
+
+
+class StdioRpc:
+    """A minimal MCP client over a server process's stdin/stdout (JSON lines)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc, self.n = proc, 0
+        self._send(_initialize(0))
+        self._receive(0)
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def _receive(self, i: int) -> dict[str, Any]:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the stdio server exited with {self.proc.poll()}")
+            message = json.loads(line)
+            if message.get("id") == i:
+                return message
+
+    def lookup(self, query: str) -> dict[str, Any]:
+        self.n += 1
+        self._send(_call(self.n, query))
+        return _checked(self._receive(self.n))
+
+
+def _checked(message: dict[str, Any]) -> dict[str, Any]:
+    result = message.get("result") or {}
+    if "error" in message or result.get("isError"):
+        raise RuntimeError(f"the server refused a bench query: {message}")
+    return result
+
+
+def _served_env(settings: Settings, workdir: Path, name: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env.update({"LOOKUP_CORPUS_DIR": str(settings.corpus_dir), "LOOKUP_COLLECTION": settings.collection,
+                "LOOKUP_DATA_DIR": str(workdir / name), "LOOKUP_DB_PATH": str(workdir / f"{name}.duckdb"),
+                "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port), "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
+                "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir), "LOOKUP_TOP_K": str(settings.top_k)})
+    for var, value in (("LOOKUP_WEAVIATE_URL", settings.weaviate_url), ("LOOKUP_WEAVIATE_API_KEY", settings.weaviate_api_key),
+                       ("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", settings.remote_grpc_port)):
+        if value:
+            env[var] = str(value)
+    return env
+
+
+def _start(args: list[str], env: dict[str, str], *, stdio: bool, log_path: Path) -> subprocess.Popen:
+    """A serve process; its stderr goes to `log_path`, whose 'ready:' line says it serves."""
+    log = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, "-m", "retrieval", "serve", *args], cwd=REPO_ROOT, env=env, text=True,
+                            stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE if stdio else subprocess.DEVNULL, stderr=log)
+    log.close()
+    deadline = time.monotonic() + 180
+    while "ready:" not in log_path.read_text():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"serve {' '.join(args)} did not start:\n{log_path.read_text()}")
+        time.sleep(0.05)
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    """stdio: close its stdin, as a host does; HTTP: SIGTERM."""
+    if proc.stdin:
+        proc.stdin.close()
+    else:
+        proc.terminate()
+    try:
+        return proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+    finally:
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def _paired(direct: KnowledgeLookup, served: Callable[[str], Any], queries: list[str], repeats: int) -> dict[str, Any]:
+    for q in queries:  # warm both sides' query-embedding caches
+        direct.lookup(q)
+        served(q)
+    d_ms, s_ms = [], []
+    for i, q in enumerate(queries * repeats):
+        def one_direct() -> None:
+            t0 = time.perf_counter()
+            direct.lookup(q)  # noqa: B023
+            d_ms.append((time.perf_counter() - t0) * 1000)
+
+        def one_served() -> None:
+            t0 = time.perf_counter()
+            served(q)  # noqa: B023
+            s_ms.append((time.perf_counter() - t0) * 1000)
+
+        for step in ((one_direct, one_served) if i % 2 == 0 else (one_served, one_direct)):
+            step()
+    diffs = [s - d for s, d in zip(s_ms, d_ms)]
+    return {"calls": len(s_ms), "direct_p50_ms": pct(d_ms, 50), "served_p50_ms": pct(s_ms, 50), "served_p95_ms": pct(s_ms, 95),
+            "added_p50_ms": round(pct(s_ms, 50) - pct(d_ms, 50), 3), "paired_added_p50_ms": pct(diffs, 50)}
+
+
+def _sdk_client_p50(url: str, queries: list[str], repeats: int) -> float | None:
+    """The same calls through the SDK's Client (what an agent host runs), for context."""
+    from mcp import Client
+    from mcp.types import Implementation
+
+    async def run() -> list[float]:
+        async with Client(url, client_info=Implementation(name="bench-sdk", version="1")) as client:
+            times = []
+            for q in queries * repeats:
+                t0 = time.perf_counter()
+                await client.call_tool("lookup_knowledge", {"query": q})
+                times.append((time.perf_counter() - t0) * 1000)
+            return times
+
+    return pct(asyncio.run(run()), 50)
+
+
+def _throughput(url: str, queries: list[str], clients: int) -> dict[str, Any]:
+    sessions = [HttpRpc(url) for _ in range(clients)]
+    start = threading.Barrier(clients + 1)
+
+    def work(rpc: HttpRpc) -> int:
+        start.wait()
+        for q in queries:
+            rpc.lookup(q)
+        return len(queries)
+
+    with ThreadPoolExecutor(clients) as pool:
+        futures = [pool.submit(work, rpc) for rpc in sessions]
+        start.wait()
+        t0 = time.perf_counter()
+        done = sum(f.result() for f in futures)
+        seconds = time.perf_counter() - t0
+    for rpc in sessions:
+        rpc.close()
+    return {"clients": clients, "calls": done, "seconds": round(seconds, 2), "calls_per_s": round(done / seconds, 1)}
+
+
+def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"), repeats: int = 3, clients: int = 8,
+                     max_queries: int | None = None, log: Callable[[str], None] | None = None, client=None,
+                     embedder: Embedder | None = None) -> dict[str, Any]:
+    """Measure the served lookup against the direct one; write `<date>-bench-server.md` and `.json`; return the figures.
+
+    Without `client`, an embedded Weaviate is started on free ports with a temporary data directory (or
+    `settings.weaviate_url` is used); the collection it indexes is dropped at the end."""
+    log = log or (lambda m: None)
+    started = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="lookup-bench-server-"))
+    own_client = client is None
+    where = settings if settings.weaviate_url else settings.with_(data_dir=workdir / "weaviate", embedded_port=_free_port(),
+                                                                  embedded_grpc_port=_free_port())
+    run_id = f"{int(time.time()) % 100_000:05d}"
+    corpus = load_corpus(REPO_ROOT / "sample_corpus")
+    queries = [c.query for name in EVAL_SETS for c in load_eval_set(REPO_ROOT / "eval_sets" / name).cases][:max_queries]
+    store = direct = None
+    procs: list[subprocess.Popen] = []
+    try:
+        if own_client:
+            log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
+            client = connect(where)
+        embedder = embedder or Embedder()
+        where = where.with_(corpus_dir=REPO_ROOT / "sample_corpus", collection=f"Bench_server_{run_id}", search_mode="near_vector")
+        store = KnowledgeStore(client, where.collection)
+        store.drop()
+        log(f"indexing the sample corpus ({len(corpus.entries)} entries) in {where.collection}")
+        store.ingest(corpus, embedder)
+        services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store,
+                                  recorder=InvocationStore(workdir / "direct.duckdb"))
+        direct = KnowledgeLookup(Runtime(where, corpus, services))
+        direct.runtime.services.recorder.start_background_flush()
+        result: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine_info(client),
+                                  "queries": len(queries), "repeats": repeats, "entries": len(corpus.entries)}
+
+        log("HTTP server: direct and served calls, interleaved")
+        port = _free_port()
+        http_proc = _start(["--transport", "http", "--port", str(port)], _served_env(where, workdir, "http"), stdio=False,
+                           log_path=workdir / "http.log")
+        procs.append(http_proc)
+        url = f"http://127.0.0.1:{port}/mcp"
+        rpc = HttpRpc(url)
+        result["http"] = _paired(direct, rpc.lookup, queries, repeats)
+        rpc.close()
+        result["http"]["sdk_client_p50_ms"] = _sdk_client_p50(url, queries, 1)
+        log(f"HTTP server: {clients} concurrent clients")
+        result["http"]["throughput"] = _throughput(url, queries * repeats, clients)
+        result["http"]["exit_code"] = _stop(http_proc)
+
+        log("stdio server: direct and served calls, interleaved")
+        stdio_proc = _start(["--transport", "stdio"], _served_env(where, workdir, "stdio"), stdio=True, log_path=workdir / "stdio.log")
+        procs.append(stdio_proc)
+        result["stdio"] = _paired(direct, StdioRpc(stdio_proc).lookup, queries, repeats)
+        result["stdio"]["exit_code"] = _stop(stdio_proc)
+
+        result["goals"] = {f"{t}_server_added_p50_ms": {"value": result[t]["added_p50_ms"], "goal": f"<= {GOAL_ADDED_MS}",
+                                                        "met": result[t]["added_p50_ms"] <= GOAL_ADDED_MS} for t in ("http", "stdio")}
+        result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        result["elapsed_s"] = round(time.perf_counter() - started, 1)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                _stop(proc)
+        if direct is not None:
+            direct.runtime.services.recorder.close()
+        if store is not None:
+            try:
+                store.drop()
+            except Exception:  # noqa: BLE001 - a server that went away has nothing left to drop
+                pass
+        if own_client and client is not None:
+            client.close()  # stops the embedded server we started
+        shutil.rmtree(workdir, ignore_errors=True)
+    result["table"] = render_server_table(result)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{datetime.now(timezone.utc).strftime('%Y-%m-%d-%H%M%S')}-bench-server"
+    stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
+    stem.with_suffix(".json").write_text(json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n",
+                                         encoding="utf-8")
+    result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
+    log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
+    return result
+
+
+def render_server_table(result: dict[str, Any]) -> str:
+    m, h, s = result["machine"], result["http"], result["stdio"]
+    lines = [f"Lookup Lab MCP server bench, {result['date']}: {m['cpu']}, {m['cores']} cores, load average "
+             f"{m['loadavg_start']} at start, {m.get('loadavg_end')} at end; {result['entries']} entries (sample corpus), "
+             f"{result['queries']} queries x {result['repeats']}, embeddings cached on both sides.", "",
+             "| figure | streamable HTTP | stdio |", "|---|---|---|"]
+    rows = [("direct lookup p50 ms", "direct_p50_ms"), ("served lookup p50 / p95 ms", None),
+            ("server added p50 ms (served p50 - direct p50)", "added_p50_ms"), ("paired difference p50 ms", "paired_added_p50_ms")]
+    for label, key in rows:
+        if key is None:
+            lines.append(f"| {label} | {h['served_p50_ms']} / {h['served_p95_ms']} | {s['served_p50_ms']} / {s['served_p95_ms']} |")
+        else:
+            lines.append(f"| {label} | {h[key]} | {s[key]} |")
+    t = h["throughput"]
+    lines += [f"| SDK Client call p50 ms | {h['sdk_client_p50_ms']} | |",
+              f"| calls per second, {t['clients']} concurrent clients | {t['calls_per_s']} ({t['calls']} calls in {t['seconds']} s) | |",
+              f"| exit code after stopping (HTTP: SIGTERM; stdio: stdin closed) | {h['exit_code']} | {s['exit_code']} |", "",
+              "| goal | value | target | met |", "|---|---|---|---|"]
+    lines += [f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'NO'} |" for name, g in result["goals"].items()]
+    return "\n".join(lines)
