@@ -104,3 +104,21 @@ def top_counts(frame: pd.DataFrame, label: str, title: str, color: str | None = 
     fig = px.bar(frame.iloc[::-1], x="calls", y=label, orientation="h", title=title, color=color)
     fig.update_layout(yaxis_title="", xaxis_title="calls")
     return _compact(fig, 300)
+
+
+OUTCOME_COLORS = {"right": "#54a24b", "wrong": "#e45756", "unanswerable": "#4c78a8"}
+
+
+def support_scores(points: Sequence[Mapping[str, Any]], thresholds: Mapping[str, float]) -> go.Figure:
+    """The top result's support score per case, one strip per outcome, with the support thresholds drawn."""
+    fig = go.Figure()
+    for outcome, color in OUTCOME_COLORS.items():
+        mine = [p for p in points if p["outcome"] == outcome and p["support_score"] is not None]
+        fig.add_box(x=[p["support_score"] for p in mine], name=f"{outcome} ({len(mine)})", marker_color=color,
+                    boxpoints="all", jitter=0.4, pointpos=0, text=[p["case"] for p in mine], orientation="h")
+    for label, value in thresholds.items():
+        fig.add_vline(x=value, line_dash="dash", line_color="#555", annotation_text=f"{label} {value:.2f}",
+                      annotation_position="top")
+    fig.update_layout(title="Support score (similarity of the query to the top result) by outcome",
+                      xaxis_title="similarity", showlegend=False)
+    return _compact(fig, 320)

@@ -8,14 +8,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_support import eval_ui, keys, render, resources, urls
+from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
-from retrieval.evaluation import CONFIGS, METRICS, run_eval
+from retrieval.evaluation import CONFIGS, METRICS, run_eval, support_points
 from retrieval.report import metrics_frame, render_html, significance_marks
 
-CONFIG_HELP = {"l0_only": "the L0 keyword matches alone", "l1_unfiltered": "L1 without any filter",
-               "l1_filtered": "L1 filtered on the L0 domain when it is unambiguous",
+CONFIG_HELP = {"l0_only": "the L0 keyword matches alone", "l1_unfiltered": "L1 vector search without any filter",
+               "l1_filtered": "L1 vector search filtered on the L0 domain when it is unambiguous",
+               "bm25": "Weaviate BM25F over the entry fields, with the same L0 filter rule",
+               "hybrid": "Weaviate hybrid (BM25F + vector), unfiltered",
                "lookup": "lookup_knowledge as the tool runs it (L0 + L1 + fusion)"}
 
 ctx = resources.page_context()
@@ -86,6 +88,14 @@ fig.update_layout(barmode="group", title="Metrics per configuration", yaxis_rang
                   margin=dict(l=10, r=10, t=40, b=10))
 st.plotly_chart(fig, width="stretch")
 
+if "lookup" in report.configs:
+    lookup_routing = report.routing["lookup"]
+    st.markdown(f"**Semantic support** of `lookup`: right and supported "
+                f"{render.rate(lookup_routing.get('correct_supported_rate'))} of answerable cases; "
+                f"unanswerable left unsupported {render.rate(lookup_routing.get('unanswerable_unsupported_rate'))}.")
+    st.plotly_chart(charts.support_scores(support_points(report), {
+        "with agreement": report.settings["min_support_similarity"],
+        "alone": report.settings["strong_support_similarity"]}), width="stretch")
 hurt = report.routing.get("l1_filtered", report.routing.get("lookup", {})).get("filter_hurt_cases", [])
 st.markdown(f"**Cases the filter hurt** ({len(hurt)}): the L0 filter excluded every expected entry.")
 by_id = {c["id"]: c for c in report.cases}

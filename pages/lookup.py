@@ -107,6 +107,13 @@ if result.l1.candidates:
         "rank": i, "entry_id": md(c.entry_id), "title": md(c.title), "domain": md(c.domain),
         "distance": "" if c.distance is None else f"{c.distance:.4f}", "score": f"{c.score:.4f}", "chunk": c.chunk_index,
     } for i, c in enumerate(result.l1.candidates, 1)]), hide_index=True)
+if result.l1.lexical:
+    st.caption(f"BM25F candidates ({len(result.l1.lexical)}; title and file-name words, keywords, entities, body), "
+               f"{md(flt)}; similarity is the query vector against the entry's best chunk")
+    st.table(pd.DataFrame([{
+        "rank": i, "entry_id": md(c.entry_id), "title": md(c.title), "domain": md(c.domain),
+        "BM25F score": f"{c.score:.3f}", "similarity": "" if c.similarity is None else f"{c.similarity:.4f}",
+    } for i, c in enumerate(result.l1.lexical, 1)]), hide_index=True)
 
 # --- results -----------------------------------------------------------------------------------------------
 st.subheader("Results")
@@ -116,7 +123,8 @@ if result.results:
     st.table(pd.DataFrame([{
         "rank": i, "entry_id": md(r.entry_id), "title": md(r.title), "domain": md(r.domain), "source": r.source,
         "score": f"{r.score:.4f}", "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
-        "L1 score": "" if r.l1_score is None else f"{r.l1_score:.4f}",
+        "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
+        "found by (rank)": ", ".join(f"{name} {rank}" for name, rank in r.ranks),
     } for i, r in enumerate(result.results, 1)]), hide_index=True)
 else:
     st.caption("No results: neither L0 nor L1 found anything.")

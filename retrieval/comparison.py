@@ -52,7 +52,8 @@ def compare_filter(query: str, services: LookupServices, settings: Settings) -> 
     hints = services.l0.match(query)
     category = category_filter(hints.domains)
     vector = services.embedder.embed_query(query)
-    kw = dict(k=settings.top_k, mode=settings.search_mode, query_text=query, alpha=settings.hybrid_alpha)
+    mode = "hybrid" if settings.search_mode == "hybrid" else "near_vector"  # the vector query of the lookup's mode
+    kw = dict(k=settings.top_k, mode=mode, query_text=query, alpha=settings.hybrid_alpha)
     unfiltered = services.store.search(vector, **kw)
     filtered = services.store.search(vector, category=category, **kw) if category else unfiltered
     return FilterComparison(query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered))

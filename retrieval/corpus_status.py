@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from .chunking import chunk_entry
+from .chunking import chunk_entry, stored_hash
 from .corpus import Corpus, Entry
 from .hints import L0Index
 
@@ -42,7 +42,7 @@ def index_state(entry: Entry, state: Mapping[str, tuple[str, int, int]] | None) 
     if have is None:
         return "missing"
     content_hash, stored, expected = have
-    if content_hash != entry.content_hash:
+    if content_hash != stored_hash(entry):
         return "stale"
     return "indexed" if stored == expected else "partial"
 

@@ -17,7 +17,9 @@ from .lookup import LookupServices, clean_query, lookup_knowledge
 from .routing import category_filter
 from .routing_metrics import RoutingObservation, confusion, routing_metrics
 
-CONFIGS = ("l0_only", "l1_unfiltered", "l1_filtered", "lookup")
+# l1_*: the vector (near_vector) query alone; bm25: Weaviate's BM25F with the same L0 filter rule as the
+# lookup; hybrid: Weaviate's hybrid query, unfiltered; lookup: the whole flow with the settings' mode.
+CONFIGS = ("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")
 METRICS = {"hit@1": "hit_rate@1", "recall@5": "recall@5", "mrr@10": "mrr@10", "ndcg@10": "ndcg@10"}
 DEPTH = 10
 SMALL_SAMPLE = 30
@@ -37,6 +39,7 @@ class ConfigRun:
     fallback: bool
     semantic_support: bool
     timings_ms: dict[str, float] = field(default_factory=dict)
+    support_score: float | None = None  # cosine similarity of the query to the top result's best chunk
 
     def rank_of(self, expected: dict[str, int]) -> int | None:
         for i, entry_id in enumerate(self.ranking):
@@ -74,7 +77,8 @@ class EvalReport:
         for name in self.configs:
             row = {"config": name, **{k: self.metrics[name][k] for k in METRICS}}
             r = self.routing.get(name, {})
-            row.update({k: r.get(k) for k in ("filter_applied_rate", "routing_accuracy", "filter_hurt_rate", "fallback_rate", "unanswerable_unsupported_rate")})
+            row.update({k: r.get(k) for k in ("filter_applied_rate", "routing_accuracy", "filter_hurt_rate", "fallback_rate",
+                                              "correct_supported_rate", "unanswerable_unsupported_rate")})
             rows.append(row)
         return rows
 
@@ -88,23 +92,27 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
     if config == "lookup":
         res = lookup_knowledge(query, services, settings, session_tag=run_tag)
         return ConfigRun(case.id, config, tuple(r.entry_id for r in res.results), res.l1.category, res.layer,
-                         res.l1.status, res.fallback, res.relevance.semantic_support, dict(res.timings_ms))
+                         res.l1.status, res.fallback, res.relevance.semantic_support, dict(res.timings_ms),
+                         res.results[0].l1_score if res.results else None)
     t0 = time.perf_counter()
     hints = services.l0.match(query)
     timings = {"l0": (time.perf_counter() - t0) * 1000}
     if config == "l0_only":
         ranking = tuple(m.entry_id for m in hints.matches[: settings.top_k])
         return ConfigRun(case.id, config, ranking, None, "L0" if ranking else "none", "disabled", False, False, timings)
-    category = category_filter(hints.domains) if config == "l1_filtered" else None
+    category = category_filter(hints.domains) if config in ("l1_filtered", "bm25") else None
     t0 = time.perf_counter()
     vector = services.embedder.embed_query(query)
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
-    found = services.store.search(vector, k=settings.top_k, category=category, mode=settings.search_mode,
+    mode = {"bm25": "bm25", "hybrid": "hybrid"}.get(config, "near_vector")
+    found = services.store.search(vector, k=settings.top_k, category=category, mode=mode,
                                   query_text=query, alpha=settings.hybrid_alpha)
     timings["l1"] = (time.perf_counter() - t0) * 1000
+    sim = found[0].similarity if found else None
+    supported = sim is not None and sim >= settings.strong_support_similarity  # one signal: no agreement to add
     return ConfigRun(case.id, config, tuple(c.entry_id for c in found), category, "L1" if found else "none",
-                     "ok" if found else "empty", False, bool(found), timings)
+                     "ok" if found else "empty", False, supported, timings, sim)
 
 
 def _ranx_runs(eval_set: EvalSet, runs: dict[str, list[ConfigRun]]):
@@ -196,7 +204,8 @@ def run_eval(
     for config, case_runs in runs.items():
         obs = [RoutingObservation(r.case_id, cases_by_id[r.case_id].domain,
                                   tuple(e for e, g in cases_by_id[r.case_id].expected.items() if g > 0),
-                                  r.category, r.fallback, r.semantic_support) for r in case_runs]
+                                  r.category, r.fallback, r.semantic_support, r.ranking[0] if r.ranking else None)
+               for r in case_runs]
         routing[config] = routing_metrics(obs, entry_domains)
         stages = sorted({s for r in case_runs for s in r.timings_ms})
         latency[config] = {f"{s}_{name}": _percentile([r.timings_ms[s] for r in case_runs if s in r.timings_ms], q)
@@ -210,7 +219,9 @@ def run_eval(
             r = runs[config][i]
             rank = r.rank_of(case.expected)
             per[config] = {"rank": rank, "rr": 0.0 if rank is None else 1.0 / rank, "ranking": list(r.ranking),
-                           "category": r.category, "layer": r.layer, "l1_status": r.l1_status, "fallback": r.fallback}
+                           "category": r.category, "layer": r.layer, "l1_status": r.l1_status, "fallback": r.fallback,
+                           "semantic_support": r.semantic_support,
+                           "support_score": None if r.support_score is None else round(float(r.support_score), 5)}
         l0_domains = list(services.l0.match(case.query).domains)
         cases_out.append({"id": case.id, "query": case.query, "expected": dict(case.expected),
                           "domain": case.domain, "routing": {"l0_domains": l0_domains, "filter": category_filter(l0_domains)},
@@ -218,11 +229,30 @@ def run_eval(
     return EvalReport(
         eval_set=eval_set.name, run_tag=run_tag, created_at=datetime.now(timezone.utc).isoformat(),
         settings={"top_k": settings.top_k, "search_mode": settings.search_mode, "hybrid_alpha": settings.hybrid_alpha,
-                  "l0_weight": settings.l0_weight, "collection": settings.collection, "cases": len(eval_set.cases),
-                  "answerable": answerable},
+                  "vector_weight": settings.vector_weight, "lexical_weight": settings.lexical_weight,
+                  "l0_weight": settings.l0_weight, "min_support_similarity": settings.min_support_similarity,
+                  "strong_support_similarity": settings.strong_support_similarity,
+                  "collection": settings.collection, "cases": len(eval_set.cases), "answerable": answerable},
         configs=tuple(configs), metrics=metrics, significance=significance, routing=routing, confusion=conf,
         latency=latency, cases=cases_out, warnings=warnings,
     )
+
+
+def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str, Any]]:
+    """Per case of one configuration: its top result's support score (similarity), whether it claimed
+    support, and the outcome: right (top result expected), wrong, or unanswerable (nothing expected)."""
+    out = []
+    for case in report.cases:
+        run = case["configs"].get(config)
+        if run is None:
+            continue
+        if not case["expected"]:
+            outcome = "unanswerable"
+        else:
+            outcome = "right" if run["rank"] == 1 else "wrong"
+        out.append({"case": case["id"], "outcome": outcome, "support_score": run.get("support_score"),
+                    "semantic_support": run.get("semantic_support")})
+    return out
 
 
 def parse_threshold(text: str) -> tuple[str, str, float]:

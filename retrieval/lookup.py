@@ -11,7 +11,7 @@ from .embedding import Embedder
 from .errors import L1Error, QueryError
 from .hints import L0Hints, L0Index
 from .invocations import TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
-from .ranking import Relevance, ResultItem, assess, fuse
+from .ranking import FusionWeights, Relevance, ResultItem, assess, fuse
 from .routing import category_filter, describe_routing
 from .weaviate_store import Candidate, KnowledgeStore
 
@@ -21,17 +21,26 @@ L1_STATUSES = ("ok", "empty", "failed", "disabled", "unavailable")
 
 @dataclass(frozen=True)
 class L1Outcome:
+    """What L1 did: `candidates` from the vector (or hybrid) query, `lexical` from the BM25F query."""
+
     status: str
     category: str | None
     candidates: tuple[Candidate, ...] = ()
     error: str | None = None
     mode: str = "near_vector"
+    lexical: tuple[Candidate, ...] = ()
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        """The L1 signals that returned something: vector (or hybrid), bm25."""
+        return tuple(name for name, found in (("vector", self.candidates), ("bm25", self.lexical)) if found)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "filter": None if self.category is None else {"category": self.category},
             "candidates": [c.to_dict() for c in self.candidates],
+            "lexical": [c.to_dict() for c in self.lexical],
             "error": self.error,
             "mode": self.mode,
         }
@@ -118,14 +127,30 @@ def _run_l1(query: str, category: str | None, services: LookupServices, settings
     vector = services.embedder.embed_query(query)
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
+    depth = candidate_depth(settings.top_k)
     try:
-        found = services.store.search(vector, k=settings.top_k, category=category, mode=mode,
+        found = services.store.search(vector, k=depth, category=category, mode="hybrid" if mode == "hybrid" else "near_vector",
                                       query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s)
+        lexical = services.store.search(vector, k=depth, category=category, mode="bm25", query_text=query,
+                                        timeout_s=settings.l1_timeout_s) if mode == "fusion" else []
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
         return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)
     timings["l1"] = (time.perf_counter() - t0) * 1000
-    return L1Outcome("ok" if found else "empty", category, tuple(found), mode=mode)
+    return L1Outcome("ok" if found or lexical else "empty", category, tuple(found), mode=mode, lexical=tuple(lexical))
+
+
+CANDIDATE_DEPTH = 20
+
+
+def candidate_depth(top_k: int) -> int:
+    """Candidates each L1 query returns for the fusion: more than are shown, so that an entry second in
+    both lists can win over one first in a single list; the same for a lookup and an eval run (top 10)."""
+    return max(top_k, CANDIDATE_DEPTH)
+
+
+def weights_of(settings: Settings) -> FusionWeights:
+    return FusionWeights(vector=settings.vector_weight, lexical=settings.lexical_weight, l0=settings.l0_weight)
 
 
 def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *, session_tag: str | None = None) -> LookupResult:
@@ -139,8 +164,9 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     category = category_filter(hints.domains)
     l1 = _run_l1(text, category, services, settings, timings)
     t0 = time.perf_counter()
-    results = tuple(fuse(hints.matches, l1.candidates, k=settings.top_k, l0_weight=settings.l0_weight))
-    relevance = assess(results, l1.status, min_support=settings.min_support_similarity)
+    results = tuple(fuse(hints.matches, l1.candidates, l1.lexical, k=settings.top_k, weights=weights_of(settings)))
+    relevance = assess(results, l1.status, min_support=settings.min_support_similarity,
+                       strong_support=settings.strong_support_similarity, l1_signals=l1.signals)
     timings["fuse"] = (time.perf_counter() - t0) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     result = LookupResult(

@@ -16,6 +16,7 @@ class RoutingObservation:
     applied_category: str | None
     fallback: bool = False
     semantic_support: bool = True
+    top_entry: str | None = None  # the first result, when known
 
 
 def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: Mapping[str, str]) -> dict[str, Any]:
@@ -24,6 +25,7 @@ def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: M
     - routing_accuracy: of the filtered cases that name an expected domain, share filtered on that domain
     - filter_hurt_rate: of the filtered answerable cases, share whose filter excluded every expected entry
     - fallback_rate: cases answered from L0 because L1 gave nothing usable / all cases
+    - correct_supported_rate: of the answerable cases, share whose top result is right and claims support
     - unanswerable_unsupported_rate: of the unanswerable cases, share returned without semantic support
     Rates with an empty denominator are None.
     """
@@ -33,12 +35,15 @@ def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: M
     answerable_applied = [o for o in applied if o.expected_ids]
     hurt = [o for o in answerable_applied if all(entry_domains.get(e) != o.applied_category for e in o.expected_ids)]
     unanswerable = [o for o in observations if not o.expected_ids]
+    answerable = [o for o in observations if o.expected_ids]
     return {
         "cases": n,
         "filter_applied_rate": _rate(len(applied), n),
         "routing_accuracy": _rate(sum(o.applied_category == o.expected_domain for o in with_domain), len(with_domain)),
         "filter_hurt_rate": _rate(len(hurt), len(answerable_applied)),
         "fallback_rate": _rate(sum(o.fallback for o in observations), n),
+        "correct_supported_rate": _rate(sum(o.semantic_support and o.top_entry in o.expected_ids for o in answerable),
+                                        len(answerable)),
         "unanswerable_unsupported_rate": _rate(sum(not o.semantic_support for o in unanswerable), len(unanswerable)),
         "filter_hurt_cases": [o.case_id for o in hurt],
     }

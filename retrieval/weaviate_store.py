@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -14,13 +14,18 @@ from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.util import generate_uuid5
 
-from .chunking import Chunk, chunk_entry
+from .chunking import Chunk, chunk_entry, heading_words, stored_hash
 from .corpus import Corpus, Entry
 from .deadline import TimedOut, call_within
 from .errors import L1Error
 from .weaviate_server import endpoint_of, port_open
 
-PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title", "category", "keywords", "entities", "text")
+PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title", "category", "heading", "keywords", "entities",
+              "body", "text")
+# BM25F fields. Only an entry's card (chunk 0) carries them, so lexical search scores whole entries: the
+# title and file name as words, the frontmatter keywords and entities, and the whole body.
+LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
+SEARCH_KINDS = ("near_vector", "hybrid", "bm25")
 OVERSAMPLE = 4  # at most this many chunk hits fetched per wanted entry, so that folding still leaves k entries
 INSERT_SLICE = 500  # chunks per insert_many call
 GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
@@ -28,15 +33,17 @@ GRACE_S = 0.25  # past the time-out, so that the client's own deadline error nor
 
 @dataclass(frozen=True)
 class Candidate:
-    """One entry L1 found: its best chunk's distance (cosine; lower is closer) or hybrid score."""
+    """One entry L1 found, by its best chunk: the search's own score, and the cosine similarity of the
+    query vector to that chunk's vector whatever the search was (None when no vector was given)."""
 
     entry_id: str
     title: str
     domain: str
     distance: float | None
-    score: float  # similarity in [0, 1]: 1 - distance for near_vector, the fused score for hybrid
+    score: float  # 1 - distance for near_vector, the fused score for hybrid, the BM25F score for bm25
     chunk_index: int
     snippet: str
+    similarity: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +52,7 @@ class Candidate:
             "domain": self.domain,
             "distance": None if self.distance is None else round(self.distance, 5),
             "score": round(self.score, 5),
+            "similarity": None if self.similarity is None else round(self.similarity, 5),
             "chunk_index": self.chunk_index,
             "snippet": self.snippet[:240],
         }
@@ -61,6 +69,7 @@ class IngestReport:
     seconds: float
     embed_seconds: float
     repaired_index: bool = False  # the vector index had lost chunks: the collection was rebuilt
+    schema_rebuilt: bool = False  # the collection was made by an older version (other fields): rebuilt
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -98,11 +107,20 @@ class KnowledgeStore:
                 text("content_hash", tokenization=Tokenization.FIELD),
                 text("title"),
                 text("category", tokenization=Tokenization.FIELD),
+                text("heading"),
                 Property(name="keywords", data_type=DataType.TEXT_ARRAY),
                 Property(name="entities", data_type=DataType.TEXT_ARRAY),
+                text("body"),
                 text("text"),
             ],
         )
+
+    def schema_current(self) -> bool:
+        """False when the collection exists with another version's fields (no lexical fields)."""
+        if not self.client.collections.exists(self.name):
+            return True
+        have = {p.name for p in self.collection.config.get().properties}
+        return set(PROPERTIES) <= have
 
     def drop(self) -> None:
         if self.client.collections.exists(self.name):
@@ -145,6 +163,9 @@ class KnowledgeStore:
         A vector index that lost chunks (see `missing_vectors`) is rebuilt: drop, then embed everything.
         """
         start = time.perf_counter()
+        rebuilt = not self.schema_current()
+        if rebuilt:
+            self.drop()
         self.ensure_collection()
         state = self.indexed_state()
         repaired = bool(state) and self.missing_vectors() > 0
@@ -157,7 +178,7 @@ class KnowledgeStore:
         added = updated = unchanged = 0
         for entry in corpus.entries:
             have = state.get(entry.entry_id)
-            if have and have[0] == entry.content_hash and have[1] == have[2]:
+            if have and have[0] == stored_hash(entry) and have[1] == have[2]:
                 unchanged += 1
                 continue
             todo.append(entry)
@@ -186,7 +207,7 @@ class KnowledgeStore:
             if progress:
                 progress("embedding", min(i + batch_entries, total), total)
         return IngestReport(len(corpus.entries), added, updated, unchanged, removed, chunks_done,
-                            time.perf_counter() - start, embed_seconds, repaired)
+                            time.perf_counter() - start, embed_seconds, repaired, rebuilt)
 
     def missing_vectors(self, sample: int = 32) -> int:
         """How many of up to `sample` stored chunks the vector index cannot find by their own vector.
@@ -214,11 +235,13 @@ class KnowledgeStore:
         objects = []
         for chunk, vec in zip(chunks, vectors):
             e = by_id[chunk.entry_id]
+            card = chunk.card
             objects.append(DataObject(
                 properties={
                     "entry_id": e.entry_id, "chunk_index": chunk.index, "chunk_count": chunk.count,
-                    "content_hash": e.content_hash, "title": e.title, "category": e.domain,
-                    "keywords": list(e.keywords), "entities": list(e.entities), "text": chunk.text,
+                    "content_hash": stored_hash(e), "title": e.title, "category": e.domain,
+                    "heading": heading_words(e) if card else "", "keywords": list(e.keywords) if card else [],
+                    "entities": list(e.entities) if card else [], "body": e.text if card else "", "text": chunk.text,
                 },
                 uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
                 vector=vec.tolist(),
@@ -235,7 +258,7 @@ class KnowledgeStore:
     # --- search -------------------------------------------------------------------------------------
     def search(
         self,
-        vector: Sequence[float],
+        vector: Sequence[float] | None,
         *,
         k: int,
         category: str | None = None,
@@ -244,12 +267,17 @@ class KnowledgeStore:
         alpha: float = 0.5,
         timeout_s: float | None = None,
     ) -> list[Candidate]:
-        """Top-k entries for a query vector, optionally filtered on one category.
+        """Top-k entries, optionally filtered on one category. `mode` is the kind of Weaviate query:
+        near_vector (the query vector), hybrid (Weaviate's fusion of BM25F and the vector), or bm25
+        (BM25F over the lexical fields of each entry's card). Every candidate carries the cosine similarity
+        of `vector` to its best chunk, when a vector is given.
 
         Returns within `timeout_s` (default: the query time-out `connect` gave the client) or raises
         L1Error: weaviate-client retries a refused gRPC search with back-off for about 63 s, whatever
         its time-out, so the call runs on a helper thread that is abandoned when time is up. After a
         failure, the next search first checks that the port answers at all, and fails at once if not."""
+        if mode not in SEARCH_KINDS:
+            raise ValueError(f"search mode '{mode}' is not one of {', '.join(SEARCH_KINDS)}")
         where = category_where(category)
         meta = MetadataQuery(distance=True, score=True)
         props = ["entry_id", "title", "category", "chunk_index", "text"]
@@ -260,23 +288,27 @@ class KnowledgeStore:
         if endpoint is not None and endpoint.suspect and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0)):
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
 
-        floats = list(map(float, vector))  # once, even when the search asks again
+        floats = None if vector is None else list(map(float, vector))  # once, even when the search asks again
+        if floats is None and mode != "bm25":
+            raise ValueError(f"a {mode} search needs a query vector")
 
         def query(limit: int):
+            q = self.collection.query
             if mode == "hybrid":
-                return self.collection.query.hybrid(
-                    query=query_text, vector=floats, alpha=alpha, limit=limit, filters=where,
-                    fusion_type=HybridFusion.RELATIVE_SCORE, return_metadata=meta, return_properties=props,
-                )
-            return self.collection.query.near_vector(
-                near_vector=floats, limit=limit, filters=where,
-                return_metadata=meta, return_properties=props,
-            )
+                return q.hybrid(query=query_text, vector=floats, alpha=alpha, limit=limit, filters=where,
+                                query_properties=list(LEXICAL_FIELDS), fusion_type=HybridFusion.RELATIVE_SCORE,
+                                return_metadata=meta, return_properties=props, include_vector=True)
+            if mode == "bm25":
+                return q.bm25(query=query_text, query_properties=list(LEXICAL_FIELDS), limit=limit, filters=where,
+                              return_metadata=meta, return_properties=props, include_vector=floats is not None)
+            return q.near_vector(near_vector=floats, limit=limit, filters=where,
+                                 return_metadata=meta, return_properties=props)
 
-        # Hybrid scores are normalised over what the search returns, so its limit stays fixed. For
-        # near_vector, the top k entries among the top k*f chunk hits are the true top k once they are k
-        # distinct entries; when they are fewer while the hits filled the limit, ask again with more.
-        factor = OVERSAMPLE if mode == "hybrid" else self.fold_factor
+        # Hybrid scores are normalised over what the search returns, so its limit stays fixed; bm25 hits
+        # only cards, one per entry. For near_vector, the top k entries among the top k*f chunk hits are the
+        # true top k once they are k distinct entries; when they are fewer while the hits filled the limit,
+        # ask again with more.
+        factor = {"hybrid": OVERSAMPLE, "bm25": 1}.get(mode, self.fold_factor)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             limit = k * factor
@@ -291,8 +323,8 @@ class KnowledgeStore:
                 raise L1Error(f"{failed}: {_why(exc, timeout_s)}") from exc
             if endpoint is not None:
                 endpoint.suspect = False
-            found = fold_chunks(res.objects, k=k, hybrid=mode == "hybrid")
-            if len(found) >= k or len(res.objects) < limit or factor >= OVERSAMPLE:
+            found = fold_chunks(res.objects, k=k, mode=mode, vector=floats)
+            if mode != "near_vector" or len(found) >= k or len(res.objects) < limit or factor >= OVERSAMPLE:
                 return found
             factor = self.fold_factor = OVERSAMPLE
 
@@ -311,16 +343,30 @@ def _why(exc: BaseException, timeout_s: float | None) -> str:
     return text
 
 
-def fold_chunks(objects: Iterable[Any], *, k: int, hybrid: bool) -> list[Candidate]:
-    """Keep each entry's best chunk, in rank order; ties broken by entry id."""
+def fold_chunks(objects: Iterable[Any], *, k: int, mode: str = "near_vector",
+                vector: Sequence[float] | None = None) -> list[Candidate]:
+    """Keep each entry's best chunk, in rank order (by the search's score); ties broken by entry id.
+    The similarity is 1 - distance for near_vector, else the cosine of `vector` to the returned chunk
+    vectors (stored vectors are normalised), the best of the entry's chunks."""
     best: dict[str, Candidate] = {}
+    sims: dict[str, float] = {}
+    q = None if vector is None else np.asarray(vector, dtype=np.float32)
     for obj in objects:
         p = obj.properties
         distance = obj.metadata.distance
-        score = float(obj.metadata.score or 0.0) if hybrid else 1.0 - float(distance)
-        cand = Candidate(p["entry_id"], p["title"], p["category"], None if distance is None else float(distance),
-                         score, int(p["chunk_index"]), p["text"])
-        if cand.entry_id not in best or cand.score > best[cand.entry_id].score:
-            best[cand.entry_id] = cand
+        if mode == "near_vector":
+            score = 1.0 - float(distance)
+            sim: float | None = score
+        else:
+            score = float(obj.metadata.score or 0.0)
+            stored = obj.vector.get("default") if isinstance(obj.vector, dict) else None
+            sim = None if q is None or stored is None else float(np.dot(q, np.asarray(stored, dtype=np.float32)))
+        entry_id = p["entry_id"]
+        if sim is not None:
+            sims[entry_id] = max(sims.get(entry_id, -1.0), sim)
+        cand = Candidate(entry_id, p["title"], p["category"], None if distance is None else float(distance),
+                         score, int(p["chunk_index"]), p["text"], sim)
+        if entry_id not in best or cand.score > best[entry_id].score:
+            best[entry_id] = cand
     ranked = sorted(best.values(), key=lambda c: (-c.score, c.entry_id))
-    return ranked[:k]
+    return [replace(c, similarity=sims.get(c.entry_id)) for c in ranked[:k]]

@@ -1,6 +1,10 @@
+import pytest
+
 from retrieval.hints import EntryMatch
-from retrieval.ranking import assess, fuse
+from retrieval.ranking import FusionWeights, assess, fuse
 from retrieval.weaviate_store import Candidate
+
+L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)
 
 
 def m(entry_id, score):
@@ -8,38 +12,76 @@ def m(entry_id, score):
 
 
 def c(entry_id, sim):
-    return Candidate(entry_id, entry_id, entry_id.split("/")[0], 1 - sim, sim, 0, "")
+    return Candidate(entry_id, entry_id, entry_id.split("/")[0], 1 - sim, sim, 0, "", sim)
+
+
+def bm(entry_id, score, sim=None):
+    return Candidate(entry_id, entry_id, entry_id.split("/")[0], None, score, 0, "", sim)
 
 
 def test_without_l1_the_ranking_is_l0s_own():
-    out = fuse([m("a/X", 4.0), m("a/Y", 2.0)], [], k=5, l0_weight=0.1)
+    out = fuse([m("a/X", 4.0), m("a/Y", 2.0)], [], k=5)
     assert [(r.entry_id, r.source, r.score) for r in out] == [("a/X", "L0", 1.0), ("a/Y", "L0", 0.5)]
+    assert out[0].ranks == (("l0", 1),) and out[0].l1_score is None
 
 
-def test_l0_evidence_is_a_bounded_bonus_on_l1_similarity():
-    out = fuse([m("a/Y", 3.0)], [c("a/X", 0.70), c("a/Y", 0.65), c("a/Z", 0.50)], k=5, l0_weight=0.1)
-    assert [r.entry_id for r in out] == ["a/Y", "a/X", "a/Z"]  # 0.65 + 0.1 beats 0.70
+def test_each_signal_is_scaled_to_its_best_candidate_before_the_weighted_sum():
+    # vector: X 0.80 (1.0), Y 0.60 (0.75); bm25: Y 12 (1.0), X 3 (0.25) -> X 1.25, Y 1.75
+    out = fuse([], [c("a/X", 0.80), c("a/Y", 0.60)], [bm("a/Y", 12.0, 0.6), bm("a/X", 3.0, 0.8)], k=5)
+    assert [r.entry_id for r in out] == ["a/Y", "a/X"]
+    assert [r.score for r in out] == pytest.approx([1.75, 1.25])
+    assert dict(out[0].ranks) == {"vector": 2, "bm25": 1} and out[0].lexical_score == 12.0
+    assert out[0].l1_score == pytest.approx(0.6)  # the similarity, not the fused score
+
+
+def test_a_larger_raw_scale_does_not_count_for_more():
+    small = fuse([], [c("a/X", 0.9), c("a/Y", 0.3)], [bm("a/Y", 2.0), bm("a/X", 1.0)], k=2)
+    large = fuse([], [c("a/X", 0.9), c("a/Y", 0.3)], [bm("a/Y", 2000.0), bm("a/X", 1000.0)], k=2)
+    assert [r.entry_id for r in small] == [r.entry_id for r in large]
+    assert [r.score for r in small] == pytest.approx([r.score for r in large])
+
+
+def test_weights_decide_between_signals():
+    vec, lex = [c("a/X", 0.9), c("a/Y", 0.45)], [bm("a/Y", 10.0), bm("a/X", 4.0)]
+    assert fuse([], vec, lex, k=2, weights=FusionWeights(vector=2.0, lexical=1.0))[0].entry_id == "a/X"
+    assert fuse([], vec, lex, k=2, weights=FusionWeights(vector=0.5, lexical=1.0))[0].entry_id == "a/Y"
+
+
+def test_l0_weight_adds_scaled_l0_evidence():
+    out = fuse([m("a/Y", 3.0)], [c("a/X", 0.70), c("a/Y", 0.65)], k=5, weights=L0_BONUS)
+    assert [r.entry_id for r in out] == ["a/Y", "a/X"]  # 0.65/0.70 + 0.2 beats 1.0
     assert out[0].source == "both" and out[1].source == "L1"
-    far = fuse([m("a/Y", 3.0)], [c("a/X", 0.90), c("a/Y", 0.65)], k=5, l0_weight=0.1)
-    assert far[0].entry_id == "a/X"  # but cannot overturn a clear semantic winner
+    assert fuse([m("a/Y", 3.0)], [c("a/X", 0.70), c("a/Y", 0.65)], k=5)[0].entry_id == "a/X"  # l0 weight 0
 
 
 def test_l0_only_entries_rank_below_every_l1_result():
-    out = fuse([m("a/Q", 9.0)], [c("a/X", 0.30), c("a/Y", 0.20)], k=5, l0_weight=0.1)
+    out = fuse([m("a/Q", 9.0)], [c("a/X", 0.30), c("a/Y", 0.20)], k=5, weights=L0_BONUS)
     assert [r.entry_id for r in out] == ["a/X", "a/Y", "a/Q"] and out[-1].source == "L0"
 
 
 def test_ties_break_by_entry_id():
-    out = fuse([], [c("a/B", 0.5), c("a/A", 0.5)], k=5, l0_weight=0.1)
+    out = fuse([], [c("a/B", 0.5), c("a/A", 0.5)], k=5)
     assert [r.entry_id for r in out] == ["a/A", "a/B"]
 
 
-def test_relevance_claims_support_only_from_l1_and_above_the_floor():
-    l0_only = fuse([m("a/X", 1.0)], [], k=5, l0_weight=0.1)
+def test_relevance_claims_support_only_from_l1_similarity():
+    l0_only = fuse([m("a/X", 1.0)], [], k=5)
     rel = assess(l0_only, "empty")
     assert (rel.semantic_support, rel.level) == (False, "low") and "no semantic support" in rel.reason
-    assert assess(fuse([], [c("a/X", 0.72)], k=5, l0_weight=0.1), "ok").level == "high"
-    assert assess(fuse([], [c("a/X", 0.45)], k=5, l0_weight=0.1), "ok").semantic_support is True
-    weak = assess(fuse([], [c("a/X", 0.30)], k=5, l0_weight=0.1), "ok")
-    assert weak.semantic_support is False and "below" in weak.reason
     assert assess([], "failed").level == "none"
+
+
+@pytest.mark.parametrize("sim, lexical_first, supported", [
+    (0.80, False, True),   # strong similarity on its own
+    (0.60, True, True),    # vector and bm25 agree, above the floor
+    (0.60, False, False),  # they disagree, below the strong level
+    (0.25, True, False),   # below the floor even when they agree
+])
+def test_support_needs_strong_similarity_or_agreement(sim, lexical_first, supported):
+    vec = [c("a/X", sim), c("a/Y", sim - 0.05)]
+    lex = [bm("a/X", 9.0, sim), bm("a/Y", 8.0)] if lexical_first else [bm("a/Y", 9.0), bm("a/X", 8.5, sim)]
+    results = fuse([], vec, lex, k=5, weights=FusionWeights(vector=3.0, lexical=1.0))
+    assert results[0].entry_id == "a/X"
+    rel = assess(results, "ok", min_support=0.30, strong_support=0.725, l1_signals=("vector", "bm25"))
+    assert rel.semantic_support is supported, rel.reason
+    assert f"{sim:.2f}" in rel.reason

@@ -27,6 +27,16 @@ def test_hand_computed_rates():
     assert m["unanswerable_unsupported_rate"] == pytest.approx(1 / 2)
 
 
+def test_correct_supported_rate_counts_right_and_supported_top_results():
+    obs = [
+        O("1", "k8s", ("k/A",), None, semantic_support=True, top_entry="k/A"),    # right, supported
+        O("2", "k8s", ("k/A",), None, semantic_support=False, top_entry="k/A"),   # right, not supported
+        O("3", "db", ("d/C",), None, semantic_support=True, top_entry="k/B"),     # wrong, supported
+        O("4", None, (), None, semantic_support=True, top_entry="k/B"),           # unanswerable: not counted
+    ]
+    assert routing_metrics(obs, DOMAINS)["correct_supported_rate"] == pytest.approx(1 / 3)
+
+
 def test_empty_denominators_are_none():
     m = routing_metrics([O("1", "k8s", ("k/A",), None)], DOMAINS)
     assert m["filter_applied_rate"] == 0.0
