@@ -38,6 +38,7 @@ INV_SESSIONS = "inv_sessions"
 INV_FALLBACK = "inv_fallback"
 INV_TEXT = "inv_text"
 INV_TABLE = "inv_table"
+INV_LIVE = "inv_live"  # follow live traffic: the dashboard reloads itself
 SQL_EXAMPLE = "sql_example"
 SQL_TEXT = "sql_text"
 SQL_ROWS = "sql_rows"

@@ -16,6 +16,7 @@ from retrieval.sql_console import EXAMPLES, run_readonly
 RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
           "Last 7 days": timedelta(days=7), "Custom dates": "custom"}
 ROW_LIMIT = 500
+LIVE_REFRESH_S = 2  # what "follow live traffic" waits between reloads (the store flushes every second)
 
 ctx = resources.page_context()
 store = ctx.recorder
@@ -154,6 +155,8 @@ def sql_console() -> None:
     st.dataframe(out.frame, hide_index=True)
 
 
-dashboard_section()
+live = st.toggle("Follow live traffic", key=keys.INV_LIVE,
+                 help=f"Reload the calls every {LIVE_REFRESH_S} s, e.g. while agents call `python -m retrieval serve`.")
+st.fragment(run_every=LIVE_REFRESH_S if live else None)(dashboard_section)()
 st.divider()
 sql_console()
