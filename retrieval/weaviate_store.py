@@ -26,7 +26,8 @@ PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title",
 # title and file name as words, the frontmatter keywords and entities, and the whole body.
 LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
 SEARCH_KINDS = ("near_vector", "hybrid", "bm25")
-OVERSAMPLE = 4  # at most this many chunk hits fetched per wanted entry, so that folding still leaves k entries
+OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
+MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
 INSERT_SLICE = 500  # chunks per insert_many call
 GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
 
@@ -87,7 +88,7 @@ class KnowledgeStore:
         self.client = client
         self.name = collection
         # Chunk hits fetched per wanted entry by near_vector: 1 until a search folds into fewer than k
-        # entries while more hits were there (entries with several chunks), then OVERSAMPLE for good.
+        # entries while more hits were there (entries with several chunks), then more, kept for the next search.
         self.fold_factor = 1
 
     # --- schema -------------------------------------------------------------------------------------
@@ -304,11 +305,10 @@ class KnowledgeStore:
             return q.near_vector(near_vector=floats, limit=limit, filters=where,
                                  return_metadata=meta, return_properties=props)
 
-        # Hybrid scores are normalised over what the search returns, so its limit stays fixed; bm25 hits
-        # only cards, one per entry. For near_vector, the top k entries among the top k*f chunk hits are the
-        # true top k once they are k distinct entries; when they are fewer while the hits filled the limit,
-        # ask again with more.
-        factor = {"hybrid": OVERSAMPLE, "bm25": 1}.get(mode, self.fold_factor)
+        # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
+        # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
+        # while the hits filled the limit, ask again with twice as many (near_vector keeps the factor).
+        factor = 1 if mode == "bm25" else OVERSAMPLE if mode == "hybrid" else self.fold_factor
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             limit = k * factor
@@ -324,9 +324,11 @@ class KnowledgeStore:
             if endpoint is not None:
                 endpoint.suspect = False
             found = fold_chunks(res.objects, k=k, mode=mode, vector=floats)
-            if mode != "near_vector" or len(found) >= k or len(res.objects) < limit or factor >= OVERSAMPLE:
+            if len(found) >= k or len(res.objects) < limit or factor >= MAX_OVERSAMPLE:
                 return found
-            factor = self.fold_factor = OVERSAMPLE
+            factor *= 2
+            if mode == "near_vector":
+                self.fold_factor = factor
 
     def count_chunks(self) -> int:
         if not self.client.collections.exists(self.name):

@@ -45,7 +45,8 @@ def test_single_domain_query_is_filtered(services, settings, sample_store, embed
     vector = embedder.embed_query("Pod keeps restarting")
     assert ids(cmp.unfiltered) == ids(sample_store.search(vector, k=10))
     assert ids(cmp.filtered) == ids(sample_store.search(vector, k=10, category="kubernetes"))
-    assert ids(cmp.filtered) == ids(lookup_knowledge("Pod keeps restarting", services, settings).l1.candidates)
+    # the lookup's own vector query fetches deeper for its fusion; its head is the same list
+    assert ids(cmp.filtered) == ids(lookup_knowledge("Pod keeps restarting", services, settings).l1.candidates)[:10]
     # overlap / removed / let_in partition the two lists
     f, u = ids(cmp.filtered), ids(cmp.unfiltered)
     assert cmp.overlap == [i for i in u if i in f] and cmp.removed == [i for i in u if i not in f]

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 from weaviate.classes.query import Filter
 
-from retrieval.chunking import chunk_entry
+from retrieval.chunking import chunk_entry, stored_hash
 from retrieval.corpus import Corpus, Entry, load_corpus
 from retrieval.corpus_status import INDEX_STATES, entry_statuses, index_state, orphans, statuses_frame
 from retrieval.hints import L0Index
@@ -19,7 +19,7 @@ from retrieval.weaviate_store import KnowledgeStore
 from .conftest import SAMPLE_CORPUS
 
 ENTRY = Entry("db/Lag", "Replica lag", "databases", "The standby falls behind.", ("lag",), ("PostgreSQL",))
-HASH = ENTRY.content_hash
+HASH = stored_hash(ENTRY)
 
 
 @pytest.mark.parametrize("state, expected", [

@@ -43,15 +43,15 @@ def test_filter_is_built_in_one_place():
 def test_ingest_is_incremental_and_removes_stale_entries(store, embedder):
     a, b = make_entry("x/A", "x", "alpha text"), make_entry("x/B", "x", "beta text")
     first = store.ingest(Corpus("mem", (a, b)), embedder)
-    assert (first.added, first.unchanged, first.chunks_embedded) == (2, 0, 2)
+    assert (first.added, first.unchanged, first.chunks_embedded) == (2, 0, 4)  # a card and one section each
     again = store.ingest(Corpus("mem", (a, b)), embedder)
     assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 2, 0)
     b2 = make_entry("x/B", "x", "beta text, now changed")
     c = make_entry("y/C", "y", "gamma")
     changed = store.ingest(Corpus("mem", (b2, c)), embedder)
-    assert (changed.added, changed.updated, changed.unchanged, changed.removed, changed.chunks_embedded) == (1, 1, 0, 1, 2)
+    assert (changed.added, changed.updated, changed.unchanged, changed.removed, changed.chunks_embedded) == (1, 1, 0, 1, 4)
     assert store.indexed_entry_ids() == {"x/B", "y/C"}
-    assert store.count_chunks() == 2
+    assert store.count_chunks() == 4
     hit = store.search(embedder.embed_query("beta text, now changed"), k=1)[0]
     assert hit.entry_id == "x/B" and "now changed" in hit.snippet
 
@@ -93,7 +93,7 @@ def test_hybrid_search_obeys_the_filter(sample_store, embedder):
 
 
 def test_near_vector_ranks_by_distance(sample_store, embedder):
-    hits = sample_store.search(embedder.embed_query("Standby database is falling behind the primary"), k=5)
+    hits = sample_store.search(embedder.embed_query("Postgres standby replica is falling behind the primary"), k=5)
     assert hits[0].entry_id == "databases/PostgresReplicationLag"
     assert [h.distance for h in hits] == sorted(h.distance for h in hits)
     assert all(abs(h.score - (1 - h.distance)) < 1e-6 for h in hits)
@@ -109,11 +109,12 @@ def _exhaustive_top(store, vec, k, category=None):
         near_vector=list(map(float, vec)), limit=10_000, filters=category_where(category),
         return_metadata=MetadataQuery(distance=True, score=True),
         return_properties=["entry_id", "title", "category", "chunk_index", "text"])
-    return [c.entry_id for c in fold_chunks(res.objects, k=k, hybrid=False)]
+    return [c.entry_id for c in fold_chunks(res.objects, k=k)]
 
 
 def test_entries_of_one_chunk_are_fetched_k_hits_at_a_time(store, embedder):
-    store.ingest(Corpus("mem", tuple(make_entry(f"d/E{i}", "d", f"Note {i} on service {i} latency and errors.")
+    # a title and no body: the card is the entry's only chunk
+    store.ingest(Corpus("mem", tuple(make_entry(f"d/E{i}", "d", "", title=f"Note {i} on service {i} latency and errors.")
                                      for i in range(30))), embedder)
     for q in ("latency of service 3", "errors everywhere", "note twelve"):
         vec = embedder.embed_query(q)
@@ -134,3 +135,44 @@ def test_entries_of_many_chunks_still_give_k_entries(store, embedder):
     assert [h.entry_id for h in hits] == _exhaustive_top(store, vec, 5) and len(hits) == 5
     assert fresh.fold_factor > 1
     assert [h.entry_id for h in fresh.search(vec, k=5, category="mq")] == _exhaustive_top(store, vec, 5, "mq")
+
+
+def test_bm25_scores_whole_entries_by_their_fields_and_obeys_the_filter(store, embedder):
+    corpus = Corpus("mem", (
+        make_entry("cdi/CDINotReady", "cdi", "## Meaning\nThe importer is degraded.", title="CDINotReady"),
+        make_entry("net/KubemacpoolDown", "net", "## Meaning\nThe MAC pool is down.", keywords=("mac address",)),
+        make_entry("vm/VMStuck", "vm", "## Meaning\nA virtual machine is stuck while starting."),
+    ))
+    store.ingest(corpus, embedder)
+    query = "CDI is not ready"
+    vec = embedder.embed_query(query)
+    hits = store.search(vec, k=5, mode="bm25", query_text=query)
+    assert hits[0].entry_id == "cdi/CDINotReady"  # by the split file name ("CDI Not Ready")
+    assert len({h.entry_id for h in hits}) == len(hits)  # one hit per entry: only cards carry the fields
+    assert hits[0].chunk_index == 0 and hits[0].distance is None
+    assert store.search(vec, k=5, mode="bm25", query_text="mac address")[0].entry_id == "net/KubemacpoolDown"
+    assert store.search(vec, k=5, mode="bm25", query_text="stuck virtual machine")[0].entry_id == "vm/VMStuck"
+    assert store.search(vec, k=5, mode="bm25", query_text=query, category="vm") == []
+    assert store.search(None, k=5, mode="bm25", query_text=query)[0].similarity is None  # no vector, no similarity
+
+
+def test_every_mode_reports_the_real_similarity_of_the_best_chunk(sample_store, embedder):
+    query = "disk full no space left on device"
+    vec = embedder.embed_query(query)
+    near = {h.entry_id: h.similarity for h in sample_store.search(vec, k=50)}
+    for mode in ("hybrid", "bm25"):
+        for h in sample_store.search(vec, k=5, mode=mode, query_text=query):
+            assert h.similarity is not None and -1.0 <= h.similarity <= 1.0
+            if mode == "hybrid" and h.entry_id in near:  # hybrid returns the chunks near_vector ranks best
+                assert h.similarity == pytest.approx(near[h.entry_id], abs=1e-4)
+
+
+def test_a_collection_of_an_older_version_is_rebuilt(store, embedder):
+    from weaviate.classes.config import Configure, DataType, Property
+
+    store.client.collections.create(store.name, vector_config=Configure.Vectors.self_provided(),
+                                    properties=[Property(name="entry_id", data_type=DataType.TEXT)])
+    assert not store.schema_current()
+    report = store.ingest(Corpus("mem", (make_entry("x/A", "x", "alpha"),)), embedder)
+    assert report.schema_rebuilt and report.added == 1 and store.schema_current()
+    assert store.search(embedder.embed_query("alpha"), k=1, mode="bm25", query_text="alpha")[0].entry_id == "x/A"

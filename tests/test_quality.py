@@ -1,0 +1,76 @@
+"""Quality floors of the default settings on the shared sets (the figures reached, less a small margin).
+
+One setting serves both corpora: the runbooks summaries and the kubevirt summaries run with the same
+defaults. `lookup` must also stay at or above every other configuration on each set."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.corpus import load_corpus
+from retrieval.eval_sets import load_eval_set
+from retrieval.evaluation import CONFIGS, run_eval
+from retrieval.hints import L0Index
+from retrieval.lookup import LookupServices
+
+from .conftest import KUBEVIRT, KUBEVIRT_EVAL, RUNBOOKS_EVAL, SHARED, needs_shared
+
+RUNBOOKS_UNANSWERABLE = SHARED / "eval_sets" / "runbooks-alert-summaries-unanswerable.yaml"
+MARGIN = 0.02
+
+
+def _run(corpus, store, embedder, settings, path, collection):
+    eval_set = load_eval_set(path, known_ids=[e.entry_id for e in corpus.entries])
+    services = LookupServices(L0Index(corpus.entries), embedder, store)
+    return run_eval(eval_set, services, settings.with_(collection=collection))
+
+
+@pytest.fixture(scope="module")
+def runbooks_report(runbooks_corpus, runbooks_store, embedder, base_settings):
+    return _run(runbooks_corpus, runbooks_store, embedder, base_settings, RUNBOOKS_EVAL, "TestRunbooks")
+
+
+@pytest.fixture(scope="module")
+def kubevirt_report(weaviate_client, embedder, base_settings):
+    from retrieval.weaviate_store import KnowledgeStore
+
+    needs_shared(KUBEVIRT, KUBEVIRT_EVAL)
+    corpus = load_corpus(KUBEVIRT)
+    store = KnowledgeStore(weaviate_client, "TestKubevirt")
+    store.drop()
+    store.ingest(corpus, embedder)
+    return _run(corpus, store, embedder, base_settings, KUBEVIRT_EVAL, "TestKubevirt")
+
+
+def _no_configuration_above_lookup(report):
+    best = report.metrics["lookup"]["mrr@10"]
+    above = {c: m["mrr@10"] for c, m in report.metrics.items() if m["mrr@10"] > best + 1e-9}
+    assert not above, f"configurations above lookup's mrr@10 {best:.3f}: {above}"
+
+
+def test_runbooks_summaries_floors(runbooks_report):
+    m = runbooks_report.metrics["lookup"]
+    print("runbooks lookup", m)
+    assert set(runbooks_report.metrics) == set(CONFIGS)
+    assert m["mrr@10"] >= 0.929 - MARGIN and m["hit@1"] >= 0.894 - MARGIN and m["recall@5"] >= 0.981 - MARGIN
+    _no_configuration_above_lookup(runbooks_report)
+    routing = runbooks_report.routing["lookup"]
+    assert routing["routing_accuracy"] >= 0.94 and routing["filter_hurt_rate"] <= 0.06
+    assert routing["correct_supported_rate"] >= 0.80 - MARGIN
+
+
+def test_kubevirt_summaries_floors_with_the_same_settings(kubevirt_report):
+    m = kubevirt_report.metrics["lookup"]
+    print("kubevirt lookup", m)
+    assert m["mrr@10"] >= 0.886 - MARGIN and m["recall@5"] >= 0.986 - MARGIN
+    _no_configuration_above_lookup(kubevirt_report)
+    routing = kubevirt_report.routing["lookup"]
+    assert routing["routing_accuracy"] >= 0.94 and routing["filter_hurt_rate"] <= 0.06
+
+
+def test_unanswerable_queries_mostly_go_without_a_support_claim(runbooks_corpus, runbooks_store, embedder, base_settings):
+    needs_shared(RUNBOOKS_UNANSWERABLE)
+    report = _run(runbooks_corpus, runbooks_store, embedder, base_settings, RUNBOOKS_UNANSWERABLE, "TestRunbooks")
+    rate = report.routing["lookup"]["unanswerable_unsupported_rate"]
+    print("runbooks unanswerable, lookup unsupported", rate)
+    assert rate >= 0.52 - MARGIN * 2  # 25 cases: one case is 0.04
