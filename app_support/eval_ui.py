@@ -71,6 +71,9 @@ def offer_ingest(ctx: resources.AppContext, *, key: str) -> None:
         return
     st.warning(f"Collection **{md(ctx.settings.collection)}** holds {indexed} of {len(ctx.corpus.entries)} entries "
                "of this corpus: ingest it first, or the results measure a partial index.", icon=":material/upload:")
+    if ctx.read_only:
+        st.caption(f"Ingest is off: the app is read-only ({md(ctx.access.reason)}).")
+        return
     if st.button(f"Ingest {len(ctx.corpus.entries)} entries into {ctx.settings.collection}", key=key):
         if ingest.run_ingest(ctx):
             st.rerun()

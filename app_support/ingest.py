@@ -13,6 +13,9 @@ from .render import error, md
 def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
     """Bring the collection in line with the corpus (dropping it first when `rebuild`). True on success."""
     store = ctx.store
+    if ctx.read_only:  # the pages offer no button then; this holds should a click arrive anyway
+        error("Cannot ingest", f"the app is read-only ({ctx.access.reason})", "Ask whoever runs the app.")
+        return False
     if store is None:
         error("Cannot ingest", ctx.conn.error or "L1 is not connected", "Start Weaviate, then use Retry connection.")
         return False

@@ -31,6 +31,7 @@ from retrieval.weaviate_server import connect
 from retrieval.weaviate_store import KnowledgeStore
 
 from . import keys
+from .access import WriteAccess, server_address, write_access
 
 RETRY_AFTER_S = 30.0
 
@@ -195,6 +196,12 @@ class AppContext:
     conn: Connection
     recorder: InvocationStore | None
     recorder_error: str | None
+    access: WriteAccess = WriteAccess(False, "")
+
+    @property
+    def read_only(self) -> bool:
+        """No ingest, re-index or reload from this app (lookups are still recorded)."""
+        return self.access.read_only
 
     @property
     def store(self) -> KnowledgeStore | None:
@@ -225,7 +232,7 @@ def context(settings: Settings | None = None) -> AppContext:
         recorder = invocation_store(str(Path(settings.invocation_db).resolve()))
     except (StoreError, LookupLabError, OSError) as exc:
         why = str(exc)
-    return AppContext(settings, index.corpus, index.l0, conn, recorder, why)
+    return AppContext(settings, index.corpus, index.l0, conn, recorder, why, write_access(settings.read_only, server_address()))
 
 
 def page_context() -> AppContext:

@@ -35,6 +35,10 @@ def status(ctx: resources.AppContext) -> None:
     s = ctx.settings
     with st.sidebar:
         st.subheader("Status")
+        if ctx.read_only:
+            st.markdown(":orange-badge[Read-only]")
+            st.caption(f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. Lookups are still recorded; "
+                       "the SQL console is read-only either way.")
         if ctx.conn.ok:
             st.markdown(f":green-badge[L1 connected] {md(ctx.conn.target)}")
             indexed, chunks, why = resources.collection_summary(ctx)

@@ -48,15 +48,19 @@ with st.container(border=True):
     st.caption("*Ingest* embeds new and changed entries only and removes entries the corpus no longer has"
                + (f" ({len(gone)} now)" if gone else "") + ". *Re-index* drops the collection and embeds everything. "
                "*Reload* reads the markdown files again (after you edit them).")
-    if ctx.store is None:
-        st.caption("Ingest needs L1, which is unavailable (see the banner above).")
-    a, b, c, _ = st.columns([1, 1, 2, 2])
-    do_ingest = a.button("Ingest", type="primary", key="corpus_ingest", disabled=ctx.store is None)
-    do_rebuild = b.button("Re-index", key="corpus_reindex", disabled=ctx.store is None)
-    c.button("Reload corpus from disk", key="corpus_reload", on_click=resources.reload_corpus)
-    if do_ingest or do_rebuild:
-        if ingest.run_ingest(ctx, rebuild=do_rebuild):
-            st.rerun()
+    if ctx.read_only:
+        st.info(f"**Read-only**: Ingest, Re-index and Reload are off ({md(ctx.access.reason)}).",
+                icon=":material/lock:")
+    else:
+        if ctx.store is None:
+            st.caption("Ingest needs L1, which is unavailable (see the banner above).")
+        a, b, c, _ = st.columns([1, 1, 2, 2])
+        do_ingest = a.button("Ingest", type="primary", key="corpus_ingest", disabled=ctx.store is None)
+        do_rebuild = b.button("Re-index", key="corpus_reindex", disabled=ctx.store is None)
+        c.button("Reload corpus from disk", key="corpus_reload", on_click=resources.reload_corpus)
+        if do_ingest or do_rebuild:
+            if ingest.run_ingest(ctx, rebuild=do_rebuild):
+                st.rerun()
 
 # --- entries -----------------------------------------------------------------------------------------------
 st.subheader("Entries")

@@ -39,6 +39,7 @@ class Settings:
     l0_weight: float = 0.1
     min_support_similarity: float = 0.40
     session_tag: str = "default"
+    read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
 
     def __post_init__(self) -> None:
         if not self.collection:
@@ -94,6 +95,7 @@ ENV_NAMES = {
     "LOOKUP_SESSION_TAG": "session_tag",
     "LOOKUP_L0_WEIGHT": "l0_weight",
     "LOOKUP_MIN_SUPPORT": "min_support_similarity",
+    "LOOKUP_READ_ONLY": "read_only",
 }
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
@@ -106,7 +108,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
     try:
         if "Path" in str(kind):
             return Path(os.path.expanduser(str(value)))
-        if kind == "bool":
+        if kind in ("bool", "bool | None"):
             text = str(value).strip().lower()
             if text in _TRUE:
                 return True

@@ -62,6 +62,18 @@ def navigation_like_a_running_server(monkeypatch):
     monkeypatch.setattr(PagesManager, "__init__", init)
 
 
+@pytest.fixture(autouse=True)
+def served_on(request):
+    """Streamlit's server.address as a running app would have it: 127.0.0.1 (.streamlit/config.toml), so the
+    app may write; a test changes it with served_on(address). Restored afterwards."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "127.0.0.1")
+    yield lambda address: config.set_option("server.address", address)
+    config.set_option("server.address", before)
+
+
 def point_app_at(monkeypatch, tmp_path: Path, *, url: str, grpc_port: int | None, collection: str = "TestSample",
                  corpus: Path | None = None) -> None:
     for name in [n for n in os.environ if n.startswith("LOOKUP_")]:
@@ -86,7 +98,7 @@ def app_env(monkeypatch, tmp_path, base_settings, sample_store):
 
 
 def open_app(page: str = "Lookup", **query_params: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = AppTest.from_file(APP, default_timeout=300)  # a ceiling on waiting for the script run to end, for busy machines
     for name, value in query_params.items():
         at.query_params[name] = value
     at.run()
@@ -155,12 +167,17 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     for panel in ("Matched titles", "Keywords", "Domains", "Entities"):
         assert panel in md
     assert "PostgreSQL" in md  # an entity, listed
+    # matched keywords as the entries write them, the normalised match key beside each
+    keywords = at.dataframe[0].value
+    assert list(keywords.columns) == ["term", "field", "weight", "key"]
+    assert ("PostgreSQL replication", "title", "postgr sql replication") in set(zip(keywords["term"], keywords["field"], keywords["key"]))
+    assert "postgr sql replication" not in set(keywords["term"])
     # the matched words are highlighted, in the query and in the matched title, as escaped HTML
     bodies = html_bodies(at)
     assert any("<mark" in b and "replication" in b and "standby" in b for b in bodies)
     assert any("<mark" in b and "lag</mark>" in b for b in bodies[1:])
     assert any("one domain: databases → L1 filtered on category = databases" in t for t in texts(at.info))
-    candidates, results = at.table[0].value, at.table[1].value
+    candidates, results = at.table[0].value, at.table[-1].value  # L1 candidates first, the results last
     assert len(candidates) and set(candidates["domain"]) == {"databases"}
     assert candidates["distance"].astype(float).is_monotonic_increasing
     assert results.iloc[0]["entry_id"] == "databases/PostgresReplicationLag"
@@ -446,6 +463,9 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
     assert (m["Calls"], m["Fallbacks"], m["Fallback rate"]) == ("3", "1", "33%")
     titles = {spec["layout"]["title"]["text"] for spec in plotly_specs(at)}
     assert {"Latency per stage (ms)", "Top domains", "Top L0 keywords"} <= titles
+    top = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "Top L0 keywords")
+    shown = {v for trace in top["data"] for v in trace["y"]}
+    assert "PostgreSQL replication" in shown and "postgr sql replication" not in shown  # as written, not the key
     assert any(t.startswith("Calls per") for t in titles) and any(t.startswith("Fallback rate") for t in titles)
     assert len(at.dataframe[0].value) == 3
     assert {b.label for b in at.get("download_button")} == {"Download CSV", "Download Parquet"}
@@ -517,6 +537,9 @@ def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, b
     assert list(entries["entry_id"]) == ["net/DnsDown", "net/PacketLoss"]
     assert set(entries["indexed"]) == {"missing"} and list(entries["chunks"]) == [1, 1]
     assert "dns" in entries.iloc[0]["index_terms"]
+    terms = at.dataframe[1].value  # the chosen entry's index terms, as the file writes them, with the key
+    assert list(terms.columns) == ["term", "field", "weight", "key"]
+    assert ("DNS resolution fails", "dns resolution fail") in set(zip(terms["term"], terms["key"]))
     problems = at.dataframe[-1].value
     assert problems.iloc[0]["path"].endswith("Broken.md") and "frontmatter" in problems.iloc[0]["reason"]
     assert json.loads(at.json[0].proto.body)["entities"] == ["CoreDNS"]
@@ -527,3 +550,69 @@ def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, b
     assert metrics(at)["Indexed"] == "2"
     assert set(at.dataframe[0].value["indexed"]) == {"indexed"}
     assert any("2 of 2 entries indexed" in t for t in texts(at.sidebar.caption))
+
+
+# --- read-only -------------------------------------------------------------------------------------------------
+WRITE_BUTTONS = ("corpus_ingest", "corpus_reindex", "corpus_reload")
+
+
+def button_keys(at: AppTest) -> set[str]:
+    return {b.key for b in at.button}
+
+
+def read_only_badge(at: AppTest) -> bool:
+    return any("Read-only" in t for t in texts(at.sidebar.markdown))
+
+
+@pytest.mark.parametrize("setting, address, read_only", [
+    ("true", "127.0.0.1", True),  # LOOKUP_READ_ONLY=true
+    (None, "0.0.0.0", True),  # unset, and the app listens beyond this machine
+    (None, None, True),  # unset, and no address: Streamlit listens on every interface
+    ("false", "0.0.0.0", False),  # said explicitly
+    (None, "127.0.0.1", False),  # unset, on loopback: a developer's own app
+])
+def test_read_only_offers_no_write_and_says_so(app_env, monkeypatch, served_on, setting, address, read_only):
+    if setting is not None:
+        monkeypatch.setenv("LOOKUP_READ_ONLY", setting)
+    served_on(address)
+    at = open_app("Corpus")
+    assert read_only_badge(at) is read_only
+    if read_only:
+        assert not set(WRITE_BUTTONS) & button_keys(at)
+        assert any("Read-only" in t and "Ingest, Re-index and Reload are off" in t for t in texts(at.info))
+        assert any("Ingest, Re-index and Reload are off" in t for t in texts(at.sidebar.caption))
+    else:
+        assert set(WRITE_BUTTONS) <= button_keys(at)
+        assert at.button(key="corpus_ingest").disabled is False
+
+
+def test_read_only_still_records_lookups_and_refuses_sql_writes(app_env, monkeypatch):
+    monkeypatch.setenv("LOOKUP_READ_ONLY", "true")
+    at = open_app(q="Vault is sealed")
+    assert read_only_badge(at)
+    assert json.loads(at.json[0].proto.body)["input"] == "Vault is sealed"  # recorded, and read back
+    assert InvocationStore(app_env / "invocations.duckdb").count() == 1
+    at.switch_page(PAGES["Invocations"]).run()
+    at.text_area(key="sql_text").input("DELETE FROM tool_invocation").run()
+    at.button(key="sql_run").click().run()
+    assert any("Refused" in e for e in texts(at.error))
+    assert InvocationStore(app_env / "invocations.duckdb").count() == 1
+
+
+def test_read_only_offers_no_ingest_for_an_eval_set(monkeypatch, tmp_path, base_settings, weaviate_client):
+    """An empty collection for the sample corpus: Filter comparison and Evaluate offer to ingest it, unless read-only."""
+    from retrieval.weaviate_store import KnowledgeStore
+
+    KnowledgeStore(weaviate_client, "TestReadOnlyEmpty").drop()
+    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
+                 grpc_port=base_settings.embedded_grpc_port, collection="TestReadOnlyEmpty")
+    at = open_app("Filter comparison", eval=SAMPLE_EVAL)
+    assert any("holds 0 of 48" in w for w in texts(at.warning))
+    assert "ingest_for_eval" in button_keys(at)  # writable: offered
+    monkeypatch.setenv("LOOKUP_READ_ONLY", "true")
+    for page, key in (("Filter comparison", "ingest_for_eval"), ("Evaluate", "ingest_for_run")):
+        at = open_app(page, eval=SAMPLE_EVAL, es=SAMPLE_EVAL)
+        assert any("holds 0 of 48" in w for w in texts(at.warning)), page
+        assert key not in button_keys(at), page
+        assert any("the app is read-only" in c for c in texts(at.caption)), page
+    assert KnowledgeStore(weaviate_client, "TestReadOnlyEmpty").count_chunks() == 0

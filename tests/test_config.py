@@ -54,3 +54,20 @@ def test_bad_config_file_is_named(tmp_path):
 def test_api_key_is_not_in_repr():
     s = Settings(weaviate_api_key="sekret-123")
     assert "sekret-123" not in repr(s)
+
+
+@pytest.mark.parametrize("value, read_only", [("true", True), ("1", True), ("yes", True), ("false", False),
+                                              ("off", False), ("", None)])
+def test_read_only_setting(value, read_only, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_settings(env={"LOOKUP_READ_ONLY": value}).read_only is read_only
+    assert load_settings(env={}).read_only is None  # unset: the app decides from the address it binds
+
+
+def test_bad_read_only_value_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="LOOKUP_READ_ONLY.*'maybe'"):
+        load_settings(env={"LOOKUP_READ_ONLY": "maybe"})
+    (tmp_path / "lookup.yaml").write_text("read_only: sometimes\n")
+    with pytest.raises(ConfigError, match="read_only"):
+        load_settings(env={})
