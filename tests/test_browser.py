@@ -5,6 +5,7 @@ page go to test-artifacts/screenshots/ (gitignored)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote_plus
 
 import pytest
+from playwright.sync_api import expect
 
 from retrieval.config import REPO_ROOT
 
@@ -34,8 +36,26 @@ RUNBOOKS_VIEWS = {"lookup": "?q=" + quote_plus("Pod is crash looping."),
 TITLES = {"lookup": "Lookup", "filter-comparison": "Filter comparison", "evaluate": "Evaluate",
           "invocations": "Invocations", "corpus": "Corpus"}
 UNEXPECTED = "Something went wrong on this page"
-SNAPSHOT = """() => { const app = document.querySelector('[data-testid="stApp"]');
-                      return [app && app.getAttribute('data-test-script-state'), document.body.innerHTML.length]; }"""
+WAIT_MS = 180_000  # the upper bound of every wait on state below; none of them waits for time to pass
+# Counts script runs: a MutationObserver on stApp's data-test-script-state sees every change, however short,
+# so a run that starts and ends between two polls is still counted.
+WATCH_RUNS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return -1;
+  if (window.__lookupLabRuns === undefined) {
+    window.__lookupLabRuns = 0;
+    new MutationObserver(records => {
+      for (const r of records) if (r.oldValue === 'notRunning' || r.oldValue === 'initial') window.__lookupLabRuns++;
+    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
+  }
+  return window.__lookupLabRuns;
+}"""
+RUN_DONE = """([before]) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return window.__lookupLabRuns > before && app.getAttribute('data-test-script-state') === 'notRunning';
+}"""
+IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
+                  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
 
 
 @dataclass
@@ -54,9 +74,9 @@ class RunningApp:
 
 
 def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None = None,
-              weaviate_env: dict[str, str] | None = None) -> RunningApp:
+              weaviate_env: dict[str, str] | None = None, env_extra: dict[str, str] | None = None) -> RunningApp:
     """`streamlit run app.py` on a free port. Weaviate: the session's server by URL, or what `weaviate_env`
-    says (e.g. an embedded server's ports and data directory)."""
+    says (e.g. an embedded server's ports and data directory); `env_extra` goes into the environment last."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     env.update({
@@ -71,6 +91,7 @@ def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None 
     })
     if corpus is not None:
         env["LOOKUP_CORPUS_DIR"] = str(corpus)
+    env.update(env_extra or {})
     log = tmp / "streamlit.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -78,7 +99,7 @@ def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None 
              "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
             cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     app = RunningApp(f"http://127.0.0.1:{port}", proc, log)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_MS / 1000
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"streamlit exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
@@ -90,7 +111,7 @@ def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None 
             pass
         time.sleep(0.3)
     app.stop()
-    raise AssertionError(f"streamlit did not answer /_stcore/health in 60 s:\n{log.read_text(errors='replace')}")
+    raise AssertionError(f"streamlit did not answer /_stcore/health in {WAIT_MS / 1000:.0f} s:\n{log.read_text(errors='replace')}")
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +130,8 @@ def browser():
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     tab = context.new_page()
-    tab.set_default_timeout(60_000)
+    tab.set_default_timeout(WAIT_MS)
+    expect.set_options(timeout=WAIT_MS)
     yield tab
     context.close()
 
@@ -131,28 +153,25 @@ def runbooks_app(tmp_path_factory, base_settings, request):
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
-def settle(page, quiet_s: float = 0.6, timeout_s: float = 90.0) -> None:
-    """Wait until the script run has finished AND the page stopped changing: the script state turns
-    'notRunning' before lazily loaded elements (tables, charts) are drawn."""
-    deadline = time.monotonic() + timeout_s
-    page.wait_for_timeout(200)
-    last, since = None, time.monotonic()
-    while time.monotonic() < deadline:
-        state, size = page.evaluate(SNAPSHOT)
-        now = time.monotonic()
-        if state != "notRunning" or size != last:
-            last, since = size, now
-        elif now - since >= quiet_s:
-            return
-        page.wait_for_timeout(100)
-    raise AssertionError(f"the page did not settle in {timeout_s} s")
+def wait_idle(page) -> None:
+    """Until no script run is going on (right after a page load the state is 'initial', never 'notRunning')."""
+    page.wait_for_function(IDLE, timeout=WAIT_MS)
+
+
+def rerun(page, action) -> None:
+    """Do `action` (one that reruns the script: Enter in a text box, a button) and wait until that run has
+    finished. Elements drawn lazily after it (charts, data grids) are waited for where they are read."""
+    before = page.evaluate(WATCH_RUNS)
+    assert before >= 0, "the app is not loaded"
+    action()
+    page.wait_for_function(RUN_DONE, arg=[before], timeout=WAIT_MS)
 
 
 def open_page(page, app: RunningApp, path: str = "") -> None:
     """Load a URL and wait for its first script run to finish (every page starts with a title)."""
     page.goto(f"{app.url}/{path}")
     page.locator('[data-testid="stMain"] h1').first.wait_for()
-    settle(page)
+    wait_idle(page)
 
 
 def assert_no_exception(page, where: str) -> None:
@@ -167,7 +186,8 @@ def shot(page, name: str) -> None:
     size = page.viewport_size
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": size["width"], "height": max(size["height"], min(int(height) + 40, 8000))})
-    settle(page)
+    wait_idle(page)
+    page.evaluate("() => document.fonts.ready.then(() => true)")
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
     page.set_viewport_size(size)
 
@@ -193,9 +213,8 @@ def column(page, index: int, name: str) -> list[str]:
 def type_query(page, text: str) -> None:
     box = page.get_by_label("Query", exact=True)
     box.fill(text)
-    box.press("Enter")
-    page.get_by_text("L1 candidates", exact=True).wait_for()
-    settle(page)
+    rerun(page, lambda: box.press("Enter"))
+    expect(page.get_by_text("L1 candidates", exact=True)).to_be_visible()
 
 
 def alert(page, text: str):
@@ -214,23 +233,23 @@ def metric_values(page) -> dict[str, str]:
 # --- the sample corpus ---------------------------------------------------------------------------------------
 def test_lookup_in_the_browser(page, sample_app):
     open_page(page, sample_app)
-    assert page.get_by_text("L1 connected").is_visible()
+    expect(page.get_by_text("L1 connected")).to_be_visible()
     type_query(page, "PostgreSQL replication lag on the standby")
     assert_no_exception(page, "lookup")
     for panel in ("Matched titles", "Domains", "Entities"):
-        assert page.get_by_text(panel, exact=True).is_visible()
-    assert page.locator("mark").count() >= 3  # matched words, in the query and the matched titles
-    assert alert(page, "one domain: databases → L1 filtered on category = databases").is_visible()
+        expect(page.get_by_text(panel, exact=True)).to_be_visible()
+    expect(page.locator("mark").nth(2)).to_be_attached()  # 3+ matched words, in the query and the matched titles
+    expect(alert(page, "one domain: databases → L1 filtered on category = databases")).to_be_visible()
     assert set(column(page, 0, "domain")) == {"databases"}  # L1 candidates, filtered
-    assert column(page, 1, "entry_id")[0] == "databases/PostgresReplicationLag"  # final results
-    assert page.locator(".js-plotly-plot").count() >= 1  # the latency bar
-    assert "q=PostgreSQL+replication+lag" in page.url or "q=PostgreSQL%20replication%20lag" in page.url
+    assert column(page, -1, "entry_id")[0] == "databases/PostgresReplicationLag"  # final results (the last table)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the latency bar (drawn after the run)
+    expect(page).to_have_url(re.compile(r"q=PostgreSQL(\+|%20)replication(\+|%20)lag"))
     # the URL reopens the view in a fresh tab
     url = page.url
     fresh = page.context.new_page()
     open_page(fresh, sample_app, url.split("/", 3)[3])
-    assert fresh.get_by_label("Query", exact=True).input_value() == "PostgreSQL replication lag on the standby"
-    assert column(fresh, 1, "entry_id")[0] == "databases/PostgresReplicationLag"
+    expect(fresh.get_by_label("Query", exact=True)).to_have_value("PostgreSQL replication lag on the standby")
+    assert column(fresh, -1, "entry_id")[0] == "databases/PostgresReplicationLag"
     fresh.close()
 
 
@@ -238,32 +257,51 @@ def test_every_page_in_the_browser(page, sample_app):
     for name, path in PAGES.items():
         open_page(page, sample_app, SAMPLE_VIEWS.get(name, path))
         assert_no_exception(page, name)
-        assert page.locator("h1").filter(has_text=TITLES[name]).count() == 1
-        assert page.get_by_test_id("stSidebarUserContent").get_by_text("Status", exact=True).is_visible()  # the frame
+        expect(page.locator("h1").filter(has_text=TITLES[name])).to_have_count(1)
+        expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Status", exact=True)).to_be_visible()  # the frame
         shot(page, f"sample-{name}")
+    # writable (loopback, LOOKUP_READ_ONLY unset): the Corpus page offers Ingest
+    expect(page.get_by_role("button", name="Ingest", exact=True)).to_be_visible()
 
 
 def test_sql_console_and_row_details_in_the_browser(page, sample_app):
     open_page(page, sample_app, "?q=" + quote_plus("disk full"))
     open_page(page, sample_app, "invocations")
-    assert page.locator(".js-plotly-plot").count() >= 4
+    expect(page.locator(".js-plotly-plot").nth(3)).to_be_visible()  # 4+ charts
     sql = page.get_by_label("SQL", exact=True)
     sql.fill("DROP TABLE tool_invocation")
-    sql.press("Control+Enter")
-    settle(page)
-    page.get_by_role("button", name="Run query").click()
-    settle(page)
+    rerun(page, lambda: sql.press("Control+Enter"))
+    rerun(page, lambda: page.get_by_role("button", name="Run query").click())
     refused = alert(page, "Refused")
-    assert refused.count() == 1 and "only SELECT or EXPLAIN" in refused.inner_text()
+    expect(refused).to_have_count(1)
+    expect(refused).to_contain_text("only SELECT or EXPLAIN")
     assert_no_exception(page, "invocations")
-    # select the first call in the table: its retrieval_details open
+    # select the first call in the table: its retrieval_details open. The grid draws on a canvas after the
+    # run; its accessible table (one row per drawn row) says when the first data row is there.
     grid = page.locator('[data-testid="stDataFrame"]').first
     grid.scroll_into_view_if_needed()
+    expect(grid.locator('[role="row"]').nth(1)).to_be_attached()
     box = grid.bounding_box()
-    page.mouse.click(box["x"] + 18, box["y"] + 35 + 17)
-    settle(page)
-    assert page.get_by_text("retrieval_details of").first.is_visible()
+    rerun(page, lambda: page.mouse.click(box["x"] + 18, box["y"] + 35 + 17))
+    expect(page.get_by_text("retrieval_details of").first).to_be_visible()
     shot(page, "sample-invocations-details")
+
+
+def test_read_only_corpus_page_in_the_browser(page, tmp_path_factory, base_settings, sample_store):
+    """LOOKUP_READ_ONLY=true: the Corpus page offers no Ingest, Re-index or Reload, and the sidebar says why."""
+    app = start_app(tmp_path_factory.mktemp("app-read-only"), base_settings, collection="TestSample",
+                    env_extra={"LOOKUP_READ_ONLY": "true"})
+    try:
+        open_page(page, app, "corpus")
+        assert_no_exception(page, "read-only corpus")
+        expect(alert(page, "Ingest, Re-index and Reload are off")).to_be_visible()
+        for name in ("Ingest", "Re-index", "Reload corpus from disk"):
+            expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
+        expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Read-only", exact=True)).to_be_visible()
+        expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("48")  # the page itself is there
+        shot(page, "sample-corpus-read-only")
+    finally:
+        app.stop()
 
 
 # --- the runbooks corpus -------------------------------------------------------------------------------------
@@ -273,29 +311,29 @@ def test_a_deep_link_as_the_first_request_gets_the_frame(page, runbooks_app):
     open_page(page, runbooks_app, "corpus")
     assert_no_exception(page, "runbooks corpus (deep link)")
     sidebar = page.get_by_test_id("stSidebarUserContent")
-    assert sidebar.get_by_text("Status", exact=True).is_visible() and sidebar.get_by_text("L1 connected").is_visible()
-    assert page.locator('[data-testid="stMetricValue"]').first.inner_text().strip() == "108"
+    expect(sidebar.get_by_text("Status", exact=True)).to_be_visible()
+    expect(sidebar.get_by_text("L1 connected")).to_be_visible()
+    expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("108")
 
 
 def test_runbooks_crash_looping_in_the_browser(page, runbooks_app):
     open_page(page, runbooks_app)
     type_query(page, "Pod is crash looping.")
     assert_no_exception(page, "runbooks lookup")
-    assert alert(page, "Routing: one domain: kubernetes → L1 filtered on category = kubernetes").is_visible()
-    assert page.locator('[data-testid="stCaptionContainer"]').filter(
-        has_text="filtered on category = kubernetes, status ok").is_visible()
+    expect(alert(page, "Routing: one domain: kubernetes → L1 filtered on category = kubernetes")).to_be_visible()
+    expect(page.locator('[data-testid="stCaptionContainer"]').filter(
+        has_text="filtered on category = kubernetes, status ok")).to_be_visible()
     candidates = column(page, 0, "domain")
     assert candidates and set(candidates) == {"kubernetes"}
-    assert column(page, 1, "entry_id")[0] == "kubernetes/KubePodCrashLooping"
+    assert column(page, -1, "entry_id")[0] == "kubernetes/KubePodCrashLooping"
 
 
 def test_runbooks_filter_comparison_on_the_eval_set(page, runbooks_app):
     label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"
     open_page(page, runbooks_app, "filter_comparison?eval=" + quote_plus(label))
-    assert page.get_by_text("written for the corpus").count() == 0  # the eval set fits the loaded corpus
-    page.get_by_role("button", name="Compare on").click()
-    page.locator('[data-testid="stMetricLabel"]').filter(has_text="Helped").wait_for()
-    settle(page)
+    expect(page.get_by_text("written for the corpus")).to_have_count(0)  # the eval set fits the loaded corpus
+    rerun(page, lambda: page.get_by_role("button", name="Compare on").click())
+    expect(page.locator('[data-testid="stMetricLabel"]').filter(has_text="Helped")).to_be_visible()
     assert_no_exception(page, "runbooks filter comparison")
     m = metric_values(page)
     counts = {k: int(m[k]) for k in ("Helped", "Hurt", "No change", "Not applied")}
@@ -307,5 +345,5 @@ def test_every_runbooks_page_in_the_browser(page, runbooks_app):
     for name, path in PAGES.items():
         open_page(page, runbooks_app, RUNBOOKS_VIEWS.get(name, path))
         assert_no_exception(page, f"runbooks {name}")
-        assert page.locator("h1").filter(has_text=TITLES[name]).count() == 1
+        expect(page.locator("h1").filter(has_text=TITLES[name])).to_have_count(1)
         shot(page, f"runbooks-{name}")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from retrieval.config import REPO_ROOT
 from retrieval.weaviate_server import connect, port_open
@@ -117,7 +118,7 @@ def test_a_signalled_app_stops_the_server_it_started(tmp_path, ports, base_setti
                     weaviate_env=embedded_env(tmp_path / "data", port, grpc_port))
     try:
         open_page(page, app)
-        assert page.get_by_text("L1 connected").is_visible()
+        expect(page.get_by_text("L1 connected")).to_be_visible()
         (server,) = weaviate_pids(port)
         sent = time.monotonic()
         app.proc.send_signal(sig)
@@ -140,7 +141,7 @@ def test_a_signalled_app_leaves_a_reused_server_running(tmp_path, ports, base_se
                         weaviate_env=embedded_env(tmp_path / "data", port, grpc_port))
         try:
             open_page(page, app)
-            assert page.get_by_text("L1 connected").is_visible()
+            expect(page.get_by_text("L1 connected")).to_be_visible()
             app.proc.send_signal(signal.SIGTERM)
             rc = app.proc.wait(timeout=30)
         finally:
