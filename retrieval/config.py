@@ -15,7 +15,9 @@ from .errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WEAVIATE_VERSION = "1.38.11"
-SEARCH_MODES = ("near_vector", "hybrid")
+# fusion: a near_vector and a BM25F query, fused with L0 in the lookup; near_vector: vector and L0 only;
+# hybrid: Weaviate's own hybrid query, fused with L0.
+SEARCH_MODES = ("fusion", "near_vector", "hybrid")
 
 
 @dataclass(frozen=True)
@@ -32,12 +34,15 @@ class Settings:
     embedded_grpc_port: int = 50050
     collection: str = ""  # "" -> derived from the corpus folder: Kb_<folder>
     l1_enabled: bool = True
-    search_mode: str = "near_vector"
+    search_mode: str = "fusion"
     hybrid_alpha: float = 0.5
     top_k: int = 5
     l1_timeout_s: float = 10.0
-    l0_weight: float = 0.1
-    min_support_similarity: float = 0.40
+    vector_weight: float = 3.0  # chosen by 5x5-fold CV on the shared runbooks and kubevirt sets (python -m retrieval tune)
+    lexical_weight: float = 1.0
+    l0_weight: float = 0.0
+    min_support_similarity: float = 0.30  # with every L1 signal agreeing on the top result
+    strong_support_similarity: float = 0.725  # on its own
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
 
@@ -50,6 +55,9 @@ class Settings:
             raise ConfigError(f"search_mode: '{self.search_mode}' is not one of {', '.join(SEARCH_MODES)}")
         if not 0.0 <= self.hybrid_alpha <= 1.0:
             raise ConfigError(f"hybrid_alpha: {self.hybrid_alpha} is not between 0 and 1")
+        for name in ("vector_weight", "lexical_weight", "l0_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}: {getattr(self, name)} must not be negative")
         if self.top_k < 1:
             raise ConfigError(f"top_k: {self.top_k} must be at least 1")
         if self.l1_timeout_s <= 0:
@@ -94,7 +102,10 @@ ENV_NAMES = {
     "LOOKUP_L1_TIMEOUT_S": "l1_timeout_s",
     "LOOKUP_SESSION_TAG": "session_tag",
     "LOOKUP_L0_WEIGHT": "l0_weight",
+    "LOOKUP_VECTOR_WEIGHT": "vector_weight",
+    "LOOKUP_LEXICAL_WEIGHT": "lexical_weight",
     "LOOKUP_MIN_SUPPORT": "min_support_similarity",
+    "LOOKUP_STRONG_SUPPORT": "strong_support_similarity",
     "LOOKUP_READ_ONLY": "read_only",
 }
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}

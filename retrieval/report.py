@@ -31,7 +31,8 @@ def significance_marks(report: EvalReport, reference: str = "lookup") -> dict[tu
 
 def metrics_text(report: EvalReport) -> str:
     marks = significance_marks(report)
-    cols = list(METRICS) + ["filter_applied_rate", "routing_accuracy", "filter_hurt_rate", "fallback_rate"]
+    cols = list(METRICS) + ["filter_applied_rate", "routing_accuracy", "filter_hurt_rate", "fallback_rate",
+                            "correct_supported_rate", "unanswerable_unsupported_rate"]
     lines = [f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
              f"{'config':<14}" + "".join(f"{c:>21}" for c in cols)]
     for row in report.metrics_table():
