@@ -8,7 +8,7 @@ import streamlit as st
 
 from retrieval.catalog import eval_set_files, known_corpora, preferred_eval_set, same_path
 from retrieval.errors import LookupLabError
-from retrieval.eval_sets import EvalSet, load_eval_set
+from retrieval.eval_sets import EvalSet, corpus_fit, load_eval_set
 
 from . import ingest, keys, render, resources
 from .render import md
@@ -21,10 +21,11 @@ def pick_eval_set(ctx: resources.AppContext, *, key: str) -> tuple[EvalSet, Path
         st.info("No eval sets found: put YAML files in eval_sets/ (cases: [{id, query, expected, domain}]).")
         return None
     by_label = {f.label: f.path for f in files}
-    label = st.selectbox("Eval set", list(by_label), index=preferred_eval_set(files, ctx.settings.corpus_dir),
+    known = [e.entry_id for e in ctx.corpus.entries]
+    label = st.selectbox("Eval set", list(by_label), index=preferred_eval_set(files, ctx.settings.corpus_dir, known),
                          key=key, bind="query-params",
                          help="eval_sets/*.yaml of the repo and ../shared/eval_sets/*.yaml. The first one written "
-                              "for the loaded corpus (with answerable cases) is preselected.")
+                              "for the loaded corpus, or whose expected entries it all has, is preselected.")
     path = by_label[label]
     try:
         return load_eval_set(path), path
@@ -40,27 +41,30 @@ def _switch_corpus(label: str) -> None:
 
 
 def fits_loaded_corpus(ctx: resources.AppContext, eval_set: EvalSet, path: Path) -> bool:
-    """True when the eval set is written for the loaded corpus and names only its entries. Otherwise says so
-    and, when the corpus it wants is known, offers to switch to it (in its own collection)."""
-    if eval_set.corpus_dir is not None and not same_path(eval_set.corpus_dir, ctx.settings.corpus_dir):
+    """True when every entry the eval set expects exists in the loaded corpus (whatever path its `corpus:`
+    field names). Otherwise says how many are missing and, when the corpus it names is known, offers to
+    switch to it (in its own collection)."""
+    fit = corpus_fit(eval_set, (e.entry_id for e in ctx.corpus.entries))
+    if fit.fits:
+        return True
+    shown = ", ".join(fit.missing[:5]) + (f" and {len(fit.missing) - 5} more" if len(fit.missing) > 5 else "")
+    named = (f" It is written for the corpus **{md(eval_set.corpus_dir.name)}**."
+             if eval_set.corpus_dir is not None and not same_path(eval_set.corpus_dir, ctx.settings.corpus_dir) else "")
+    st.warning(f"**{md(eval_set.name)}** does not fit the loaded corpus **{md(ctx.corpus.root)}**: "
+               f"{len(fit.missing)} of its {fit.expected} expected entries are not in it ({md(shown)}).{named}",
+               icon=":material/swap_horiz:")
+    wanted = None
+    if named:
         wanted = next((c for c in known_corpora(resources.base_settings()) if same_path(c.path, eval_set.corpus_dir)), None)
-        st.warning(f"**{md(eval_set.name)}** is written for the corpus **{md(eval_set.corpus_dir.name)}**, but the "
-                   f"app has **{md(ctx.corpus.root)}** loaded: its expected entries do not exist here.",
-                   icon=":material/swap_horiz:")
         if wanted is None:
             st.caption(f"{md(eval_set.corpus_dir)} is not a known corpus folder: start the app with "
                        "LOOKUP_CORPUS_DIR set to it.")
-        else:
-            st.button(f"Switch to corpus {wanted.label} (collection {wanted.collection})", type="primary",
-                      key="switch_corpus", on_click=_switch_corpus, args=(wanted.label,))
-        return False
-    try:
-        load_eval_set(path, known_ids=[e.entry_id for e in ctx.corpus.entries])
-    except LookupLabError as exc:
-        render.error("The eval set does not fit this corpus", exc,
-                     "Fix the expected ids, or pick the corpus it was written for.")
-        return False
-    return True
+    if wanted is not None:
+        st.button(f"Switch to corpus {wanted.label} (collection {wanted.collection})", type="primary",
+                  key="switch_corpus", on_click=_switch_corpus, args=(wanted.label,))
+    else:
+        st.caption("Fix the expected ids, or load the corpus the eval set was written for.")
+    return False
 
 
 def offer_ingest(ctx: resources.AppContext, *, key: str) -> None:

@@ -10,7 +10,7 @@ from typing import Iterable
 
 from .config import REPO_ROOT, Settings, collection_for
 from .errors import EvalSetError
-from .eval_sets import load_eval_set
+from .eval_sets import corpus_fit, load_eval_set
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
@@ -74,16 +74,18 @@ def eval_set_files(*, repo_root: Path = REPO_ROOT, shared_dir: Path = SHARED_DIR
     return out
 
 
-def preferred_eval_set(files: list[EvalSetFile], corpus_dir: Path | str) -> int:
-    """Index of the first eval set written for `corpus_dir` that has a case with a right answer (else the
-    first written for it, else 0)."""
+def preferred_eval_set(files: list[EvalSetFile], corpus_dir: Path | str, known_ids: Iterable[str] | None = None) -> int:
+    """Index of the first eval set written for `corpus_dir` (or, given the corpus's `known_ids`, whose
+    expected entries all exist in it) that has a case with a right answer (else the first that fits, else 0)."""
+    known = None if known_ids is None else set(known_ids)
     fitting = []
     for i, f in enumerate(files):
         try:
             eval_set = load_eval_set(f.path)
         except EvalSetError:
             continue
-        if same_path(eval_set.corpus_dir, corpus_dir):
+        by_ids = known is not None and any(c.expected for c in eval_set.cases) and corpus_fit(eval_set, known).fits
+        if by_ids or same_path(eval_set.corpus_dir, corpus_dir):
             if any(c.answerable for c in eval_set.cases):
                 return i
             fitting.append(i)

@@ -42,6 +42,25 @@ class EvalSet:
         raise KeyError(case_id)
 
 
+@dataclass(frozen=True)
+class CorpusFit:
+    """Whether an eval set's expected entries exist in a corpus: the distinct ids it expects, those missing."""
+
+    expected: int
+    missing: tuple[str, ...]
+
+    @property
+    def fits(self) -> bool:
+        return not self.missing
+
+
+def corpus_fit(eval_set: EvalSet, known_ids: Iterable[str]) -> CorpusFit:
+    """Fit by entry ids, not by the corpus path the set names: the same corpus reached through another path fits."""
+    known = set(known_ids)
+    wanted = sorted({entry_id for case in eval_set.cases for entry_id in case.expected})
+    return CorpusFit(len(wanted), tuple(e for e in wanted if e not in known))
+
+
 def _expected(raw: Any, where: str) -> dict[str, int]:
     if raw is None:
         raise EvalSetError(f"{where}: field 'expected' is missing (use [] when the corpus has no right answer)")

@@ -400,6 +400,39 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
     assert lookup.table[-1].value.iloc[0]["entry_id"] != cmp.removed[0]
 
 
+def add_eval_set(monkeypatch, path: Path, label: str) -> None:
+    """List one more eval set file in the app's picker."""
+    import retrieval.catalog as catalog
+    from app_support import eval_ui
+
+    listed = catalog.eval_set_files()
+    monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: listed + [catalog.EvalSetFile(label, path)])
+
+
+@pytest.mark.parametrize("page, run_key", [("Filter comparison", "run_set_comparison"), ("Evaluate", "run_eval")])
+def test_an_eval_set_fits_by_its_expected_ids_not_its_corpus_path(app_env, monkeypatch, page, run_key):
+    """The set names the corpus through another path (here one that does not exist): its ids decide."""
+    sample = load_eval_set(REPO_ROOT / SAMPLE_EVAL)
+    cases = [c.to_dict() for c in sample.cases[:3]]
+    elsewhere = app_env / "elsewhere.yaml"
+    elsewhere.write_text(json.dumps({"name": "elsewhere", "corpus": str(app_env / "mounted" / "sample_corpus"),
+                                     "cases": cases}))
+    add_eval_set(monkeypatch, elsewhere, "tmp/elsewhere.yaml")
+    at = open_app(page, eval="tmp/elsewhere.yaml", es="tmp/elsewhere.yaml")
+    assert not [w for w in texts(at.warning) if "does not fit" in w]
+    assert at.button(key=run_key) is not None and "switch_corpus" not in {b.key for b in at.button}
+    # two expected ids the corpus does not have: refused, saying how many of how many
+    partial = app_env / "partial.yaml"
+    partial.write_text(json.dumps({"name": "partial", "corpus": str(app_env / "mounted" / "sample_corpus"), "cases": cases + [
+        {"id": "gone", "query": "Something else", "expected": ["nowhere/Missing", "nowhere/Gone"]}]}))
+    add_eval_set(monkeypatch, partial, "tmp/partial.yaml")
+    at = open_app(page, eval="tmp/partial.yaml", es="tmp/partial.yaml")
+    (warning,) = [w for w in texts(at.warning) if "does not fit" in w]
+    want = len({e for c in cases for e in c["expected"]}) + 2
+    assert f"2 of its {want} expected entries are not in it" in warning and "nowhere/Gone" in warning
+    assert run_key not in {b.key for b in at.button}
+
+
 def test_eval_set_for_another_corpus_offers_to_switch(app_env):
     needs_shared()
     label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"

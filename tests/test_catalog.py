@@ -90,6 +90,17 @@ def test_preferred_eval_set(tmp_path, files, index):
     assert preferred_eval_set(listed, tmp_path / "target") == index
 
 
+def test_preferred_eval_set_by_expected_ids(tmp_path):
+    """A set naming the corpus by another path still fits when the corpus has every entry it expects."""
+    folder = tmp_path / "eval_sets"
+    listed = [EvalSetFile("eval_sets/0.yaml", write(folder / "0.yaml", eval_yaml("../elsewhere", answerable=True))),
+              EvalSetFile("eval_sets/1.yaml", write(folder / "1.yaml", eval_yaml("../elsewhere", answerable=True)))]
+    (tmp_path / "target").mkdir()
+    assert preferred_eval_set(listed, tmp_path / "target", known_ids=["x/Other"]) == 0  # none fits: the first
+    listed[0] = EvalSetFile("eval_sets/0.yaml", write(folder / "0.yaml", eval_yaml("../elsewhere", answerable=False)))
+    assert preferred_eval_set(listed, tmp_path / "target", known_ids=["a/B"]) == 1  # has every expected id (a/B)
+
+
 def test_preferred_eval_set_of_the_real_files():
     files = eval_set_files(shared_dir=SHARED)
     assert files[preferred_eval_set(files, SAMPLE_CORPUS)].label == "eval_sets/sample-ops-alerts.yaml"

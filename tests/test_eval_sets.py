@@ -65,3 +65,19 @@ def test_bad_eval_sets_name_file_case_and_field(tmp_path, text, message):
 def test_missing_file(tmp_path):
     with pytest.raises(EvalSetError, match="not found"):
         load_eval_set(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("expected, known, fit", [
+    (["x/A", "x/B"], ["x/A", "x/B", "y/C"], (2, ())),  # every expected entry is there: fits
+    (["x/A", "x/B"], ["x/A"], (2, ("x/B",))),  # one of two missing
+    (["x/A", "x/A"], [], (1, ("x/A",))),  # counted once
+    ([], ["x/A"], (0, ())),  # nothing expected: nothing can be missing
+])
+def test_corpus_fit_is_decided_by_expected_ids(tmp_path, expected, known, fit):
+    from retrieval.eval_sets import corpus_fit
+
+    cases = "".join(f"- id: c{i}\n  query: q\n  expected: [{e}]\n" for i, e in enumerate(expected)) or "- id: c\n  query: q\n  expected: []\n"
+    es = load_eval_set(write(tmp_path, f"name: f\ncorpus: /nowhere/else\ncases:\n{cases}"))
+    got = corpus_fit(es, known)
+    assert (got.expected, got.missing) == fit
+    assert got.fits is (not fit[1])
