@@ -15,7 +15,8 @@ FRAME_RETRY = "_frame_retry"  # a page ran without app.py once: see resources.pa
 
 # Lookup
 QUERY = "q"
-LAST_LOOKUP = "_lookup_last"  # (view key, LookupResult): a rerun of the same view does not record again
+LAST_LOOKUP = "_lookup_last"  # (view key, LookupResult, recorded): a rerun of the same view does not run again
+RUN_LOOKUP = "_lookup_run"  # set by Enter in the query box or Run again: this run records an invocation
 
 # Filter comparison
 COMPARE_QUERY = "cq"

@@ -19,30 +19,39 @@ st.caption("One query through `lookup_knowledge`: the L0 hints, the routing deci
            "are in the URL: copy it to share this view.")
 
 query = st.text_input("Query", key=keys.QUERY, bind="query-params", max_chars=MAX_QUERY_CHARS,
+                      on_change=lambda: st.session_state.update({keys.RUN_LOOKUP: True}),
                       placeholder="e.g. Pod is crash looping.  /  PostgreSQL replication lag on the standby")
+explicit = bool(st.session_state.pop(keys.RUN_LOOKUP, False))  # Enter in the box, or Run again
 if not query or not query.strip():
     st.info("Type a question or an alert summary and press Enter.", icon=":material/keyboard:")
     st.stop()
 
+# Only an explicit run records an invocation. Opening the view from a URL (a refresh, a shared link, "Open in
+# Lookup") or changing a setting shows the lookup without recording it; a rerun of the same view shows it again.
 view = (query, str(settings.corpus_dir), settings.collection, settings.top_k, settings.l1_enabled,
         settings.search_mode, settings.hybrid_alpha, ctx.conn.ok)
 last = st.session_state.get(keys.LAST_LOOKUP)
-if last is not None and last[0] == view:
-    result = last[1]  # a rerun of the same view shows the same invocation instead of recording a new one
+if last is not None and last[0] == view and not explicit:
+    result, recorded = last[1], last[2]
 else:
+    recorded = explicit and ctx.recorder is not None
     try:
-        result = lookup_knowledge(query, ctx.lookup_services(), settings)
+        result = lookup_knowledge(query, ctx.lookup_services(record=recorded), settings)
     except QueryError as exc:
         render.error("Query refused", exc, "Change the query and press Enter.")
         st.stop()
     except LookupLabError as exc:
         render.error("Lookup failed", exc, "Check the sidebar status, fix what it names, and press Enter again.")
         st.stop()
-    st.session_state[keys.LAST_LOOKUP] = (view, result)
+    st.session_state[keys.LAST_LOOKUP] = (view, result, recorded)
 
 hints = result.l0
-st.button("Run again", help="Run the lookup again and record a new invocation.",
-          on_click=lambda: st.session_state.pop(keys.LAST_LOOKUP, None))
+b1, b2 = st.columns([1, 5], vertical_alignment="center")
+b1.button("Run again", key="lookup_run", help="Run the lookup again and record a new invocation.",
+          on_click=lambda: st.session_state.update({keys.RUN_LOOKUP: True}))
+if not recorded and ctx.recorder is not None:
+    b2.caption("Not recorded: this view was opened from a link or a settings change. Press Enter in the query box "
+               "or **Run again** to run it as a recorded invocation.")
 
 # --- summary -----------------------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
@@ -138,6 +147,8 @@ st.plotly_chart(charts.latency_bar(result.timings_ms), width="stretch")
 with st.expander("Stored invocation record (tool_invocation row, read back from DuckDB)"):
     if ctx.recorder is None:
         st.caption(f"Not recorded: the invocation store is not available ({md(ctx.recorder_error)}).")
+    elif not recorded:
+        st.caption("Not recorded: press Run again to record this lookup.")
     else:
         try:
             row = ctx.recorder.get(result.invocation_id)

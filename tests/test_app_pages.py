@@ -195,6 +195,27 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     assert InvocationStore(app_env / "invocations.duckdb").count() == 1
 
 
+def test_opening_a_lookup_url_records_nothing_an_explicit_run_records(app_env):
+    store = InvocationStore(app_env / "invocations.duckdb")
+    at = open_app(q="etcd cluster has no leader")  # a shared link, "Open in Lookup"
+    assert metrics(at)["Layer"] == "L0+L1" and len(at.table[-1].value)  # the view is there ...
+    assert any("Not recorded" in t for t in texts(at.caption))  # ... and says it was not recorded
+    at.run()
+    open_app(q="etcd cluster has no leader")  # a refresh: a new session on the same URL
+    at.number_input(key="k").set_value(3).run()  # a setting changed: shown again, not recorded
+    assert len(at.table[-1].value) == 3
+    assert store.count() == 0
+    at.button(key="lookup_run").click().run()  # Run again
+    assert store.count() == 1
+    assert json.loads(at.json[0].proto.body)["input"] == "etcd cluster has no leader"  # read back
+    assert not any("Not recorded" in t for t in texts(at.caption))
+    at.run()
+    at.text_input(key="q").input("Vault is sealed").run()  # Enter on a new query
+    assert store.count() == 2
+    at.run()
+    assert store.count() == 2
+
+
 def test_lookup_escapes_user_text(app_env):
     at = open_app()
     at.text_input(key="q").input("<script>alert(1)</script> **vault** sealed [x](http://evil)").run()
@@ -241,6 +262,7 @@ def test_dead_weaviate_lookup_answers_from_l0_with_a_banner(monkeypatch, tmp_pat
     assert (m["Layer"], m["L1 status"]) == ("L0", "unavailable")
     assert at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
     assert any("no semantic support" in t.lower() or "semantic support: no" in t for t in texts(at.warning))
+    at.button(key="lookup_run").click().run()  # recorded on an explicit run
     assert json.loads(at.json[0].proto.body)["l1_status"] == "unavailable"
     # the other pages still render, and say what L1 would be needed for
     for page in ("Filter comparison", "Corpus", "Invocations", "Evaluate"):
@@ -623,6 +645,7 @@ def test_read_only_still_records_lookups_and_refuses_sql_writes(app_env, monkeyp
     monkeypatch.setenv("LOOKUP_READ_ONLY", "true")
     at = open_app(q="Vault is sealed")
     assert read_only_badge(at)
+    at.button(key="lookup_run").click().run()
     assert json.loads(at.json[0].proto.body)["input"] == "Vault is sealed"  # recorded, and read back
     assert InvocationStore(app_env / "invocations.duckdb").count() == 1
     at.switch_page(PAGES["Invocations"]).run()

@@ -265,7 +265,8 @@ def test_every_page_in_the_browser(page, sample_app):
 
 
 def test_sql_console_and_row_details_in_the_browser(page, sample_app):
-    open_page(page, sample_app, "?q=" + quote_plus("disk full"))
+    open_page(page, sample_app)
+    type_query(page, "disk full")  # Enter: an explicit run, recorded (opening a ?q= URL records nothing)
     open_page(page, sample_app, "invocations")
     expect(page.locator(".js-plotly-plot").nth(3)).to_be_visible()  # 4+ charts
     sql = page.get_by_label("SQL", exact=True)
