@@ -13,6 +13,7 @@ from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evaluation import CONFIGS, METRICS, run_eval, support_points
 from retrieval.report import metrics_frame, render_html, significance_marks
+from retrieval.routing_metrics import HURT_MEANING
 
 CONFIG_HELP = {"l0_only": "the L0 keyword matches alone", "l1_unfiltered": "L1 vector search without any filter",
                "l1_filtered": "L1 vector search filtered on the L0 domain when it is unambiguous",
@@ -96,13 +97,19 @@ if "lookup" in report.configs:
     st.plotly_chart(charts.support_scores(support_points(report), {
         "with agreement": report.settings["min_support_similarity"],
         "alone": report.settings["strong_support_similarity"]}), width="stretch")
-hurt = report.routing.get("l1_filtered", report.routing.get("lookup", {})).get("filter_hurt_cases", [])
-st.markdown(f"**Cases the filter hurt** ({len(hurt)}): the L0 filter excluded every expected entry.")
-by_id = {c["id"]: c for c in report.cases}
-for case_id in hurt:
-    query = by_id[case_id]["query"]
-    st.page_link("pages/lookup.py", label=f"{md(case_id)}: {md(query)}", icon=":material/open_in_new:",
-                 query_params=urls.lookup_params(query, settings, resources.base_settings()))
+if report.filter_effect:
+    effect = report.filter_effect
+    hurt = effect["hurt_cases"]
+    st.markdown(f"**Cases the filter hurt** ({len(hurt)} of {sum(effect['counts'].values())}; helped "
+                f"{effect['counts']['helped']}): {md(HURT_MEANING)}, `l1_filtered` against `l1_unfiltered`, "
+                "as on Filter comparison.")
+    by_id = {c["id"]: c for c in report.cases}
+    for case_id in hurt:
+        query = by_id[case_id]["query"]
+        st.page_link("pages/lookup.py", label=f"{md(case_id)}: {md(query)}", icon=":material/open_in_new:",
+                     query_params=urls.lookup_params(query, settings, resources.base_settings()))
+else:
+    st.caption("Run `l1_unfiltered` and `l1_filtered` together to see which cases the L0 filter helped or hurt.")
 with st.expander("Significance (every pair of configurations)"):
     st.dataframe(pd.DataFrame(report.significance.get("pairs", [])), hide_index=True)
 with st.expander("Routing confusion: expected domain (rows) against the L0 filter (columns)"):

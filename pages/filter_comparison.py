@@ -11,8 +11,8 @@ from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.comparison import compare_filter, compare_filter_on_set
 from retrieval.errors import LookupLabError
+from retrieval.routing_metrics import HURT_MEANING, VERDICTS
 
-VERDICTS = ("helped", "hurt", "no change", "not applied")
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -117,10 +117,10 @@ def eval_set_section() -> None:
                    delta=f"{frame['rr_filtered'].mean() - frame['rr_unfiltered'].mean():+.3f}")
     changed = int((frame["delta_rr"] != 0).sum())
     st.plotly_chart(charts.delta_rr(frame), width="stretch")
-    st.caption(f"The filter changed the reciprocal rank of {changed} of {len(frame)} cases; a bar of 0 is a case "
-               "it left as it was (or did not apply to).")
+    st.caption(f"The filter changed the reciprocal rank (over the top 10, as the eval's mrr@10) of {changed} of "
+               f"{len(frame)} cases; a bar of 0 is a case it left as it was (or did not apply to).")
     hurt = frame[frame["verdict"] == "hurt"]
-    st.markdown(f"**Hurt cases** ({len(hurt)}): the filter pushed the expected entry down. Open one in Lookup:")
+    st.markdown(f"**Cases the filter hurt** ({len(hurt)}): {md(HURT_MEANING)}. Open one in Lookup:")
     for row in hurt.itertuples():
         st.page_link("pages/lookup.py", label=f"{md(row.case_id)}: {md(row.query)}  (RR {row.rr_unfiltered:.2f} → "
                      f"{row.rr_filtered:.2f}, filter {md(row.category)})", icon=":material/open_in_new:",

@@ -7,8 +7,10 @@ from typing import Any, Callable
 
 from .config import Settings
 from .eval_sets import EvalSet
+from .evaluation import DEPTH
 from .lookup import LookupServices
 from .routing import category_filter, describe_routing
+from .routing_metrics import filter_verdict
 from .weaviate_store import Candidate
 
 
@@ -77,13 +79,7 @@ class CaseFilterDelta:
 
     @property
     def verdict(self) -> str:
-        if self.category is None:
-            return "not applied"
-        if self.rr_filtered > self.rr_unfiltered:
-            return "helped"
-        if self.rr_filtered < self.rr_unfiltered:
-            return "hurt"
-        return "no change"
+        return filter_verdict(self.category is not None, self.rr_unfiltered, self.rr_filtered)
 
     def to_dict(self) -> dict[str, Any]:
         return {"case_id": self.case_id, "query": self.query, "expected_domain": self.expected_domain,
@@ -93,7 +89,9 @@ class CaseFilterDelta:
 
 def compare_filter_on_set(eval_set: EvalSet, services: LookupServices, settings: Settings,
                           progress: Callable[[int, int], None] | None = None) -> list[CaseFilterDelta]:
-    """The per-case change in reciprocal rank that the L0 filter causes (answerable cases only)."""
+    """The per-case change in reciprocal rank that the L0 filter causes (answerable cases only), over the
+    top DEPTH (10) like the eval's mrr@10, so both pages count the same cases as hurt."""
+    settings = settings.with_(top_k=max(DEPTH, settings.top_k))
     out = []
     cases = [c for c in eval_set.cases if c.answerable]
     for i, case in enumerate(cases):

@@ -15,7 +15,7 @@ from .errors import EvalSetError
 from .eval_sets import EvalSet
 from .lookup import LookupServices, clean_query, lookup_knowledge
 from .routing import category_filter
-from .routing_metrics import RoutingObservation, confusion, routing_metrics
+from .routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
 
 # l1_*: the vector (near_vector) query alone; bm25: Weaviate's BM25F with the same L0 filter rule as the
 # lookup; hybrid: Weaviate's hybrid query, unfiltered; lookup: the whole flow with the settings' mode.
@@ -62,13 +62,14 @@ class EvalReport:
     latency: dict[str, dict[str, float]]
     cases: list[dict[str, Any]]
     warnings: list[str]
+    filter_effect: dict[str, Any] = field(default_factory=dict)  # l1_filtered against l1_unfiltered, when both ran
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "eval_set": self.eval_set, "run_tag": self.run_tag, "created_at": self.created_at,
             "settings": self.settings, "configs": self.metrics, "significance": self.significance,
             "routing": self.routing, "confusion": self.confusion, "latency": self.latency,
-            "cases": self.cases, "warnings": self.warnings,
+            "cases": self.cases, "warnings": self.warnings, "filter_effect": self.filter_effect,
         }
 
     def metrics_table(self) -> list[dict[str, Any]]:
@@ -77,7 +78,7 @@ class EvalReport:
         for name in self.configs:
             row = {"config": name, **{k: self.metrics[name][k] for k in METRICS}}
             r = self.routing.get(name, {})
-            row.update({k: r.get(k) for k in ("filter_applied_rate", "routing_accuracy", "filter_hurt_rate", "fallback_rate",
+            row.update({k: r.get(k) for k in ("filter_applied_rate", "routing_accuracy", "filter_excluded_rate", "fallback_rate",
                                               "correct_supported_rate", "unanswerable_unsupported_rate")})
             rows.append(row)
         return rows
@@ -226,6 +227,11 @@ def run_eval(
         cases_out.append({"id": case.id, "query": case.query, "expected": dict(case.expected),
                           "domain": case.domain, "routing": {"l0_domains": l0_domains, "filter": category_filter(l0_domains)},
                           "layer": per.get("lookup", {}).get("layer"), "configs": per})
+    effect = {}
+    if {"l1_unfiltered", "l1_filtered"} <= set(configs):
+        effect = filter_effect((c["id"], c["configs"]["l1_filtered"]["category"] is not None,
+                                c["configs"]["l1_unfiltered"]["rr"], c["configs"]["l1_filtered"]["rr"])
+                               for c in cases_out if c["expected"])
     return EvalReport(
         eval_set=eval_set.name, run_tag=run_tag, created_at=datetime.now(timezone.utc).isoformat(),
         settings={"top_k": settings.top_k, "search_mode": settings.search_mode, "hybrid_alpha": settings.hybrid_alpha,
@@ -234,7 +240,7 @@ def run_eval(
                   "strong_support_similarity": settings.strong_support_similarity,
                   "collection": settings.collection, "cases": len(eval_set.cases), "answerable": answerable},
         configs=tuple(configs), metrics=metrics, significance=significance, routing=routing, confusion=conf,
-        latency=latency, cases=cases_out, warnings=warnings,
+        latency=latency, cases=cases_out, warnings=warnings, filter_effect=effect,
     )
 
 

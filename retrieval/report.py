@@ -31,7 +31,7 @@ def significance_marks(report: EvalReport, reference: str = "lookup") -> dict[tu
 
 def metrics_text(report: EvalReport) -> str:
     marks = significance_marks(report)
-    cols = list(METRICS) + ["filter_applied_rate", "routing_accuracy", "filter_hurt_rate", "fallback_rate",
+    cols = list(METRICS) + ["filter_applied_rate", "routing_accuracy", "filter_excluded_rate", "fallback_rate",
                             "correct_supported_rate", "unanswerable_unsupported_rate"]
     lines = [f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
              f"{'config':<14}" + "".join(f"{c:>21}" for c in cols)]
@@ -39,9 +39,10 @@ def metrics_text(report: EvalReport) -> str:
         cells = "".join(f"{_fmt(row[c]) + marks.get((row['config'], c), ''):>21}" for c in cols)
         lines.append(f"{row['config']:<14}{cells}")
     lines.append(f"* significantly different from lookup (paired {report.significance.get('stat_test', '')} test, p < 0.05)")
-    hurt = report.routing.get("l1_filtered", report.routing.get("lookup", {})).get("filter_hurt_cases", [])
-    if hurt:
-        lines.append(f"filter-hurt cases: {', '.join(hurt)}")
+    if report.filter_effect:
+        counts, hurt = report.filter_effect["counts"], report.filter_effect["hurt_cases"]
+        lines.append("L0 filter (l1_filtered against l1_unfiltered): " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                     + (f"; hurt cases: {', '.join(hurt)}" if hurt else ""))
     for w in report.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)

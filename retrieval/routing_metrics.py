@@ -1,4 +1,5 @@
-"""Routing metrics that ranx cannot compute: how often the L0 filter applies, is right, hurts, falls back."""
+"""Routing metrics that ranx cannot compute: how often the L0 filter applies, is right, excludes every answer,
+helps or hurts, falls back."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: M
     """
     - filter_applied_rate: cases with an L0-derived filter / all cases
     - routing_accuracy: of the filtered cases that name an expected domain, share filtered on that domain
-    - filter_hurt_rate: of the filtered answerable cases, share whose filter excluded every expected entry
+    - filter_excluded_rate: of the filtered answerable cases, share whose filter excluded every expected entry
+      (a routing error; whether the case ranked worse for it is filter_verdict's "hurt")
     - fallback_rate: cases answered from L0 because L1 gave nothing usable / all cases
     - correct_supported_rate: of the answerable cases, share whose top result is right and claims support
     - unanswerable_unsupported_rate: of the unanswerable cases, share returned without semantic support
@@ -33,20 +35,48 @@ def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: M
     applied = [o for o in observations if o.applied_category is not None]
     with_domain = [o for o in applied if o.expected_domain]
     answerable_applied = [o for o in applied if o.expected_ids]
-    hurt = [o for o in answerable_applied if all(entry_domains.get(e) != o.applied_category for e in o.expected_ids)]
+    excluded = [o for o in answerable_applied if all(entry_domains.get(e) != o.applied_category for e in o.expected_ids)]
     unanswerable = [o for o in observations if not o.expected_ids]
     answerable = [o for o in observations if o.expected_ids]
     return {
         "cases": n,
         "filter_applied_rate": _rate(len(applied), n),
         "routing_accuracy": _rate(sum(o.applied_category == o.expected_domain for o in with_domain), len(with_domain)),
-        "filter_hurt_rate": _rate(len(hurt), len(answerable_applied)),
+        "filter_excluded_rate": _rate(len(excluded), len(answerable_applied)),
         "fallback_rate": _rate(sum(o.fallback for o in observations), n),
         "correct_supported_rate": _rate(sum(o.semantic_support and o.top_entry in o.expected_ids for o in answerable),
                                         len(answerable)),
         "unanswerable_unsupported_rate": _rate(sum(not o.semantic_support for o in unanswerable), len(unanswerable)),
-        "filter_hurt_cases": [o.case_id for o in hurt],
+        "filter_excluded_cases": [o.case_id for o in excluded],
     }
+
+
+VERDICTS = ("helped", "hurt", "no change", "not applied")
+HURT_MEANING = "the expected entry ranks lower with the L0 filter than without it (lower reciprocal rank)"
+
+
+def filter_verdict(applied: bool, rr_unfiltered: float, rr_filtered: float) -> str:
+    """The one definition of what the L0 filter did to a case: helped / hurt (reciprocal rank up / down with
+    the filter than without it), no change, or not applied."""
+    if not applied:
+        return "not applied"
+    if rr_filtered > rr_unfiltered:
+        return "helped"
+    if rr_filtered < rr_unfiltered:
+        return "hurt"
+    return "no change"
+
+
+def filter_effect(cases: Iterable[tuple[str, bool, float, float]]) -> dict[str, Any]:
+    """Per (case id, filter applied, RR without, RR with the filter): how many the filter helped, hurt, left
+    alone or did not apply to, and which it hurt and helped."""
+    counts = {v: 0 for v in VERDICTS}
+    hurt, helped = [], []
+    for case_id, applied, rr_u, rr_f in cases:
+        verdict = filter_verdict(applied, rr_u, rr_f)
+        counts[verdict] += 1
+        {"hurt": hurt, "helped": helped}.get(verdict, []).append(case_id)
+    return {"definition": f"hurt: {HURT_MEANING}", "counts": counts, "hurt_cases": hurt, "helped_cases": helped}
 
 
 def confusion(observations: Iterable[RoutingObservation]) -> dict[str, dict[str, int]]:

@@ -55,7 +55,7 @@ def test_runbooks_summaries_floors(runbooks_report):
     assert m["mrr@10"] >= 0.929 - MARGIN and m["hit@1"] >= 0.894 - MARGIN and m["recall@5"] >= 0.981 - MARGIN
     _no_configuration_above_lookup(runbooks_report)
     routing = runbooks_report.routing["lookup"]
-    assert routing["routing_accuracy"] >= 0.94 and routing["filter_hurt_rate"] <= 0.06
+    assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
     assert routing["correct_supported_rate"] >= 0.80 - MARGIN
 
 
@@ -65,7 +65,7 @@ def test_kubevirt_summaries_floors_with_the_same_settings(kubevirt_report):
     assert m["mrr@10"] >= 0.886 - MARGIN and m["recall@5"] >= 0.986 - MARGIN
     _no_configuration_above_lookup(kubevirt_report)
     routing = kubevirt_report.routing["lookup"]
-    assert routing["routing_accuracy"] >= 0.94 and routing["filter_hurt_rate"] <= 0.06
+    assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
 
 
 def test_unanswerable_queries_mostly_go_without_a_support_claim(runbooks_corpus, runbooks_store, embedder, base_settings):
