@@ -52,17 +52,17 @@ def test_runbooks_summaries_floors(runbooks_report):
     m = runbooks_report.metrics["lookup"]
     print("runbooks lookup", m)
     assert set(runbooks_report.metrics) == set(CONFIGS)
-    assert m["mrr@10"] >= 0.929 - MARGIN and m["hit@1"] >= 0.894 - MARGIN and m["recall@5"] >= 0.981 - MARGIN
+    assert m["mrr@10"] >= 0.925 - MARGIN and m["hit@1"] >= 0.885 - MARGIN and m["recall@5"] >= 0.981 - MARGIN
     _no_configuration_above_lookup(runbooks_report)
     routing = runbooks_report.routing["lookup"]
     assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
-    assert routing["correct_supported_rate"] >= 0.80 - MARGIN
+    assert routing["correct_supported_rate"] >= 0.837 - MARGIN
 
 
 def test_kubevirt_summaries_floors_with_the_same_settings(kubevirt_report):
     m = kubevirt_report.metrics["lookup"]
     print("kubevirt lookup", m)
-    assert m["mrr@10"] >= 0.886 - MARGIN and m["recall@5"] >= 0.986 - MARGIN
+    assert m["mrr@10"] >= 0.893 - MARGIN and m["recall@5"] >= 0.973 - MARGIN
     _no_configuration_above_lookup(kubevirt_report)
     routing = kubevirt_report.routing["lookup"]
     assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
