@@ -11,6 +11,9 @@ import plotly.graph_objects as go
 from .evaluation import METRICS, EvalReport
 
 
+REPORT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")  # one per metric, distinct
+
+
 def _fmt(v) -> str:
     return "-" if v is None or (isinstance(v, float) and v != v) else f"{v:.3f}" if isinstance(v, float) else str(v)
 
@@ -48,13 +51,23 @@ def metrics_text(report: EvalReport) -> str:
     return "\n".join(lines)
 
 
-def render_html(report: EvalReport) -> str:
-    """One HTML file with its chart library inline: opens anywhere, no app, no network."""
+def metrics_figure(report: EvalReport) -> go.Figure:
+    """The grouped bar chart of the metrics per configuration, one colour per metric."""
     table = metrics_frame(report)
     fig = go.Figure()
     for metric in METRICS:
         fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
-    fig.update_layout(barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=420)
+    # Its own template and colours: the default template is whatever the process set (Streamlit's, whose colours
+    # are the app's theme variables and draw black outside the app).
+    fig.update_layout(barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=420,
+                      template="plotly_white", colorway=list(REPORT_COLORS))
+    return fig
+
+
+def render_html(report: EvalReport) -> str:
+    """One HTML file with its chart library inline: opens anywhere, no app, no network."""
+    table = metrics_frame(report)
+    fig = metrics_figure(report)
     chart = fig.to_html(include_plotlyjs=True, full_html=False)
     sig = pd.DataFrame(report.significance.get("pairs", []))
     cases = pd.DataFrame([
