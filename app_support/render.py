@@ -73,3 +73,8 @@ def unexpected(exc: BaseException) -> None:
 def as_json(value: Any) -> Any:
     """A JSON-ready copy (timestamps and the like as text) for st.json."""
     return json.loads(json.dumps(value, default=str))
+
+
+def rate(value: float | None) -> str:
+    """A share as a percentage, or 'n/a' when it does not apply."""
+    return "n/a" if value is None else f"{value:.0%}"

@@ -9,7 +9,8 @@ from retrieval.config import SEARCH_MODES, Settings
 from . import keys, resources
 from .render import md
 
-MODE_CAPTIONS = {"near_vector": "vector only", "hybrid": "BM25 + vector"}
+MODE_CAPTIONS = {"fusion": "vector + BM25F + L0, fused (default)", "near_vector": "vector + L0",
+                 "hybrid": "Weaviate hybrid + L0"}
 
 
 def settings_widgets(base: Settings) -> None:

@@ -127,15 +127,19 @@ def sql(statement: str, as_json: bool = typer.Option(False, "--json", help="prin
 @app.command("eval")
 def eval_cmd(
     eval_set: Path = typer.Argument(..., help="eval set YAML"),
-    configs: str = typer.Option(",".join(("l0_only", "l1_unfiltered", "l1_filtered", "lookup")), help="comma-separated configurations"),
+    configs: str = typer.Option(",".join(("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")),
+                                help="comma-separated configurations"),
     as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
     report: Optional[Path] = typer.Option(None, "--report", help="write a self-contained HTML report"),
     minimum: list[str] = typer.Option([], "--min", help="gate CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9 (repeatable)"),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="a saved --json result; fail on a significant regression"),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="results per lookup (metrics look at 10 at least)"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="near_vector or hybrid"),
+    mode: Optional[str] = typer.Option(None, "--mode", help="the lookup's mode: fusion, near_vector or hybrid"),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="hybrid alpha"),
     l0_weight: Optional[float] = typer.Option(None, "--l0-weight", help="weight of L0 evidence in the lookup ranking"),
+    vector_weight: Optional[float] = typer.Option(None, "--vector-weight", help="weight of the vector signal in the fusion"),
+    lexical_weight: Optional[float] = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
+    min_support: Optional[float] = typer.Option(None, "--min-support", help="similarity needed to claim semantic support"),
     stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
     config: Optional[Path] = ConfigOpt,
     corpus: Optional[Path] = CorpusOpt,
@@ -151,7 +155,8 @@ def eval_cmd(
     try:
         loaded = load_eval_set(eval_set)
         corpus_dir = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else loaded.corpus_dir)
-        settings = _settings(config, corpus_dir=corpus_dir, top_k=top_k, search_mode=mode, hybrid_alpha=alpha, l0_weight=l0_weight)
+        settings = _settings(config, corpus_dir=corpus_dir, top_k=top_k, search_mode=mode, hybrid_alpha=alpha, l0_weight=l0_weight,
+                             vector_weight=vector_weight, lexical_weight=lexical_weight, min_support_similarity=min_support)
         baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None
         runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
     except (LookupLabError, OSError, json.JSONDecodeError) as exc:
@@ -221,6 +226,52 @@ def bench(
     except LookupLabError as exc:
         _fail(exc)
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
+
+
+@app.command()
+def tune(
+    eval_sets: list[Path] = typer.Argument(..., help="eval set YAML files; each runs on the corpus it names"),
+    grid: str = typer.Option("vector_weight=0.5,0.75,1,1.25,1.5,2;l0_weight=0,0.1,0.2,0.3,0.5", "--grid",
+                             help="NAME=V1,V2;NAME=... over vector_weight, lexical_weight, l0_weight"),
+    folds: int = typer.Option(5, "--folds"),
+    repeats: int = typer.Option(5, "--repeats", help="shuffles of the folds"),
+    as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
+    config: Optional[Path] = ConfigOpt,
+) -> None:
+    """Cross-validate fusion weights over eval sets: in-sample and held-out-fold mrr@10 (macro over sets)."""
+    from .eval_sets import load_eval_set
+    from .services import open_runtime
+    from .tuning import collect_signals, cross_validate, parse_grid
+
+    signals = []
+    try:
+        points = parse_grid(grid)
+        base = _settings(config)
+        for path in eval_sets:
+            loaded = load_eval_set(path)
+            settings = base.with_(corpus_dir=loaded.corpus_dir) if loaded.corpus_dir else base
+            runtime = open_runtime(settings, record=False, log=lambda m: typer.echo(m, err=True))
+            try:
+                if runtime.services.store is not None:
+                    runtime.services.store.ingest(runtime.corpus, runtime.services.embedder)
+                loaded = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
+                signals.extend(collect_signals(loaded, runtime.services, settings))
+                typer.echo(f"{loaded.name}: signals of {sum(c.answerable for c in loaded.cases)} cases", err=True)
+            finally:
+                runtime.close()
+        result = cross_validate(signals, points, base, folds=folds, repeats=repeats)
+    except LookupLabError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    best, cv = result["best"], result["cv"]
+    typer.echo(f"in-sample best {best['settings']}: macro mrr@10 {best['in_sample']:.4f} "
+               + ", ".join(f"{k} {v:.3f}" for k, v in best["per_set"].items()))
+    typer.echo(f"{cv['repeats']}x{cv['folds']}-fold CV: training folds {cv['in_sample_mean']:.4f} ± {cv['in_sample_sd']:.4f}, "
+               f"held-out folds {cv['held_out_mean']:.4f} ± {cv['held_out_sd']:.4f}")
+    for pick in cv["chosen"]:
+        typer.echo(f"  chosen {pick['times']} times: {pick['settings']}")
 
 
 @app.command()
