@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, keys, render, resources
+from app_support import charts, keys, render, resources, urls
 from app_support.render import md
+from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge
 
@@ -137,6 +138,25 @@ if result.results:
     } for i, r in enumerate(result.results, 1)]), hide_index=True)
 else:
     st.caption("No results: neither L0 nor L1 found anything.")
+if result.l1.category and result.l1.status == "ok":
+    try:
+        kept_out = excluded_by_filter(result.query, result.l1.category, ctx.lookup_services(record=False), settings)
+    except Exception as exc:  # noqa: BLE001 - an extra view: the lookup above stands either way
+        kept_out = None
+        st.caption(f"What the filter kept out cannot be shown: {md(type(exc).__name__)}: {md(exc)}")
+    if kept_out is not None:
+        st.markdown(f"**Kept out by the filter** (category = {md(result.l1.category)}): the best of the unfiltered "
+                    f"top {settings.top_k} from other domains, which these results do not include")
+        if kept_out:
+            st.dataframe(pd.DataFrame([{
+                "unfiltered rank": rank, "entry_id": c.entry_id, "title": c.title, "domain": c.domain,
+                "similarity": None if c.similarity is None else round(c.similarity, 4),
+            } for rank, c in kept_out]), hide_index=True)
+        else:
+            st.caption(f"none: the unfiltered top {settings.top_k} are all in {md(result.l1.category)}")
+        st.page_link("pages/filter_comparison.py", label="Compare filtered and unfiltered L1 for this query",
+                     icon=":material/compare_arrows:",
+                     query_params={**urls.setting_params(settings, resources.base_settings()), keys.COMPARE_QUERY: result.query})
 rel = result.relevance
 show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
 show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")

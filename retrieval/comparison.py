@@ -61,6 +61,19 @@ def compare_filter(query: str, services: LookupServices, settings: Settings) -> 
     return FilterComparison(query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered))
 
 
+def excluded_by_filter(query: str, category: str | None, services: LookupServices,
+                       settings: Settings) -> list[tuple[int, Candidate]]:
+    """The best unfiltered L1 hits the L0 filter kept out (their domain is not `category`), each with its rank
+    in the unfiltered top-k. [] when no filter applied or L1 is not there."""
+    if category is None or services.store is None or services.embedder is None:
+        return []
+    vector = services.embedder.embed_query(query)  # cached by text: the lookup embedded it already
+    mode = "hybrid" if settings.search_mode == "hybrid" else "near_vector"
+    found = services.store.search(vector, k=settings.top_k, mode=mode, query_text=query, alpha=settings.hybrid_alpha,
+                                  timeout_s=settings.l1_timeout_s)
+    return [(rank, c) for rank, c in enumerate(found, 1) if c.domain != category]
+
+
 def reciprocal_rank(ranking: list[str], expected: dict[str, int]) -> float:
     for i, entry_id in enumerate(ranking):
         if expected.get(entry_id, 0) > 0:

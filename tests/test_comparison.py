@@ -142,3 +142,15 @@ def test_compare_filter_on_the_sample_alerts(services, settings, tmp_path):
     assert (d.rr_unfiltered, d.rr_filtered) == (reciprocal_rank(ids(one.unfiltered), case.expected),
                                                 reciprocal_rank(ids(one.filtered), case.expected))
     assert d.category == "kubernetes" and d.rr_filtered == 1.0
+
+
+def test_excluded_by_filter_lists_the_unfiltered_hits_outside_the_category(services, settings):
+    from retrieval.comparison import excluded_by_filter
+
+    settings = settings.with_(top_k=10)  # more than the 8 kubernetes entries: some hits must be elsewhere
+    cmp = compare_filter("Pod keeps restarting", services, settings)
+    out = excluded_by_filter("Pod keeps restarting", cmp.category, services, settings)
+    assert out and all(c.domain != "kubernetes" for _, c in out)
+    unfiltered = ids(cmp.unfiltered)
+    assert [(rank, c.entry_id) for rank, c in out] == [(i, e) for i, e in enumerate(unfiltered, 1) if e in cmp.removed]
+    assert excluded_by_filter("Pod keeps restarting", None, services, settings) == []  # no filter: nothing kept out
