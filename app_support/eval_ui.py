@@ -81,3 +81,28 @@ def offer_ingest(ctx: resources.AppContext, *, key: str) -> None:
     if st.button(f"Ingest {len(ctx.corpus.entries)} entries into {ctx.settings.collection}", key=key):
         if ingest.run_ingest(ctx):
             st.rerun()
+
+
+def eval_set_label(path: Path) -> str:
+    return path.name
+
+
+def run_view(settings, *, label: str, **more: str) -> dict[str, str]:
+    """What a stored eval-set result was computed with, named for people (see settings_changed)."""
+    view = {"eval set": label, "corpus": Path(settings.corpus_dir).name, "collection": settings.collection,
+            "top-k": str(settings.top_k), "search mode": settings.search_mode}
+    if settings.search_mode == "hybrid":
+        view["alpha"] = str(settings.hybrid_alpha)
+    return {**view, **more}
+
+
+def settings_changed(stored: dict[str, str], view: dict[str, str]) -> bool:
+    """When the settings differ from those of the result on screen: say so, naming what changed. The result
+    stays on screen until the user runs again."""
+    changed = [f"{name} {stored.get(name, '—')} → {view.get(name, '—')}" for name in dict.fromkeys([*stored, *view])
+               if stored.get(name) != view.get(name)]
+    if not changed:
+        return False
+    st.warning(f"**Settings changed — run again.** The results below are from the last run; since then: "
+               f"{md('; '.join(changed))}.", icon=":material/update:")
+    return True

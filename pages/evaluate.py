@@ -12,7 +12,8 @@ from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evaluation import CONFIGS, METRICS, run_eval, support_points
-from retrieval.report import metrics_frame, render_html, significance_marks
+from retrieval.report import (COLUMN_HELP, COLUMN_LABELS, metrics_display, metrics_frame, render_html,
+                              significance_legend)
 from retrieval.routing_metrics import HURT_MEANING
 
 CONFIG_HELP = {"l0_only": "the L0 keyword matches alone", "l1_unfiltered": "L1 vector search without any filter",
@@ -46,8 +47,7 @@ configs = st.multiselect("Configurations", choices, default=choices, key=f"{keys
                          format_func=lambda c: f"{c}: {CONFIG_HELP[c]}")
 record = st.checkbox("Record the lookups in the invocation store (session tag = the run tag)", value=True,
                      key=keys.EVAL_RECORD, disabled="lookup" not in configs)
-view = (str(path), str(settings.corpus_dir), settings.collection, settings.top_k, settings.search_mode,
-        settings.hybrid_alpha, tuple(configs))
+view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurations=", ".join(configs))
 if st.button(f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary",
              key="run_eval", disabled=not configs):
     bar = st.progress(0.0, text="evaluating…")
@@ -67,21 +67,18 @@ if st.button(f"Run {len(eval_set.cases)} cases × {len(configs)} configurations"
     st.session_state[keys.EVAL_REPORT] = (view, report)
 
 stored = st.session_state.get(keys.EVAL_REPORT)
-if stored is None or stored[0] != view:
+if stored is None:
     st.stop()
+eval_ui.settings_changed(stored[0], view)  # the last run stays on screen, marked, until the next one
 report = stored[1]
 for warning in report.warnings:
     st.warning(md(warning), icon=":material/warning:")
 st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, "
-            f"{report.settings['answerable']} answerable. `*` = significantly different from `lookup` "
-            f"(paired {md(report.significance.get('stat_test', ''))} test, p < 0.05).")
+            f"{report.settings['answerable']} answerable.")
 table = metrics_frame(report)
-marks = significance_marks(report)
-shown = table.copy().astype(object)
-for (config, metric), mark in marks.items():
-    if config in shown.index and metric in shown.columns:
-        shown.loc[config, metric] = f"{table.loc[config, metric]:.3f}{mark}"
-st.dataframe(shown, column_config={m: st.column_config.TextColumn(m) for m in METRICS})
+st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
+st.caption(md(significance_legend(report)) + ". " + "; ".join(
+    f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items()))
 fig = go.Figure()
 for metric in METRICS:
     fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])

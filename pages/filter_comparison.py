@@ -86,8 +86,7 @@ def eval_set_section() -> None:
                 "reciprocal rank to compare. Pick another eval set.")
         return
     eval_ui.offer_ingest(ctx, key="ingest_for_eval")
-    view = (str(path), str(settings.corpus_dir), settings.collection, settings.top_k, settings.search_mode,
-            settings.hybrid_alpha)
+    view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path))
     if st.button(f"Compare on {len(cases)} cases", type="primary", key="run_set_comparison"):
         bar = st.progress(0.0, text="comparing…")
         try:
@@ -105,8 +104,9 @@ def eval_set_section() -> None:
         bar.empty()
         st.session_state[keys.SET_COMPARISON] = (view, deltas)
     stored = st.session_state.get(keys.SET_COMPARISON)
-    if stored is None or stored[0] != view:
+    if stored is None:
         return
+    eval_ui.settings_changed(stored[0], view)  # the last comparison stays on screen, marked, until the next one
     frame = pd.DataFrame([d.to_dict() for d in stored[1]])
     counts = Counter(frame["verdict"])
     cols = st.columns(6)

@@ -14,34 +14,69 @@ from .evaluation import METRICS, EvalReport
 REPORT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")  # one per metric, distinct
 
 
-def _fmt(v) -> str:
-    return "-" if v is None or (isinstance(v, float) and v != v) else f"{v:.3f}" if isinstance(v, float) else str(v)
-
-
 def metrics_frame(report: EvalReport) -> pd.DataFrame:
     return pd.DataFrame(report.metrics_table()).set_index("config")
 
 
+HIGHER, LOWER = "▲", "▼"
+ROUTING_COLUMNS = ("filter_applied_rate", "routing_accuracy", "filter_excluded_rate", "fallback_rate",
+                   "correct_supported_rate", "unanswerable_unsupported_rate")
+COLUMN_LABELS = {"filter_applied_rate": "filter applied", "routing_accuracy": "routing accuracy",
+                 "filter_excluded_rate": "filter excluded all", "fallback_rate": "fallback",
+                 "correct_supported_rate": "right + supported", "unanswerable_unsupported_rate": "unanswerable unsupported"}
+COLUMN_HELP = {
+    "filter_applied_rate": "cases run with an L0-derived category filter / all cases",
+    "routing_accuracy": "of the filtered cases naming an expected domain, share filtered on that domain",
+    "filter_excluded_rate": "of the filtered answerable cases, share whose filter excluded every expected entry",
+    "fallback_rate": "cases answered from L0 because L1 gave nothing usable / all cases",
+    "correct_supported_rate": "of the answerable cases, share whose top result is right and claims semantic support",
+    "unanswerable_unsupported_rate": "of the unanswerable cases, share returned without semantic support",
+}
+
+
 def significance_marks(report: EvalReport, reference: str = "lookup") -> dict[tuple[str, str], str]:
-    """(config, metric) -> '*' when that config differs significantly from `reference` on that metric."""
+    """(config, metric) -> ▲ / ▼ when that config scores significantly higher / lower than `reference`."""
     marks = {}
     for pair in report.significance.get("pairs", []):
         if reference in (pair["a"], pair["b"]) and pair["significant"]:
-            other = pair["b"] if pair["a"] == reference else pair["a"]
-            marks[(other, pair["metric"])] = "*"
+            mine, theirs = ("a", "b") if pair["b"] == reference else ("b", "a")
+            marks[(pair[mine], pair["metric"])] = HIGHER if pair[f"{mine}_score"] > pair[f"{theirs}_score"] else LOWER
     return marks
 
 
-def metrics_text(report: EvalReport) -> str:
+def significance_legend(report: EvalReport, reference: str = "lookup") -> str:
+    return (f"{HIGHER} / {LOWER}: significantly higher / lower than {reference} (paired "
+            f"{report.significance.get('stat_test', '')} test, p < 0.05); a blank cell does not apply")
+
+
+def metrics_display(report: EvalReport) -> pd.DataFrame:
+    """The metrics table as people read it: three decimals, a blank where a figure does not apply, the
+    significance mark beside the value, short column names (COLUMN_LABELS)."""
     marks = significance_marks(report)
-    cols = list(METRICS) + ["filter_applied_rate", "routing_accuracy", "filter_excluded_rate", "fallback_rate",
-                            "correct_supported_rate", "unanswerable_unsupported_rate"]
-    lines = [f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
-             f"{'config':<14}" + "".join(f"{c:>21}" for c in cols)]
+    rows = {}
     for row in report.metrics_table():
-        cells = "".join(f"{_fmt(row[c]) + marks.get((row['config'], c), ''):>21}" for c in cols)
-        lines.append(f"{row['config']:<14}{cells}")
-    lines.append(f"* significantly different from lookup (paired {report.significance.get('stat_test', '')} test, p < 0.05)")
+        config = row["config"]
+        rows[config] = {COLUMN_LABELS.get(c, c): _cell(row.get(c), marks.get((config, c), ""))
+                        for c in (*METRICS, *ROUTING_COLUMNS)}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "config"
+    return frame
+
+
+def _cell(value, mark: str) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return f"{value:.3f}" + (f" {mark}" if mark else "")
+
+
+def metrics_text(report: EvalReport) -> str:
+    table = metrics_display(report)
+    widths = [max(len(c), 7) + 2 for c in table.columns]
+    lines = [f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
+             f"{'config':<14}" + "".join(f"{c:>{w}}" for c, w in zip(table.columns, widths))]
+    for config, row in table.iterrows():
+        lines.append(f"{config:<14}" + "".join(f"{v:>{w}}" for v, w in zip(row, widths)))
+    lines.append(significance_legend(report))
     if report.filter_effect:
         counts, hurt = report.filter_effect["counts"], report.filter_effect["hurt_cases"]
         lines.append("L0 filter (l1_filtered against l1_unfiltered): " + ", ".join(f"{k} {v}" for k, v in counts.items())
@@ -66,7 +101,6 @@ def metrics_figure(report: EvalReport) -> go.Figure:
 
 def render_html(report: EvalReport) -> str:
     """One HTML file with its chart library inline: opens anywhere, no app, no network."""
-    table = metrics_frame(report)
     fig = metrics_figure(report)
     chart = fig.to_html(include_plotlyjs=True, full_html=False)
     sig = pd.DataFrame(report.significance.get("pairs", []))
@@ -85,7 +119,8 @@ def render_html(report: EvalReport) -> str:
         f"<h1>Eval set {e(report.eval_set)}</h1>",
         f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}. Settings: <code>{e(json.dumps(report.settings))}</code></p>",
         "".join(f"<p><b>Warning:</b> {e(w)}</p>" for w in report.warnings),
-        "<h2>Metrics and routing</h2>", table.to_html(float_format=lambda v: f"{v:.3f}", na_rep="-"),
+        "<h2>Metrics and routing</h2>", metrics_display(report).to_html(),
+        f"<p>{e(significance_legend(report))}</p>",
         chart,
         f"<h2>Significance ({e(str(report.significance.get('stat_test')))}, p &lt; 0.05)</h2>",
         sig.to_html(index=False) if not sig.empty else "<p>none</p>",

@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from retrieval.config import REPO_ROOT
 from retrieval.eval_sets import load_eval_set
+from retrieval.evaluation import CONFIGS
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices, lookup_knowledge
@@ -216,6 +217,23 @@ def test_opening_a_lookup_url_records_nothing_an_explicit_run_records(app_env):
     assert store.count() == 2
 
 
+def test_lookup_shows_what_the_filter_kept_out_and_links_to_the_comparison(app_env):
+    at = open_app(q="Pod keeps restarting", k="10")  # more than the 8 kubernetes entries: others are in reach
+    assert_clean(at)
+    assert any("category = kubernetes" in t for t in texts(at.info))
+    assert any("Kept out by the filter" in t for t in texts(at.markdown))
+    kept_out = at.dataframe[-1].value
+    assert list(kept_out.columns) == ["unfiltered rank", "entry_id", "title", "domain", "similarity"]
+    assert len(kept_out) and "kubernetes" not in set(kept_out["domain"])
+    assert not set(kept_out["entry_id"]) & set(at.table[-1].value["entry_id"])  # not among the results
+    assert kept_out["unfiltered rank"].is_monotonic_increasing and kept_out["unfiltered rank"].max() <= 10
+    (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
+    assert dict(parse_qsl(link.proto.query_string)) == {"cq": "Pod keeps restarting", "k": "10"}
+    # no filter, no such block
+    other = open_app(q="something unrelated happened somewhere")
+    assert not any("Kept out by the filter" in t for t in texts(other.markdown))
+
+
 def test_lookup_escapes_user_text(app_env):
     at = open_app()
     at.text_input(key="q").input("<script>alert(1)</script> **vault** sealed [x](http://evil)").run()
@@ -387,6 +405,11 @@ def test_filter_comparison_on_an_eval_set(app_env):
     # the results stay on a rerun without running again
     at.run()
     assert {v: int(metrics(at)[v]) for v in counts} == counts
+    # and when a setting changes, marked, until the next run
+    at.radio(key="mode").set_value("hybrid").run()
+    assert {v: int(metrics(at)[v]) for v in counts} == counts
+    (stale,) = [w for w in texts(at.warning) if "Settings changed — run again" in w]
+    assert "search mode" in stale and "→ hybrid" in stale
 
 
 def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample_store, embedder, base_settings):
@@ -485,18 +508,32 @@ def test_eval_set_for_another_corpus_offers_to_switch(app_env):
 def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     at = open_app("Evaluate")
     assert at.selectbox(key="es").value == SAMPLE_EVAL  # preselected: written for the loaded corpus
-    assert at.multiselect(key="eval_configs-True").value == ["l0_only", "l1_unfiltered", "l1_filtered", "lookup"]
+    assert at.multiselect(key="eval_configs-True").value == list(CONFIGS)
+    at.multiselect(key="eval_configs-True").set_value(["l0_only", "l1_unfiltered", "l1_filtered", "lookup"]).run()
     at.button(key="run_eval").click().run()
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table.index) == ["l0_only", "l1_unfiltered", "l1_filtered", "lookup"]
-    mrr = table["mrr@10"].map(lambda v: float(str(v).rstrip("*")))
+    # three decimals everywhere, a blank where a figure does not apply, significance as a mark with a legend
+    cells = [str(v) for v in table.to_numpy().ravel()]
+    assert all(re.fullmatch(r"(\d\.\d{3}( [▲▼])?)?", v) for v in cells), cells
+    assert "" in cells  # l0_only has no routing accuracy (nothing filtered)
+    assert any("significantly higher / lower than lookup" in t for t in texts(at.caption))
+    assert "fallback" in table.columns and "right + supported" in table.columns
+    mrr = table["mrr@10"].map(lambda v: float(v.split(" ")[0]))
     assert ((mrr >= 0) & (mrr <= 1)).all() and mrr["lookup"] > mrr["l0_only"]
     assert {b.label for b in at.get("download_button")} == {"Download JSON", "Download HTML report"}
     # the lookups were recorded under the run tag, 48 cases
     tags = InvocationStore(app_env / "invocations.duckdb").query(
         "SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL")
     assert len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts") and tags["n"][0] == 48
+    # a setting changes: the results stay, marked, until the next run
+    at.number_input(key="k").set_value(6).run()
+    assert at.table[0].value.equals(table)
+    (stale,) = [w for w in texts(at.warning) if "Settings changed — run again" in w]
+    assert "top-k 5 → 6" in stale
+    at.button(key="run_eval").click().run()
+    assert not [w for w in texts(at.warning) if "Settings changed" in w]
 
 
 def test_sql_console_refuses_drop_table_and_runs_a_select(app_env):

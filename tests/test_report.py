@@ -8,7 +8,7 @@ import pytest
 
 from retrieval.config import REPO_ROOT
 from retrieval.evaluation import EvalReport
-from retrieval.report import REPORT_COLORS, metrics_figure, render_html
+from retrieval.report import REPORT_COLORS, metrics_display, metrics_figure, metrics_text, render_html
 
 SHOTS = REPO_ROOT / "test-artifacts" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
@@ -47,6 +47,34 @@ def test_the_report_chart_brings_its_own_template_and_colours():
     layout = metrics_figure(tiny_report()).to_dict()["layout"]
     assert layout["colorway"] == list(REPORT_COLORS) and len(set(REPORT_COLORS)) == len(REPORT_COLORS)
     assert layout["template"]["layout"]["paper_bgcolor"] == "white"  # plotly_white, spelled out in the figure
+
+
+def test_metrics_display_three_decimals_blanks_and_marks():
+    table = metrics_display(tiny_report())
+    assert list(table.index) == ["l0_only", "l1_filtered", "lookup"]
+    assert table.loc["lookup", "mrr@10"] == "0.952"  # not 0.9519230769230769
+    assert table.loc["l0_only", "mrr@10"] == "0.312 ▼"  # significantly lower than lookup
+    assert table.loc["l1_filtered", "mrr@10"] == "0.615"  # not significant: no mark
+    assert table.loc["l0_only", "routing accuracy"] == ""  # does not apply: blank, not None
+    assert table.loc["lookup", "fallback"] == "0.250"
+    for value in table.to_numpy().ravel():
+        assert value == "" or len(value.split(" ")[0]) == 5, value
+
+
+def test_an_upward_mark_when_a_configuration_beats_lookup():
+    report = tiny_report()
+    report.significance["pairs"][0].update(a_score=0.99, b_score=0.9519)
+    assert metrics_display(report).loc["l0_only", "mrr@10"] == "0.312 ▲"
+
+
+def test_text_and_html_use_the_same_cells_and_legend():
+    report = tiny_report()
+    text, page = metrics_text(report), render_html(report)
+    assert "0.312 ▼" in text and "0.9519230769230769" not in text and "None" not in text
+    assert "significantly higher / lower than lookup" in text
+    table = page.split("<h2>Metrics and routing</h2>")[1].split("<div")[0]  # the table and its legend, before the chart
+    assert "0.312 ▼" in table and "significantly higher / lower than lookup" in table
+    assert "0.9519230769230769" not in table and "None" not in table
 
 
 def _hex(color: str) -> tuple[int, int, int]:
