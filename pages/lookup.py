@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, keys, render, resources, urls
+from app_support import charts, ingest, keys, render, resources, urls
 from app_support.render import md
 from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
@@ -26,6 +26,26 @@ explicit = bool(st.session_state.pop(keys.RUN_LOOKUP, False))  # Enter in the bo
 if not query or not query.strip():
     st.info("Type a question or an alert summary and press Enter.", icon=":material/keyboard:")
     st.stop()
+
+# Before the first ingest there is nothing for L1 to search: say so, and offer the ingest here.
+unindexed = False
+if ctx.store is not None and settings.l1_enabled:
+    indexed, _, why = resources.collection_summary(ctx)
+    unindexed = why is None and indexed == 0
+if unindexed:
+    ingest.show_last_result()
+    st.warning(f"**Collection {md(settings.collection)} is not indexed yet**: L1 has nothing to search, so this "
+               f"lookup answers from L0 only. Ingest the {len(ctx.corpus.entries)} entries of the corpus first.",
+               icon=":material/upload:")
+    i1, i2 = st.columns([2, 3], vertical_alignment="center")
+    if ctx.read_only:
+        i1.caption(f"Ingest is off: the app is read-only ({md(ctx.access.reason)}).")
+    elif i1.button(f"Ingest {len(ctx.corpus.entries)} entries into {settings.collection}", key="ingest_for_lookup",
+                   type="primary"):
+        if ingest.run_ingest(ctx):
+            st.session_state.pop(keys.LAST_LOOKUP, None)
+            st.rerun()
+    i2.page_link("pages/corpus.py", label="Corpus: entries, index state, Ingest and Re-index", icon=":material/library_books:")
 
 # Only an explicit run records an invocation. Opening the view from a URL (a refresh, a shared link, "Open in
 # Lookup") or changing a setting shows the lookup without recording it; a rerun of the same view shows it again.
@@ -67,7 +87,9 @@ render.highlighted(result.query, all_keys)
 
 routing = result.routing if hints.has_match else f"no L0 match: {result.routing}"
 st.info(f"**Routing:** {md(routing)}", icon=":material/alt_route:")
-if result.l1.status in ("failed", "unavailable"):
+if result.l1.status == "failed" and unindexed:
+    st.caption("L1 found no collection to search (see above): the results come from L0 only.")
+elif result.l1.status in ("failed", "unavailable"):
     st.warning(f"**L1 {md(result.l1.status)}**: {md(result.l1.error)}  \nThe results below come from L0 only "
                "(fallback); they carry no semantic support.", icon=":material/warning:")
 elif result.l1.status == "disabled":

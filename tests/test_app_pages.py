@@ -234,6 +234,26 @@ def test_lookup_shows_what_the_filter_kept_out_and_links_to_the_comparison(app_e
     assert not any("Kept out by the filter" in t for t in texts(other.markdown))
 
 
+def test_lookup_before_the_first_ingest_says_so_and_ingests_in_place(monkeypatch, tmp_path, base_settings, weaviate_client):
+    from retrieval.weaviate_store import KnowledgeStore
+
+    KnowledgeStore(weaviate_client, "TestLookupUnindexed").drop()
+    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
+                 grpc_port=base_settings.embedded_grpc_port, collection="TestLookupUnindexed")
+    at = open_app(q="Vault is sealed")
+    shown = texts(at.warning) + texts(at.error) + texts(at.caption)
+    assert any("Collection TestLookupUnindexed is not indexed yet" in t for t in texts(at.warning))
+    assert not [t for t in shown if "WeaviateQueryError" in t or "could not find class" in t]
+    assert metrics(at)["Layer"] == "L0" and at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
+    assert any(p.proto.page_script_hash for p in at.get("page_link") if "Corpus" in p.proto.label)
+    at.button(key="ingest_for_lookup").click().run()  # ingest in place, then the lookup runs on L1 too
+    assert_clean(at)
+    assert not any("is not indexed yet" in t for t in texts(at.warning))
+    assert metrics(at)["Layer"] == "L0+L1"
+    assert KnowledgeStore(weaviate_client, "TestLookupUnindexed").count_chunks() > 0
+    KnowledgeStore(weaviate_client, "TestLookupUnindexed").drop()
+
+
 def test_lookup_escapes_user_text(app_env):
     at = open_app()
     at.text_input(key="q").input("<script>alert(1)</script> **vault** sealed [x](http://evil)").run()
@@ -570,7 +590,9 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
     shown = {v for trace in top["data"] for v in trace["y"]}
     assert "PostgreSQL replication" in shown and "postgr sql replication" not in shown  # as written, not the key
     assert any(t.startswith("Calls per") for t in titles) and any(t.startswith("Fallback rate") for t in titles)
-    assert len(at.dataframe[0].value) == 3
+    calls = at.dataframe[0].value
+    assert len(calls) == 3
+    assert list(calls.columns[:5]) == ["created_at", "input", "layer", "top_entry_id", "latency_ms"]  # id last
     assert {b.label for b in at.get("download_button")} == {"Download CSV", "Download Parquet"}
 
     at.checkbox(key="inv_fallback").check().run()
