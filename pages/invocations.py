@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 from datetime import datetime, time, timedelta, timezone
 
+import pandas as pd
 import streamlit as st
 
 from app_support import charts, keys, render, resources
 from app_support.render import md
-from retrieval.dashboard import SAMPLE_CALLS, InvocationFilter, details_for, export_frame, filter_options, load_dashboard
+from retrieval.dashboard import (SAMPLE_CALLS, InvocationFilter, details_for, export_frame, filter_options, load_dashboard,
+                                 result_for)
 from retrieval.errors import LookupLabError, SqlRefused
 from retrieval.sql_console import EXAMPLES, run_readonly
 
@@ -101,15 +103,15 @@ def dashboard_section() -> None:
         c5.plotly_chart(charts.top_counts(dash.top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
 
     st.markdown(f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "
-                "select a row to open its retrieval_details")
+                "select a row to see its results and relevance")
     event = st.dataframe(dash.rows, hide_index=True, on_select="rerun", selection_mode="single-row", key=keys.INV_TABLE,
                          column_config={"latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
-                                        "created_at": st.column_config.DatetimeColumn("created at", format="YYYY-MM-DD HH:mm:ss")})
+                                        "created_at": st.column_config.DatetimeColumn("time", format="YYYY-MM-DD HH:mm:ss"),
+                                        "input": st.column_config.TextColumn("query", width="large"),
+                                        "top_entry_id": st.column_config.TextColumn("top entry")})
     rows = event.selection.rows if event is not None else []
     if rows:
-        picked = dash.rows.iloc[rows[0]]
-        st.markdown(f"**retrieval_details** of {md(picked['id'])}: {md(picked['input'])}")
-        st.json(details_for(store, picked["id"]) or {}, expanded=2)
+        show_call(dash.rows.iloc[rows[0]])
     d1, d2, _ = st.columns([1, 1, 4])
     d1.download_button("Download CSV", data=lambda: export_frame(store, flt).to_csv(index=False).encode("utf-8"),
                        file_name="tool_invocation.csv", mime="text/csv", on_click="ignore", key="dl_csv")
@@ -121,6 +123,30 @@ def dashboard_section() -> None:
 
     d2.download_button("Download Parquet", data=parquet, file_name="tool_invocation.parquet",
                        mime="application/vnd.apache.parquet", on_click="ignore", key="dl_parquet")
+
+
+def show_call(picked) -> None:
+    """One recorded call: its results and relevance as returned, a link that reopens it in Lookup, and its
+    retrieval_details."""
+    result = result_for(store, picked["id"]) or {}
+    st.markdown(f"**Call {md(picked['id'])}**: {md(picked['input'])}")
+    relevance = result.get("relevance") or {}
+    if relevance:
+        show = {"high": st.success, "medium": st.info}.get(relevance.get("level"), st.warning)
+        show(f"**Relevance: {md(relevance.get('level'))}** (semantic support: "
+             f"{'yes' if relevance.get('semantic_support') else 'no'}). {md(relevance.get('reason', ''))}")
+    found = result.get("results") or []
+    if found:
+        st.dataframe(pd.DataFrame([{"rank": i, "entry_id": r.get("entry_id"), "title": r.get("title"),
+                                    "domain": r.get("domain"), "source": r.get("source"), "score": r.get("score")}
+                                   for i, r in enumerate(found, 1)]), hide_index=True,
+                     column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+    else:
+        st.caption("This call returned no results.")
+    st.page_link("pages/lookup.py", label="Open in Lookup (shown there without recording it again)",
+                 icon=":material/open_in_new:", query_params={keys.QUERY: str(picked["input"])})
+    with st.expander(f"retrieval_details of {picked['id']}"):
+        st.json(details_for(store, picked["id"]) or {}, expanded=2)
 
 
 def set_example() -> None:

@@ -17,8 +17,9 @@ import pandas as pd
 from .invocations import COLUMNS, STAGES, InvocationStore
 
 SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
-ROW_COLUMNS = ("id", "created_at", "input", "layer", "status", "l1_status", "fallback", "domain", "top_entry_id",
-               "latency_ms", "session_tag", "error")
+# What people read first: when, what was asked, which layer answered, the top entry, how long; the id last.
+ROW_COLUMNS = ("created_at", "input", "layer", "top_entry_id", "latency_ms", "domain", "fallback", "l1_status", "status",
+               "session_tag", "error", "id")
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,16 @@ def details_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | 
     """The parsed retrieval_details of one invocation (None if there is no such id)."""
     row = store.with_connection(lambda con: con.execute(
         "SELECT CAST(retrieval_details AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
+        read_only=True)
+    if row is None:
+        return None
+    return json.loads(row[0]) if row[0] else {}
+
+
+def result_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | None:
+    """The parsed result (results and relevance) of one invocation (None if there is no such id)."""
+    row = store.with_connection(lambda con: con.execute(
+        "SELECT CAST(result AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
         read_only=True)
     if row is None:
         return None

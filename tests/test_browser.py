@@ -285,6 +285,9 @@ def test_sql_console_and_row_details_in_the_browser(page, sample_app):
     box = grid.bounding_box()
     rerun(page, lambda: page.mouse.click(box["x"] + 18, box["y"] + 35 + 17))
     expect(page.get_by_text("retrieval_details of").first).to_be_visible()
+    # the selected call: its results and relevance, and a link that reopens it in Lookup
+    expect(page.get_by_text("Relevance:").first).to_be_visible()
+    expect(page.get_by_role("link", name=re.compile("Open in Lookup"))).to_be_visible()
     shot(page, "sample-invocations-details")
 
 

@@ -179,6 +179,18 @@ def test_top_keywords_count_only_matching_calls(made, flt):
     assert got == dict(want)
 
 
+def test_rows_lead_with_what_people_read_first(made):
+    cols = list(load_dashboard(made, InvocationFilter()).rows.columns)
+    assert cols[:5] == ["created_at", "input", "layer", "top_entry_id", "latency_ms"] and cols[-1] == "id"
+
+
+def test_result_for_reads_one_row(made):
+    from retrieval.dashboard import result_for
+
+    assert result_for(made, "d") == {"results": []}
+    assert result_for(made, "no-such-id") is None
+
+
 def test_details_for_reads_one_row(made):
     assert details_for(made, "d")["l0"]["matched_keywords"][0] == {"term": "vault", "field": "entity", "weight": 1.0}
     assert details_for(made, "no-such-id") is None
