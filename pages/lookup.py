@@ -9,7 +9,8 @@ from app_support import charts, ingest, keys, render, resources, urls
 from app_support.render import md
 from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
-from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge
+from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge, weights_of
+from retrieval.ranking import explain
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -156,8 +157,11 @@ if result.results:
         "rank": i, "entry_id": md(r.entry_id), "title": md(r.title), "domain": md(r.domain), "source": r.source,
         "score": f"{r.score:.4f}", "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
         "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
-        "found by (rank)": ", ".join(f"{name} {rank}" for name, rank in r.ranks),
+        "why here": md(explain(r, weights_of(settings))),
     } for i, r in enumerate(result.results, 1)]), hide_index=True)
+    st.caption("**score**: the weighted sum of the signals that found the entry, each scaled to this query's best "
+               "candidate (1.0), so only ranks within one query compare; **similarity**: the query against the "
+               "entry's best chunk (what semantic support is judged on); **L0 score**: the raw keyword score of L0.")
 else:
     st.caption("No results: neither L0 nor L1 found anything.")
 if result.l1.category and result.l1.status == "ok":

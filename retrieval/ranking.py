@@ -114,6 +114,21 @@ def fuse(l0: Sequence[EntryMatch], vector: Sequence[Candidate], lexical: Sequenc
     return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
 
 
+SIGNAL_NAMES = {"vector": "vector", "bm25": "BM25F", "l0": "L0"}
+
+
+def explain(item: ResultItem, weights: FusionWeights) -> str:
+    """One line on which signals placed a result where: each signal's rank, and what its score sums."""
+    found = ", ".join(f"{SIGNAL_NAMES[name]} #{rank}" for name, rank in item.ranks)
+    if item.source == "L0":
+        return f"{found} only: ranked by its L0 score, after every entry L1 found"
+    weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
+    counted = [f"{weight[name]:g}×{SIGNAL_NAMES[name]}" for name in item.signals if weight[name] > 0]
+    ignored = [SIGNAL_NAMES[name] for name in item.signals if weight[name] <= 0]
+    text = f"{found}; score = {' + '.join(counted) or '0'} (each scaled to this query's best)"
+    return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
+
+
 def assess(results: Sequence[ResultItem], l1_status: str, *, min_support: float = MIN_SUPPORT_SIMILARITY,
            strong_support: float = STRONG_SUPPORT_SIMILARITY, l1_signals: Sequence[str] = ("vector",)) -> Relevance:
     """Relevance of the top result, from a real similarity (the query vector against the entry's best

@@ -85,3 +85,17 @@ def test_support_needs_strong_similarity_or_agreement(sim, lexical_first, suppor
     rel = assess(results, "ok", min_support=0.30, strong_support=0.725, l1_signals=("vector", "bm25"))
     assert rel.semantic_support is supported, rel.reason
     assert f"{sim:.2f}" in rel.reason
+
+
+@pytest.mark.parametrize("source, ranks, weights, line", [
+    ("both", (("vector", 1), ("bm25", 2), ("l0", 3)), FusionWeights(3, 1, 0),
+     "vector #1, BM25F #2, L0 #3; score = 3×vector + 1×BM25F (each scaled to this query's best); L0 at weight 0, not counted"),
+    ("L1", (("bm25", 1),), FusionWeights(1, 1, 0.2), "BM25F #1; score = 1×BM25F (each scaled to this query's best)"),
+    ("both", (("vector", 2), ("l0", 1)), FusionWeights(1, 1, 0.5),
+     "vector #2, L0 #1; score = 1×vector + 0.5×L0 (each scaled to this query's best)"),
+    ("L0", (("l0", 4),), FusionWeights(), "L0 #4 only: ranked by its L0 score, after every entry L1 found"),
+])
+def test_explain_says_which_signals_placed_a_result(source, ranks, weights, line):
+    from retrieval.ranking import ResultItem, explain
+
+    assert explain(ResultItem("x/A", "A", "x", 0.5, source, ranks=ranks), weights) == line
