@@ -9,7 +9,7 @@ import streamlit as st
 from app_support import keys, render, resources, sidebar
 from retrieval.errors import LookupLabError
 
-st.set_page_config(page_title="Lookup Lab", page_icon=":material/travel_explore:", layout="wide")
+st.set_page_config(page_title="Lookup Lab", page_icon="🔎", layout="wide")  # an emoji: no icon font fetched, works offline
 
 PAGES = [
     st.Page("pages/lookup.py", title="Lookup", icon=":material/search:", default=True),

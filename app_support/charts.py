@@ -68,12 +68,14 @@ def rank_shifts(rows: Sequence[Mapping[str, Any]], k: int) -> go.Figure:
 
 
 def delta_rr(frame: pd.DataFrame) -> go.Figure:
-    """Per case: reciprocal rank with the filter minus without it, coloured by verdict."""
-    data = frame.sort_values(["delta_rr", "case_id"], ascending=[False, True])
+    """Per case the filter changed: reciprocal rank with the filter minus without it, coloured by verdict
+    (the unchanged cases are counted in the caption, not drawn as empty slots)."""
+    data = frame[frame["delta_rr"] != 0].sort_values(["delta_rr", "case_id"], ascending=[False, True])
     fig = px.bar(data, x="case_id", y="delta_rr", color="verdict", color_discrete_map=VERDICT_COLORS,
                  hover_data={"query": True, "rr_unfiltered": ":.3f", "rr_filtered": ":.3f", "category": True},
                  category_orders={"verdict": list(VERDICT_COLORS)}, title="Change in reciprocal rank per case (filtered − unfiltered)")
-    fig.update_layout(xaxis=dict(title="case", showticklabels=len(data) <= 40), yaxis_title="Δ RR", bargap=0.1)
+    fig.update_layout(xaxis=dict(title="case", type="category", showticklabels=len(data) <= 40), yaxis_title="Δ RR",
+                      bargap=0.1)
     return _compact(fig, 340)
 
 
@@ -89,7 +91,8 @@ def stage_latency(samples: pd.DataFrame) -> go.Figure:
     fig = px.box(data, x="stage", y="ms", color="stage", points="outliers", title="Latency per stage (ms)",
                  color_discrete_map={STAGE_LABELS[k]: v for k, v in STAGE_COLORS.items()},
                  category_orders={"stage": [STAGE_LABELS[s] for s in ("l0", "embed", "l1", "fuse")]})
-    fig.update_layout(showlegend=False, xaxis_title="")
+    # A log axis: one slow outlier (a cold model, a busy machine) would otherwise squash every box to a line.
+    fig.update_layout(showlegend=False, xaxis_title="", yaxis=dict(type="log", title="ms (log scale)"))
     return _compact(fig, 300)
 
 

@@ -48,6 +48,7 @@ SQL_RUN = "sql_run"
 
 # Corpus
 CORPUS_ENTRY = "corpus_entry"
+CORPUS_TABLE = "corpus_table"  # the entries table: a clicked row opens that entry
 INGEST_RESULT = "_ingest_result"
 
 URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, QUERY, COMPARE_QUERY, EVAL_SET, EVAL_RUN_SET)

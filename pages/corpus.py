@@ -68,11 +68,22 @@ frame = statuses_frame(statuses)
 pick_domain = st.multiselect("Domain", corpus.domains, key="corpus_domains")
 if pick_domain:
     frame = frame[frame["domain"].isin(pick_domain)]
-st.dataframe(frame, hide_index=True, column_config={
-    "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
-    "index_terms": st.column_config.TextColumn("top L0 index terms")})
-
 ids = list(frame["entry_id"])
+
+
+def open_clicked_entry() -> None:
+    """A row clicked in the table opens that entry below (the selectbox follows it)."""
+    rows = st.session_state[keys.CORPUS_TABLE].selection.rows
+    if rows and rows[0] < len(ids):
+        st.session_state[keys.CORPUS_ENTRY] = ids[rows[0]]
+
+
+st.caption("Click a row to open its entry below.")
+st.dataframe(frame, hide_index=True, key=keys.CORPUS_TABLE, on_select=open_clicked_entry, selection_mode="single-row",
+             column_config={
+                 "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
+                 "index_terms": st.column_config.TextColumn("top L0 index terms")})
+
 if ids:
     entry_id = st.selectbox("Entry details", ids, key=keys.CORPUS_ENTRY)
     chosen = next(s for s in statuses if s.entry_id == entry_id)
@@ -82,6 +93,10 @@ if ids:
                     f"chunk(s), index state **{md(chosen.indexed)}**")
         st.markdown("Frontmatter")
         st.json(render.as_json(chosen.frontmatter))
+    entry = next((e for e in corpus.entries if e.entry_id == entry_id), None)
+    if entry is not None:
+        with st.expander(f"Text of {entry_id} (the markdown below the frontmatter)", expanded=True):
+            st.code(entry.text, language="markdown", wrap_lines=True)  # as written: corpus text is never live Markdown
     with right:
         st.markdown(f"L0 index terms ({len(chosen.index_terms)})")
         st.dataframe(pd.DataFrame(list(chosen.index_terms), columns=["term", "field", "weight", "key"]), hide_index=True,

@@ -116,9 +116,10 @@ def eval_set_section() -> None:
     cols[5].metric("MRR filtered", f"{frame['rr_filtered'].mean():.3f}",
                    delta=f"{frame['rr_filtered'].mean() - frame['rr_unfiltered'].mean():+.3f}")
     changed = int((frame["delta_rr"] != 0).sum())
-    st.plotly_chart(charts.delta_rr(frame), width="stretch")
+    if changed:
+        st.plotly_chart(charts.delta_rr(frame), width="stretch")
     st.caption(f"The filter changed the reciprocal rank (over the top 10, as the eval's mrr@10) of {changed} of "
-               f"{len(frame)} cases; a bar of 0 is a case it left as it was (or did not apply to).")
+               f"{len(frame)} cases; only those are drawn.")
     hurt = frame[frame["verdict"] == "hurt"]
     st.markdown(f"**Cases the filter hurt** ({len(hurt)}): {md(HURT_MEANING)}. Open one in Lookup:")
     for row in hurt.itertuples():

@@ -121,6 +121,11 @@ def texts(elements) -> list[str]:
     return [re.sub(r"\\(.)", r"\1", e.value) for e in elements]
 
 
+def texts_of(cells) -> list[str]:
+    """st.table cells as people read them (corpus text is Markdown-escaped there)."""
+    return [re.sub(r"\\(.)", r"\1", str(v)) for v in cells]
+
+
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -183,6 +188,8 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     assert candidates["distance"].astype(float).is_monotonic_increasing
     assert results.iloc[0]["entry_id"] == "databases/PostgresReplicationLag"
     assert results.iloc[0]["source"] == "both"
+    why = texts_of(results["why here"])[0]
+    assert why.startswith("vector #") and "score = " in why and "scaled to this query" in why  # which signals placed it
     assert any("Relevance" in t for t in texts(at.success) + texts(at.info) + texts(at.warning))
     stages = {t["name"].split(" ")[0] for spec in plotly_specs(at) for t in spec["data"]}
     assert {"L0", "embedding", "L1", "fuse", "recording"} <= stages
@@ -420,7 +427,12 @@ def test_filter_comparison_on_an_eval_set(app_env):
     cases = [c for c in load_eval_set(REPO_ROOT / SAMPLE_EVAL).cases if c.answerable]
     assert sum(counts.values()) == len(cases)
     assert counts["Not applied"] < len(cases)  # the filter applied somewhere
-    assert any(t["type"] == "bar" for t in plotly_specs(at)[-1]["data"])
+    changed = [t for t in texts(at.caption) if "The filter changed the reciprocal rank" in t]
+    assert changed and "only those are drawn" in changed[0]
+    n_changed = int(re.search(r"\) of (\d+) of", changed[0]).group(1))
+    if n_changed:  # the ΔRR chart draws the changed cases only
+        drawn = [x for t in plotly_specs(at)[-1]["data"] if t["type"] == "bar" for x in t["x"]]  # case ids
+        assert len(drawn) == n_changed
     assert len(at.get("page_link")) == counts["Hurt"]
     # the results stay on a rerun without running again
     at.run()
@@ -586,6 +598,8 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
     assert (m["Calls"], m["Fallbacks"], m["Fallback rate"]) == ("3", "1", "33%")
     titles = {spec["layout"]["title"]["text"] for spec in plotly_specs(at)}
     assert {"Latency per stage (ms)", "Top domains", "Top L0 keywords"} <= titles
+    stages = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "Latency per stage (ms)")
+    assert stages["layout"]["yaxis"]["type"] == "log"  # an outlier does not squash the boxes
     top = next(spec for spec in plotly_specs(at) if spec["layout"]["title"]["text"] == "Top L0 keywords")
     shown = {v for trace in top["data"] for v in trace["y"]}
     assert "PostgreSQL replication" in shown and "postgr sql replication" not in shown  # as written, not the key
@@ -660,7 +674,7 @@ def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, b
     assert (m["Entries"], m["Indexed"], m["To (re)index"], m["Skipped files"]) == ("2", "0", "2", "1")
     entries = at.dataframe[0].value
     assert list(entries["entry_id"]) == ["net/DnsDown", "net/PacketLoss"]
-    assert set(entries["indexed"]) == {"missing"} and list(entries["chunks"]) == [1, 1]
+    assert set(entries["indexed"]) == {"missing"} and list(entries["chunks"]) == [2, 2]  # a card and the body each
     assert "dns" in entries.iloc[0]["index_terms"]
     terms = at.dataframe[1].value  # the chosen entry's index terms, as the file writes them, with the key
     assert list(terms.columns) == ["term", "field", "weight", "key"]
@@ -668,6 +682,7 @@ def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, b
     problems = at.dataframe[-1].value
     assert problems.iloc[0]["path"].endswith("Broken.md") and "frontmatter" in problems.iloc[0]["reason"]
     assert json.loads(at.json[0].proto.body)["entities"] == ["CoreDNS"]
+    assert "check the CoreDNS pods and the upstream resolver" in at.code[0].value  # the entry's text, not only its frontmatter
 
     at.button(key="corpus_ingest").click().run()
     assert_clean(at)

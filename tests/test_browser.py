@@ -260,6 +260,9 @@ def test_every_page_in_the_browser(page, sample_app):
         expect(page.locator("h1").filter(has_text=TITLES[name])).to_have_count(1)
         expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Status", exact=True)).to_be_visible()  # the frame
         shot(page, f"sample-{name}")
+    # the page icon is the app's own (an emoji drawn by the page), not fetched from a font host
+    icons = page.evaluate("() => [...document.querySelectorAll('link[rel*=icon]')].map(l => l.href)")
+    assert icons and not [h for h in icons if "gstatic" in h or "googleapis" in h], icons
     # writable (loopback, LOOKUP_READ_ONLY unset): the Corpus page offers Ingest
     expect(page.get_by_role("button", name="Ingest", exact=True)).to_be_visible()
 
@@ -351,3 +354,23 @@ def test_every_runbooks_page_in_the_browser(page, runbooks_app):
         assert_no_exception(page, f"runbooks {name}")
         expect(page.locator("h1").filter(has_text=TITLES[name])).to_have_count(1)
         shot(page, f"runbooks-{name}")
+
+
+def test_runbooks_evaluate_results_fit_the_page(page, runbooks_app):
+    """Evaluate on the runbooks summaries: the metrics table has three decimals, blanks and marks with a
+    legend, and fits the page without a horizontal scroll; the screenshot is kept for review."""
+    label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"
+    open_page(page, runbooks_app, "evaluate?es=" + quote_plus(label))
+    expect(page.get_by_text("does not fit")).to_have_count(0)
+    before = page.evaluate(WATCH_RUNS)
+    page.get_by_role("button", name=re.compile(r"^Run 104 cases")).click()
+    page.wait_for_function(RUN_DONE, arg=[before], timeout=900_000)  # every configuration on 104 cases
+    assert_no_exception(page, "runbooks evaluate")
+    table = page.locator('[data-testid="stTable"]').first
+    expect(table).to_be_visible()
+    cells = [c.strip() for c in table.locator("tbody td").all_inner_texts()]
+    assert cells and all(re.fullmatch(r"(\d\.\d{3}( [▲▼])?)?", c) for c in cells), cells
+    fits = table.evaluate("el => el.scrollWidth <= el.clientWidth + 1 && el.getBoundingClientRect().right <= window.innerWidth")
+    assert fits, "the metrics table is wider than the page"
+    expect(page.get_by_text("significantly higher / lower than lookup").first).to_be_visible()
+    shot(page, "runbooks-evaluate-results")
