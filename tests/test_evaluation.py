@@ -174,3 +174,18 @@ def test_html_report_opens_in_the_browser(runbooks_run, tmp_path):
             page.screenshot(path=str(shots / "eval-report.png"), full_page=False)
         finally:
             browser.close()
+
+
+def test_support_points_sort_cases_by_outcome(runbooks_run):
+    from retrieval.evaluation import support_points
+
+    _, report, *_ = runbooks_run
+    points = support_points(report)
+    assert len(points) == len(report.cases)
+    by_case = {c["id"]: c for c in report.cases}
+    for p in points:
+        rank = by_case[p["case"]]["configs"]["lookup"]["rank"]
+        assert p["outcome"] == ("right" if rank == 1 else "wrong")
+        assert p["support_score"] is None or -1.0 <= p["support_score"] <= 1.0
+    right = sum(p["outcome"] == "right" and p["semantic_support"] for p in points) / len(points)
+    assert right == pytest.approx(report.routing["lookup"]["correct_supported_rate"])
