@@ -285,7 +285,7 @@ def test_query_params_restore_the_view(app_env):
     # and another URL gives another view
     other = open_app(q="Pod keeps restarting", k="2")
     assert metrics(other)["Layer"] == "L0+L1"
-    assert len(other.table[0].value) == 2  # two L1 candidates at k=2
+    assert len(other.table[-1].value) == 2  # two results at k=2 (L1 fetches candidate_depth candidates for the fusion)
     assert any("category = kubernetes" in t for t in texts(other.info))
 
 
