@@ -13,7 +13,9 @@ st.set_page_config(page_title="Lookup Lab", page_icon="🔎", layout="wide")  # 
 
 PAGES = [
     st.Page("pages/lookup.py", title="Lookup", icon=":material/search:", default=True),
-    st.Page("pages/filter_comparison.py", title="Filter comparison", icon=":material/compare_arrows:", url_path="filter_comparison"),
+    st.Page(
+        "pages/filter_comparison.py", title="Filter comparison", icon=":material/compare_arrows:", url_path="filter_comparison"
+    ),
     st.Page("pages/evaluate.py", title="Evaluate", icon=":material/rule:", url_path="evaluate"),
     st.Page("pages/invocations.py", title="Invocations", icon=":material/history:", url_path="invocations"),
     st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", url_path="corpus"),
@@ -30,8 +32,11 @@ sidebar.settings_widgets(base)
 try:
     ctx = resources.context(resources.current_settings(base))
 except LookupLabError as exc:
-    render.error("The corpus cannot be read", exc,
-                 "Pick another corpus in the sidebar, or set LOOKUP_CORPUS_DIR to a folder of markdown files.")
+    render.error(
+        "The corpus cannot be read",
+        exc,
+        "Pick another corpus in the sidebar, or set LOOKUP_CORPUS_DIR to a folder of markdown files.",
+    )
     st.stop()
 st.session_state[keys.CONTEXT] = ctx
 sidebar.status(ctx)
@@ -39,6 +44,6 @@ sidebar.l1_banner(ctx)
 
 try:
     page.run()
-except Exception as exc:  # noqa: BLE001 - st.stop/st.rerun are BaseException and pass through
+except Exception as exc:
     logging.getLogger("lookup_lab").exception("page %r failed", page.title)
     render.unexpected(exc)

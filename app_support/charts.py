@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import plotly.express as px
@@ -17,6 +18,8 @@ STEP_MS = {"minute": 60_000, "hour": 3_600_000, "day": 86_400_000}  # at most on
 
 def _time_axis(bucket: str) -> dict:
     return dict(title="", type="date", tickformat=TICKS.get(bucket), dtick=STEP_MS.get(bucket))
+
+
 LAYER_COLORS = {"L0+L1": "#4c78a8", "L0": "#f58518", "L1": "#72b7b2", "none": "#bab0ac"}
 
 
@@ -34,12 +37,23 @@ def latency_bar(timings_ms: Mapping[str, float]) -> go.Figure:
             continue
         ms = float(timings_ms[stage])
         total += ms
-        fig.add_trace(go.Bar(
-            x=[ms], y=["lookup"], orientation="h", name=f"{STAGE_LABELS[stage]} {ms:.1f} ms",
-            marker_color=STAGE_COLORS[stage], hovertemplate=f"{STAGE_LABELS[stage]}: %{{x:.2f}} ms<extra></extra>",
-        ))
-    fig.update_layout(barmode="stack", title=f"Latency per stage ({total:.1f} ms)", xaxis_title="ms",
-                      yaxis=dict(showticklabels=False), legend=dict(orientation="h", y=-0.5, traceorder="normal"))
+        fig.add_trace(
+            go.Bar(
+                x=[ms],
+                y=["lookup"],
+                orientation="h",
+                name=f"{STAGE_LABELS[stage]} {ms:.1f} ms",
+                marker_color=STAGE_COLORS[stage],
+                hovertemplate=f"{STAGE_LABELS[stage]}: %{{x:.2f}} ms<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        title=f"Latency per stage ({total:.1f} ms)",
+        xaxis_title="ms",
+        yaxis=dict(showticklabels=False),
+        legend=dict(orientation="h", y=-0.5, traceorder="normal"),
+    )
     return _compact(fig, 190)
 
 
@@ -50,20 +64,37 @@ def rank_shifts(rows: Sequence[Mapping[str, Any]], k: int) -> go.Figure:
     fig = go.Figure()
     for r in rows:
         a, b = r["rank_unfiltered"] or absent, r["rank_filtered"] or absent
-        fig.add_trace(go.Scatter(x=[a, b], y=[r["entry_id"]] * 2, mode="lines", line=dict(color="#bbbbbb", width=2),
-                                 showlegend=False, hoverinfo="skip"))
-    for name, col, color, symbol in (("unfiltered", "rank_unfiltered", "#9d9d9d", "circle-open"),
-                                     ("filtered", "rank_filtered", "#4c78a8", "circle")):
-        fig.add_trace(go.Scatter(
-            x=[r[col] or absent for r in rows], y=ids, mode="markers", name=name,
-            marker=dict(size=12, color=color, symbol=symbol, line=dict(width=2, color=color)),
-            customdata=[[r["distance"]] for r in rows],
-            hovertemplate="%{y}<br>rank %{x}<br>distance %{customdata[0]:.4f}<extra>" + name + "</extra>",
-        ))
-    fig.update_layout(title="Rank with and without the L0 filter", yaxis=dict(autorange="reversed", title=""),
-                      xaxis=dict(title="rank", tickvals=list(range(1, absent + 1)),
-                                 ticktext=[str(i) for i in range(1, absent)] + ["absent"]),
-                      legend=dict(orientation="h", y=1.12))
+        fig.add_trace(
+            go.Scatter(
+                x=[a, b],
+                y=[r["entry_id"]] * 2,
+                mode="lines",
+                line=dict(color="#bbbbbb", width=2),
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    for name, col, color, symbol in (
+        ("unfiltered", "rank_unfiltered", "#9d9d9d", "circle-open"),
+        ("filtered", "rank_filtered", "#4c78a8", "circle"),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=[r[col] or absent for r in rows],
+                y=ids,
+                mode="markers",
+                name=name,
+                marker=dict(size=12, color=color, symbol=symbol, line=dict(width=2, color=color)),
+                customdata=[[r["distance"]] for r in rows],
+                hovertemplate="%{y}<br>rank %{x}<br>distance %{customdata[0]:.4f}<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        title="Rank with and without the L0 filter",
+        yaxis=dict(autorange="reversed", title=""),
+        xaxis=dict(title="rank", tickvals=list(range(1, absent + 1)), ticktext=[str(i) for i in range(1, absent)] + ["absent"]),
+        legend=dict(orientation="h", y=1.12),
+    )
     return _compact(fig, 120 + 28 * max(len(rows), 3))
 
 
@@ -71,34 +102,49 @@ def delta_rr(frame: pd.DataFrame) -> go.Figure:
     """Per case the filter changed: reciprocal rank with the filter minus without it, coloured by verdict
     (the unchanged cases are counted in the caption, not drawn as empty slots)."""
     data = frame[frame["delta_rr"] != 0].sort_values(["delta_rr", "case_id"], ascending=[False, True])
-    fig = px.bar(data, x="case_id", y="delta_rr", color="verdict", color_discrete_map=VERDICT_COLORS,
-                 hover_data={"query": True, "rr_unfiltered": ":.3f", "rr_filtered": ":.3f", "category": True},
-                 category_orders={"verdict": list(VERDICT_COLORS)}, title="Change in reciprocal rank per case (filtered − unfiltered)")
-    fig.update_layout(xaxis=dict(title="case", type="category", showticklabels=len(data) <= 40), yaxis_title="Δ RR",
-                      bargap=0.1)
+    fig = px.bar(
+        data,
+        x="case_id",
+        y="delta_rr",
+        color="verdict",
+        color_discrete_map=VERDICT_COLORS,
+        hover_data={"query": True, "rr_unfiltered": ":.3f", "rr_filtered": ":.3f", "category": True},
+        category_orders={"verdict": list(VERDICT_COLORS)},
+        title="Change in reciprocal rank per case (filtered − unfiltered)",
+    )
+    fig.update_layout(xaxis=dict(title="case", type="category", showticklabels=len(data) <= 40), yaxis_title="Δ RR", bargap=0.1)
     return _compact(fig, 340)
 
 
 def calls_over_time(frame: pd.DataFrame, bucket: str) -> go.Figure:
-    fig = px.bar(frame, x="bucket", y="calls", color="layer", color_discrete_map=LAYER_COLORS,
-                 title=f"Calls per {bucket} by layer")
+    fig = px.bar(
+        frame, x="bucket", y="calls", color="layer", color_discrete_map=LAYER_COLORS, title=f"Calls per {bucket} by layer"
+    )
     fig.update_layout(xaxis=_time_axis(bucket), yaxis_title="calls")
     return _compact(fig, 300)
 
 
 def stage_latency(samples: pd.DataFrame) -> go.Figure:
     data = samples.assign(stage=samples["stage"].map(lambda s: STAGE_LABELS.get(s, s)))
-    fig = px.box(data, x="stage", y="ms", color="stage", points="outliers", title="Latency per stage (ms)",
-                 color_discrete_map={STAGE_LABELS[k]: v for k, v in STAGE_COLORS.items()},
-                 category_orders={"stage": [STAGE_LABELS[s] for s in ("l0", "embed", "l1", "fuse")]})
+    fig = px.box(
+        data,
+        x="stage",
+        y="ms",
+        color="stage",
+        points="outliers",
+        title="Latency per stage (ms)",
+        color_discrete_map={STAGE_LABELS[k]: v for k, v in STAGE_COLORS.items()},
+        category_orders={"stage": [STAGE_LABELS[s] for s in ("l0", "embed", "l1", "fuse")]},
+    )
     # A log axis: one slow outlier (a cold model, a busy machine) would otherwise squash every box to a line.
     fig.update_layout(showlegend=False, xaxis_title="", yaxis=dict(type="log", title="ms (log scale)"))
     return _compact(fig, 300)
 
 
 def fallback_rate(frame: pd.DataFrame, bucket: str) -> go.Figure:
-    fig = px.line(frame, x="bucket", y="rate", markers=True, hover_data=["calls", "fallbacks"],
-                  title=f"Fallback rate per {bucket}")
+    fig = px.line(
+        frame, x="bucket", y="rate", markers=True, hover_data=["calls", "fallbacks"], title=f"Fallback rate per {bucket}"
+    )
     fig.update_layout(yaxis=dict(tickformat=".0%", range=[0, 1.05], title=""), xaxis=_time_axis(bucket))
     return _compact(fig, 300)
 
@@ -117,11 +163,21 @@ def support_scores(points: Sequence[Mapping[str, Any]], thresholds: Mapping[str,
     fig = go.Figure()
     for outcome, color in OUTCOME_COLORS.items():
         mine = [p for p in points if p["outcome"] == outcome and p["support_score"] is not None]
-        fig.add_box(x=[p["support_score"] for p in mine], name=f"{outcome} ({len(mine)})", marker_color=color,
-                    boxpoints="all", jitter=0.4, pointpos=0, text=[p["case"] for p in mine], orientation="h")
+        fig.add_box(
+            x=[p["support_score"] for p in mine],
+            name=f"{outcome} ({len(mine)})",
+            marker_color=color,
+            boxpoints="all",
+            jitter=0.4,
+            pointpos=0,
+            text=[p["case"] for p in mine],
+            orientation="h",
+        )
     for label, value in thresholds.items():
-        fig.add_vline(x=value, line_dash="dash", line_color="#555", annotation_text=f"{label} {value:.2f}",
-                      annotation_position="top")
-    fig.update_layout(title="Support score (similarity of the query to the top result) by outcome",
-                      xaxis_title="similarity", showlegend=False)
+        fig.add_vline(
+            x=value, line_dash="dash", line_color="#555", annotation_text=f"{label} {value:.2f}", annotation_position="top"
+        )
+    fig.update_layout(
+        title="Support score (similarity of the query to the top result) by outcome", xaxis_title="similarity", showlegend=False
+    )
     return _compact(fig, 320)

@@ -22,10 +22,15 @@ def pick_eval_set(ctx: resources.AppContext, *, key: str) -> tuple[EvalSet, Path
         return None
     by_label = {f.label: f.path for f in files}
     known = [e.entry_id for e in ctx.corpus.entries]
-    label = st.selectbox("Eval set", list(by_label), index=preferred_eval_set(files, ctx.settings.corpus_dir, known),
-                         key=key, bind="query-params",
-                         help="eval_sets/*.yaml of the repo and ../shared/eval_sets/*.yaml. The first one written "
-                              "for the loaded corpus, or whose expected entries it all has, is preselected.")
+    label = st.selectbox(
+        "Eval set",
+        list(by_label),
+        index=preferred_eval_set(files, ctx.settings.corpus_dir, known),
+        key=key,
+        bind="query-params",
+        help="eval_sets/*.yaml of the repo and ../shared/eval_sets/*.yaml. The first one written "
+        "for the loaded corpus, or whose expected entries it all has, is preselected.",
+    )
     path = by_label[label]
     try:
         return load_eval_set(path), path
@@ -48,20 +53,29 @@ def fits_loaded_corpus(ctx: resources.AppContext, eval_set: EvalSet, path: Path)
     if fit.fits:
         return True
     shown = ", ".join(fit.missing[:5]) + (f" and {len(fit.missing) - 5} more" if len(fit.missing) > 5 else "")
-    named = (f" It is written for the corpus **{md(eval_set.corpus_dir.name)}**."
-             if eval_set.corpus_dir is not None and not same_path(eval_set.corpus_dir, ctx.settings.corpus_dir) else "")
-    st.warning(f"**{md(eval_set.name)}** does not fit the loaded corpus **{md(ctx.corpus.root)}**: "
-               f"{len(fit.missing)} of its {fit.expected} expected entries are not in it ({md(shown)}).{named}",
-               icon=":material/swap_horiz:")
+    named = (
+        f" It is written for the corpus **{md(eval_set.corpus_dir.name)}**."
+        if eval_set.corpus_dir is not None and not same_path(eval_set.corpus_dir, ctx.settings.corpus_dir)
+        else ""
+    )
+    st.warning(
+        f"**{md(eval_set.name)}** does not fit the loaded corpus **{md(ctx.corpus.root)}**: "
+        f"{len(fit.missing)} of its {fit.expected} expected entries are not in it ({md(shown)}).{named}",
+        icon=":material/swap_horiz:",
+    )
     wanted = None
     if named:
         wanted = next((c for c in known_corpora(resources.base_settings()) if same_path(c.path, eval_set.corpus_dir)), None)
         if wanted is None:
-            st.caption(f"{md(eval_set.corpus_dir)} is not a known corpus folder: start the app with "
-                       "LOOKUP_CORPUS_DIR set to it.")
+            st.caption(f"{md(eval_set.corpus_dir)} is not a known corpus folder: start the app with LOOKUP_CORPUS_DIR set to it.")
     if wanted is not None:
-        st.button(f"Switch to corpus {wanted.label} (collection {wanted.collection})", type="primary",
-                  key="switch_corpus", on_click=_switch_corpus, args=(wanted.label,))
+        st.button(
+            f"Switch to corpus {wanted.label} (collection {wanted.collection})",
+            type="primary",
+            key="switch_corpus",
+            on_click=_switch_corpus,
+            args=(wanted.label,),
+        )
     else:
         st.caption("Fix the expected ids, or load the corpus the eval set was written for.")
     return False
@@ -73,8 +87,11 @@ def offer_ingest(ctx: resources.AppContext, *, key: str) -> None:
     indexed, _, why = resources.collection_summary(ctx)
     if why is not None or indexed is None or indexed >= len(ctx.corpus.entries):
         return
-    st.warning(f"Collection **{md(ctx.settings.collection)}** holds {indexed} of {len(ctx.corpus.entries)} entries "
-               "of this corpus: ingest it first, or the results measure a partial index.", icon=":material/upload:")
+    st.warning(
+        f"Collection **{md(ctx.settings.collection)}** holds {indexed} of {len(ctx.corpus.entries)} entries "
+        "of this corpus: ingest it first, or the results measure a partial index.",
+        icon=":material/upload:",
+    )
     if ctx.read_only:
         st.caption(f"Ingest is off: the app is read-only ({md(ctx.access.reason)}).")
         return
@@ -89,8 +106,13 @@ def eval_set_label(path: Path) -> str:
 
 def run_view(settings, *, label: str, **more: str) -> dict[str, str]:
     """What a stored eval-set result was computed with, named for people (see settings_changed)."""
-    view = {"eval set": label, "corpus": Path(settings.corpus_dir).name, "collection": settings.collection,
-            "top-k": str(settings.top_k), "search mode": settings.search_mode}
+    view = {
+        "eval set": label,
+        "corpus": Path(settings.corpus_dir).name,
+        "collection": settings.collection,
+        "top-k": str(settings.top_k),
+        "search mode": settings.search_mode,
+    }
     if settings.search_mode == "hybrid":
         view["alpha"] = str(settings.hybrid_alpha)
     return {**view, **more}
@@ -99,10 +121,15 @@ def run_view(settings, *, label: str, **more: str) -> dict[str, str]:
 def settings_changed(stored: dict[str, str], view: dict[str, str]) -> bool:
     """When the settings differ from those of the result on screen: say so, naming what changed. The result
     stays on screen until the user runs again."""
-    changed = [f"{name} {stored.get(name, '—')} → {view.get(name, '—')}" for name in dict.fromkeys([*stored, *view])
-               if stored.get(name) != view.get(name)]
+    changed = [
+        f"{name} {stored.get(name, '—')} → {view.get(name, '—')}"
+        for name in dict.fromkeys([*stored, *view])
+        if stored.get(name) != view.get(name)
+    ]
     if not changed:
         return False
-    st.warning(f"**Settings changed — run again.** The results below are from the last run; since then: "
-               f"{md('; '.join(changed))}.", icon=":material/update:")
+    st.warning(
+        f"**Settings changed — run again.** The results below are from the last run; since then: {md('; '.join(changed))}.",
+        icon=":material/update:",
+    )
     return True

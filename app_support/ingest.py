@@ -34,17 +34,21 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         bar.empty()
         error("Ingest failed", exc, "Fix the cause above and press the button again; finished entries are kept.")
         return False
-    except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
+    except Exception as exc:
         bar.empty()
-        error("Ingest failed", f"{type(exc).__name__}: {exc}",
-              "Check that Weaviate is up (Retry connection), then press the button again.")
+        error(
+            "Ingest failed",
+            f"{type(exc).__name__}: {exc}",
+            "Check that Weaviate is up (Retry connection), then press the button again.",
+        )
         return False
     bar.progress(1.0, text="done")
     st.cache_data.clear()  # the sidebar's indexed counts
     st.session_state[keys.INGEST_RESULT] = (
         f"Indexed **{md(ctx.settings.collection)}** in {report.seconds:.1f} s: {report.added} added, "
         f"{report.updated} updated, {report.unchanged} unchanged, {report.removed} removed, "
-        f"{report.chunks_embedded} chunks embedded.")
+        f"{report.chunks_embedded} chunks embedded."
+    )
     return True
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import streamlit as st
 
@@ -38,7 +39,7 @@ def spans(text: str, keys: set[str]) -> list[tuple[str, bool]]:
         word_tokens = [t for t in tokens(m.group(0)) if t not in STOPWORDS]
         if word_tokens and any(t in keys for t in word_tokens):
             if m.start() > pos:
-                out.append((text[pos:m.start()], False))
+                out.append((text[pos : m.start()], False))
             out.append((m.group(0), True))
             pos = m.end()
     if pos < len(text):
@@ -65,9 +66,11 @@ def error(what: str, exc: BaseException | str, todo: str) -> None:
 
 
 def unexpected(exc: BaseException) -> None:
-    st.error(f"{UNEXPECTED}: {md(type(exc).__name__)}: {md(exc)}  \nThe details are in the server log. "
-             "Reload the page; if it keeps happening, use *Retry connection* in the sidebar or restart the app.",
-             icon=":material/error:")
+    st.error(
+        f"{UNEXPECTED}: {md(type(exc).__name__)}: {md(exc)}  \nThe details are in the server log. "
+        "Reload the page; if it keeps happening, use *Retry connection* in the sidebar or restart the app.",
+        icon=":material/error:",
+    )
 
 
 def as_json(value: Any) -> Any:

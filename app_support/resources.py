@@ -90,8 +90,17 @@ def describe_target(settings: Settings) -> str:
 
 def _connection_key(settings: Settings) -> tuple:
     secret = hashlib.sha256((settings.weaviate_api_key or "").encode()).hexdigest()[:12]
-    return (settings.weaviate_url, secret, settings.remote_grpc_port, settings.embedded_port, settings.embedded_grpc_port,
-            str(settings.weaviate_data_dir), str(settings.weaviate_bin_dir), settings.weaviate_version, settings.l1_timeout_s)
+    return (
+        settings.weaviate_url,
+        secret,
+        settings.remote_grpc_port,
+        settings.embedded_port,
+        settings.embedded_grpc_port,
+        str(settings.weaviate_data_dir),
+        str(settings.weaviate_bin_dir),
+        settings.weaviate_version,
+        settings.l1_timeout_s,
+    )
 
 
 def _still_good(conn: Connection) -> bool:
@@ -99,7 +108,7 @@ def _still_good(conn: Connection) -> bool:
         return time.monotonic() - conn.opened_at < RETRY_AFTER_S
     try:
         return bool(conn.client.is_live())
-    except Exception:  # noqa: BLE001 - a dead server: reconnect
+    except Exception:
         return False
 
 
@@ -107,7 +116,7 @@ def _release(conn: Connection) -> None:
     if conn.client is not None:
         try:
             conn.client.close()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 
@@ -118,7 +127,7 @@ def _connection(key: tuple, _settings: Settings) -> Connection:
         client = connect(_settings)
     except (L1Error, WeaviateSetupError) as exc:
         return Connection(None, _redact(str(exc), _settings), target, time.monotonic())
-    except Exception as exc:  # noqa: BLE001 - whatever the client raised, the app goes on with L0
+    except Exception as exc:
         why = f"cannot reach {target}: {type(exc).__name__}: {exc}"
         return Connection(None, _redact(why, _settings), target, time.monotonic())
     return Connection(client, None, target, time.monotonic())
@@ -218,8 +227,9 @@ class AppContext:
         """What lookup_knowledge needs; without a connection it runs on L0 and says why L1 is missing."""
         store = self.store
         model = embedder() if store is not None and self.settings.l1_enabled else None
-        return LookupServices(l0=self.l0, embedder=model, store=store,
-                              recorder=self.recorder if record else None, l1_unavailable=self.conn.error)
+        return LookupServices(
+            l0=self.l0, embedder=model, store=store, recorder=self.recorder if record else None, l1_unavailable=self.conn.error
+        )
 
 
 def context(settings: Settings | None = None) -> AppContext:
@@ -262,7 +272,7 @@ def index_summary(key: tuple, collection: str, _client: Any) -> tuple[int | None
     try:
         store = KnowledgeStore(_client, collection)
         return len(store.indexed_entry_ids()), store.count_chunks(), None
-    except Exception as exc:  # noqa: BLE001 - status only
+    except Exception as exc:
         return None, None, f"{type(exc).__name__}: {exc}"
 
 

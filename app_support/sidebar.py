@@ -9,8 +9,7 @@ from retrieval.config import SEARCH_MODES, Settings
 from . import keys, resources
 from .render import md
 
-MODE_CAPTIONS = {"fusion": "vector + BM25F + L0, fused (default)", "near_vector": "vector + L0",
-                 "hybrid": "Weaviate hybrid + L0"}
+MODE_CAPTIONS = {"fusion": "vector + BM25F + L0, fused (default)", "near_vector": "vector + L0", "hybrid": "Weaviate hybrid + L0"}
 
 
 def settings_widgets(base: Settings) -> None:
@@ -18,18 +17,51 @@ def settings_widgets(base: Settings) -> None:
     with st.sidebar:
         st.subheader("Settings")
         labels = [c.label for c in resources.corpus_choices(base)]
-        st.selectbox("Corpus", labels, index=0, key=keys.CORPUS, bind="query-params",
-                     help="The knowledge base to search. Each corpus has its own Weaviate collection.")
-        st.number_input("Top-k", min_value=1, max_value=50, value=int(base.top_k), step=1, key=keys.TOP_K,
-                        bind="query-params", help="How many results L1 returns and the final list keeps.")
-        st.toggle("L1 semantic search", value=bool(base.l1_enabled), key=keys.L1_ON, bind="query-params",
-                  help="Off: lookups answer from the L0 keyword hints only.")
-        mode = st.radio("L1 search mode", list(SEARCH_MODES), index=SEARCH_MODES.index(base.search_mode),
-                        captions=[MODE_CAPTIONS[m] for m in SEARCH_MODES], key=keys.MODE, bind="query-params",
-                        horizontal=True)
+        st.selectbox(
+            "Corpus",
+            labels,
+            index=0,
+            key=keys.CORPUS,
+            bind="query-params",
+            help="The knowledge base to search. Each corpus has its own Weaviate collection.",
+        )
+        st.number_input(
+            "Top-k",
+            min_value=1,
+            max_value=50,
+            value=int(base.top_k),
+            step=1,
+            key=keys.TOP_K,
+            bind="query-params",
+            help="How many results L1 returns and the final list keeps.",
+        )
+        st.toggle(
+            "L1 semantic search",
+            value=bool(base.l1_enabled),
+            key=keys.L1_ON,
+            bind="query-params",
+            help="Off: lookups answer from the L0 keyword hints only.",
+        )
+        mode = st.radio(
+            "L1 search mode",
+            list(SEARCH_MODES),
+            index=SEARCH_MODES.index(base.search_mode),
+            captions=[MODE_CAPTIONS[m] for m in SEARCH_MODES],
+            key=keys.MODE,
+            bind="query-params",
+            horizontal=True,
+        )
         if mode == "hybrid":
-            st.slider("Hybrid alpha", min_value=0.0, max_value=1.0, value=float(base.hybrid_alpha), step=0.05,
-                      key=keys.ALPHA, bind="query-params", help="1 = vector only, 0 = keyword (BM25) only.")
+            st.slider(
+                "Hybrid alpha",
+                min_value=0.0,
+                max_value=1.0,
+                value=float(base.hybrid_alpha),
+                step=0.05,
+                key=keys.ALPHA,
+                bind="query-params",
+                help="1 = vector only, 0 = keyword (BM25) only.",
+            )
 
 
 def status(ctx: resources.AppContext) -> None:
@@ -38,27 +70,32 @@ def status(ctx: resources.AppContext) -> None:
         st.subheader("Status")
         if ctx.read_only:
             st.markdown(":orange-badge[Read-only]")
-            st.caption(f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. Lookups are still recorded; "
-                       "the SQL console is read-only either way.")
+            st.caption(
+                f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. Lookups are still recorded; "
+                "the SQL console is read-only either way."
+            )
         if ctx.conn.ok:
             st.markdown(f":green-badge[L1 connected] {md(ctx.conn.target)}")
             indexed, chunks, why = resources.collection_summary(ctx)
             if why:
                 st.caption(f"Collection **{md(s.collection)}**: cannot be read ({md(why)})")
             else:
-                st.caption(f"Collection **{md(s.collection)}**: {indexed} of {len(ctx.corpus.entries)} entries "
-                           f"indexed, {chunks} chunks")
+                st.caption(
+                    f"Collection **{md(s.collection)}**: {indexed} of {len(ctx.corpus.entries)} entries indexed, {chunks} chunks"
+                )
         else:
             st.markdown(f":red-badge[L1 unavailable] {md(ctx.conn.target)}")
         problems = f", {len(ctx.corpus.problems)} skipped files" if ctx.corpus.problems else ""
-        st.caption(f"Corpus: **{md(ctx.corpus.root)}**: {len(ctx.corpus.entries)} entries in "
-                   f"{len(ctx.corpus.domains)} domains{md(problems)}")
+        st.caption(
+            f"Corpus: **{md(ctx.corpus.root)}**: {len(ctx.corpus.entries)} entries in "
+            f"{len(ctx.corpus.domains)} domains{md(problems)}"
+        )
         if ctx.recorder is None:
             st.caption(f"Invocation store: not available ({md(ctx.recorder_error)}); lookups are not recorded")
         else:
             try:
                 rows = f"{ctx.recorder.count():,} rows"
-            except Exception as exc:  # noqa: BLE001 - status only
+            except Exception as exc:
                 rows = f"cannot be read now ({type(exc).__name__}); try again in a moment"
             st.caption(f"Invocation store: **{md(ctx.recorder.db_path)}**, {md(rows)}")
 
@@ -68,6 +105,9 @@ def l1_banner(ctx: resources.AppContext) -> None:
     if ctx.conn.ok:
         return
     with st.container(border=False):
-        st.warning(f"**L1 unavailable**: {md(ctx.conn.error)}  \nLookups answer from the L0 keyword hints only. "
-                   "Start Weaviate (or check LOOKUP_WEAVIATE_URL), then retry.", icon=":material/cloud_off:")
+        st.warning(
+            f"**L1 unavailable**: {md(ctx.conn.error)}  \nLookups answer from the L0 keyword hints only. "
+            "Start Weaviate (or check LOOKUP_WEAVIATE_URL), then retry.",
+            icon=":material/cloud_off:",
+        )
         st.button("Retry connection", key="retry_connection", on_click=resources.retry_connection)

@@ -20,15 +20,18 @@ st.caption(f"**{md(corpus.root)}**, indexed in the Weaviate collection **{md(set
 
 try:
     state = resources.indexed_state(ctx)
-except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
+except Exception as exc:
     state = None
-    render.error("The collection cannot be read", f"{type(exc).__name__}: {exc}",
-                 "Check that Weaviate is up (Retry connection); the index state shows as unknown meanwhile.")
+    render.error(
+        "The collection cannot be read",
+        f"{type(exc).__name__}: {exc}",
+        "Check that Weaviate is up (Retry connection); the index state shows as unknown meanwhile.",
+    )
 tokenizer = max_tokens = None
 try:
     model = ctx.embedder()
     tokenizer, max_tokens = model.tokenizer, model.max_tokens
-except Exception as exc:  # noqa: BLE001 - chunk counts are optional
+except Exception as exc:
     st.caption(f"Chunk counts are not shown: the embedding model cannot be loaded ({md(exc)}).")
 statuses = entry_statuses(corpus, ctx.l0, tokenizer=tokenizer, max_tokens=max_tokens or 256, indexed_state=state)
 counts = Counter(s.indexed for s in statuses)
@@ -45,12 +48,14 @@ ingest.show_last_result()
 with st.container(border=True):
     st.markdown("**Index in Weaviate**")
     gone = orphans(corpus, state)
-    st.caption("*Ingest* embeds new and changed entries only and removes entries the corpus no longer has"
-               + (f" ({len(gone)} now)" if gone else "") + ". *Re-index* drops the collection and embeds everything. "
-               "*Reload* reads the markdown files again (after you edit them).")
+    st.caption(
+        "*Ingest* embeds new and changed entries only and removes entries the corpus no longer has"
+        + (f" ({len(gone)} now)" if gone else "")
+        + ". *Re-index* drops the collection and embeds everything. "
+        "*Reload* reads the markdown files again (after you edit them)."
+    )
     if ctx.read_only:
-        st.info(f"**Read-only**: Ingest, Re-index and Reload are off ({md(ctx.access.reason)}).",
-                icon=":material/lock:")
+        st.info(f"**Read-only**: Ingest, Re-index and Reload are off ({md(ctx.access.reason)}).", icon=":material/lock:")
     else:
         if ctx.store is None:
             st.caption("Ingest needs L1, which is unavailable (see the banner above).")
@@ -79,18 +84,27 @@ def open_clicked_entry() -> None:
 
 
 st.caption("Click a row to open its entry below.")
-st.dataframe(frame, hide_index=True, key=keys.CORPUS_TABLE, on_select=open_clicked_entry, selection_mode="single-row",
-             column_config={
-                 "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
-                 "index_terms": st.column_config.TextColumn("top L0 index terms")})
+st.dataframe(
+    frame,
+    hide_index=True,
+    key=keys.CORPUS_TABLE,
+    on_select=open_clicked_entry,
+    selection_mode="single-row",
+    column_config={
+        "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
+        "index_terms": st.column_config.TextColumn("top L0 index terms"),
+    },
+)
 
 if ids:
     entry_id = st.selectbox("Entry details", ids, key=keys.CORPUS_ENTRY)
     chosen = next(s for s in statuses if s.entry_id == entry_id)
     left, right = st.columns(2)
     with left:
-        st.markdown(f"**{md(chosen.title)}**: domain **{md(chosen.domain)}**, {chosen.chunks if chosen.chunks is not None else '?'} "
-                    f"chunk(s), index state **{md(chosen.indexed)}**")
+        st.markdown(
+            f"**{md(chosen.title)}**: domain **{md(chosen.domain)}**, {chosen.chunks if chosen.chunks is not None else '?'} "
+            f"chunk(s), index state **{md(chosen.indexed)}**"
+        )
         st.markdown("Frontmatter")
         st.json(render.as_json(chosen.frontmatter))
     entry = next((e for e in corpus.entries if e.entry_id == entry_id), None)
@@ -99,15 +113,21 @@ if ids:
             st.code(entry.text, language="markdown", wrap_lines=True)  # as written: corpus text is never live Markdown
     with right:
         st.markdown(f"L0 index terms ({len(chosen.index_terms)})")
-        st.dataframe(pd.DataFrame(list(chosen.index_terms), columns=["term", "field", "weight", "key"]), hide_index=True,
-                     height=min(38 + 35 * max(len(chosen.index_terms), 1), 420),
-                     column_config={"key": st.column_config.TextColumn("match key", help="the normalised form L0 compares")})
+        st.dataframe(
+            pd.DataFrame(list(chosen.index_terms), columns=["term", "field", "weight", "key"]),
+            hide_index=True,
+            height=min(38 + 35 * max(len(chosen.index_terms), 1), 420),
+            column_config={"key": st.column_config.TextColumn("match key", help="the normalised form L0 compares")},
+        )
 
 # --- problems ----------------------------------------------------------------------------------------------
 st.subheader("Files that failed to load")
 if corpus.problems:
-    st.warning(f"{len(corpus.problems)} file(s) were skipped; the rest of the corpus loaded. Fix them and use "
-               "*Reload corpus from disk*.", icon=":material/description:")
+    st.warning(
+        f"{len(corpus.problems)} file(s) were skipped; the rest of the corpus loaded. Fix them and use "
+        "*Reload corpus from disk*.",
+        icon=":material/description:",
+    )
     st.dataframe(pd.DataFrame([p.to_dict() for p in corpus.problems]), hide_index=True)
 else:
     st.caption("none: every markdown file loaded.")

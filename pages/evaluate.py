@@ -12,22 +12,26 @@ from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evaluation import CONFIGS, METRICS, run_eval, support_points
-from retrieval.report import (COLUMN_HELP, COLUMN_LABELS, metrics_display, metrics_frame, render_html,
-                              significance_legend)
+from retrieval.report import COLUMN_HELP, COLUMN_LABELS, metrics_display, metrics_frame, render_html, significance_legend
 from retrieval.routing_metrics import HURT_MEANING
 
-CONFIG_HELP = {"l0_only": "the L0 keyword matches alone", "l1_unfiltered": "L1 vector search without any filter",
-               "l1_filtered": "L1 vector search filtered on the L0 domain when it is unambiguous",
-               "bm25": "Weaviate BM25F over the entry fields, with the same L0 filter rule",
-               "hybrid": "Weaviate hybrid (BM25F + vector), unfiltered",
-               "lookup": "lookup_knowledge as the tool runs it (L0 + L1 + fusion)"}
+CONFIG_HELP = {
+    "l0_only": "the L0 keyword matches alone",
+    "l1_unfiltered": "L1 vector search without any filter",
+    "l1_filtered": "L1 vector search filtered on the L0 domain when it is unambiguous",
+    "bm25": "Weaviate BM25F over the entry fields, with the same L0 filter rule",
+    "hybrid": "Weaviate hybrid (BM25F + vector), unfiltered",
+    "lookup": "lookup_knowledge as the tool runs it (L0 + L1 + fusion)",
+}
 
 ctx = resources.page_context()
 settings = ctx.settings
 
 st.title("Evaluate")
-st.caption("Run an eval set through the configurations on the same cases: hit@1, recall@5, MRR@10, nDCG@10 "
-           "(ranx), paired significance against `lookup`, and how the L0 routing behaved.")
+st.caption(
+    "Run an eval set through the configurations on the same cases: hit@1, recall@5, MRR@10, nDCG@10 "
+    "(ranx), paired significance against `lookup`, and how the L0 routing behaved."
+)
 
 picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_RUN_SET)
 if picked is None:
@@ -40,28 +44,48 @@ l1_ready = ctx.store is not None and settings.l1_enabled
 if l1_ready:
     eval_ui.offer_ingest(ctx, key="ingest_for_run")
 else:
-    st.info("L1 is off or unavailable: only `l0_only` can run. Switch L1 on (or reconnect) for the other "
-            "configurations.", icon=":material/info:")
+    st.info(
+        "L1 is off or unavailable: only `l0_only` can run. Switch L1 on (or reconnect) for the other configurations.",
+        icon=":material/info:",
+    )
 choices = list(CONFIGS) if l1_ready else ["l0_only"]
-configs = st.multiselect("Configurations", choices, default=choices, key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
-                         format_func=lambda c: f"{c}: {CONFIG_HELP[c]}")
-record = st.checkbox("Record the lookups in the invocation store (session tag = the run tag)", value=True,
-                     key=keys.EVAL_RECORD, disabled="lookup" not in configs)
+configs = st.multiselect(
+    "Configurations",
+    choices,
+    default=choices,
+    key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
+    format_func=lambda c: f"{c}: {CONFIG_HELP[c]}",
+)
+record = st.checkbox(
+    "Record the lookups in the invocation store (session tag = the run tag)",
+    value=True,
+    key=keys.EVAL_RECORD,
+    disabled="lookup" not in configs,
+)
 view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurations=", ".join(configs))
-if st.button(f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary",
-             key="run_eval", disabled=not configs):
+if st.button(
+    f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary", key="run_eval", disabled=not configs
+):
     bar = st.progress(0.0, text="evaluating…")
     try:
-        report = run_eval(eval_set, ctx.lookup_services(record=record), settings, configs=configs,
-                          progress=lambda done, total: bar.progress(done / total, text=f"{done} of {total} runs"))
+        report = run_eval(
+            eval_set,
+            ctx.lookup_services(record=record),
+            settings,
+            configs=configs,
+            progress=lambda done, total: bar.progress(done / total, text=f"{done} of {total} runs"),
+        )
     except LookupLabError as exc:
         bar.empty()
         render.error("The evaluation stopped", exc, "Fix what it names (see the sidebar status) and run it again.")
         st.stop()
-    except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
+    except Exception as exc:
         bar.empty()
-        render.error("The evaluation stopped", f"{type(exc).__name__}: {exc}",
-                     "Check that Weaviate is up (Retry connection) and run it again.")
+        render.error(
+            "The evaluation stopped",
+            f"{type(exc).__name__}: {exc}",
+            "Check that Weaviate is up (Retry connection) and run it again.",
+        )
         st.stop()
     bar.empty()
     st.session_state[keys.EVAL_REPORT] = (view, report)
@@ -73,38 +97,51 @@ eval_ui.settings_changed(stored[0], view)  # the last run stays on screen, marke
 report = stored[1]
 for warning in report.warnings:
     st.warning(md(warning), icon=":material/warning:")
-st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, "
-            f"{report.settings['answerable']} answerable.")
+st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable.")
 table = metrics_frame(report)
 st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
-st.caption(md(significance_legend(report)) + ". " + "; ".join(
-    f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items()))
+st.caption(
+    md(significance_legend(report)) + ". " + "; ".join(f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items())
+)
 fig = go.Figure()
 for metric in METRICS:
     fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
-fig.update_layout(barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360,
-                  margin=dict(l=10, r=10, t=40, b=10))
+fig.update_layout(
+    barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360, margin=dict(l=10, r=10, t=40, b=10)
+)
 st.plotly_chart(fig, width="stretch")
 
 if "lookup" in report.configs:
     lookup_routing = report.routing["lookup"]
-    st.markdown(f"**Semantic support** of `lookup`: right and supported "
-                f"{render.rate(lookup_routing.get('correct_supported_rate'))} of answerable cases; "
-                f"unanswerable left unsupported {render.rate(lookup_routing.get('unanswerable_unsupported_rate'))}.")
-    st.plotly_chart(charts.support_scores(support_points(report), {
-        "with agreement": report.settings["min_support_similarity"],
-        "alone": report.settings["strong_support_similarity"]}), width="stretch")
+    st.markdown(
+        f"**Semantic support** of `lookup`: right and supported "
+        f"{render.rate(lookup_routing.get('correct_supported_rate'))} of answerable cases; "
+        f"unanswerable left unsupported {render.rate(lookup_routing.get('unanswerable_unsupported_rate'))}."
+    )
+    st.plotly_chart(
+        charts.support_scores(
+            support_points(report),
+            {"with agreement": report.settings["min_support_similarity"], "alone": report.settings["strong_support_similarity"]},
+        ),
+        width="stretch",
+    )
 if report.filter_effect:
     effect = report.filter_effect
     hurt = effect["hurt_cases"]
-    st.markdown(f"**Cases the filter hurt** ({len(hurt)} of {sum(effect['counts'].values())}; helped "
-                f"{effect['counts']['helped']}): {md(HURT_MEANING)}, `l1_filtered` against `l1_unfiltered`, "
-                "as on Filter comparison.")
+    st.markdown(
+        f"**Cases the filter hurt** ({len(hurt)} of {sum(effect['counts'].values())}; helped "
+        f"{effect['counts']['helped']}): {md(HURT_MEANING)}, `l1_filtered` against `l1_unfiltered`, "
+        "as on Filter comparison."
+    )
     by_id = {c["id"]: c for c in report.cases}
     for case_id in hurt:
         query = by_id[case_id]["query"]
-        st.page_link("pages/lookup.py", label=f"{md(case_id)}: {md(query)}", icon=":material/open_in_new:",
-                     query_params=urls.lookup_params(query, settings, resources.base_settings()))
+        st.page_link(
+            "pages/lookup.py",
+            label=f"{md(case_id)}: {md(query)}",
+            icon=":material/open_in_new:",
+            query_params=urls.lookup_params(query, settings, resources.base_settings()),
+        )
 else:
     st.caption("Run `l1_unfiltered` and `l1_filtered` together to see which cases the L0 filter helped or hurt.")
 with st.expander("Significance (every pair of configurations)"):
@@ -114,12 +151,35 @@ with st.expander("Routing confusion: expected domain (rows) against the L0 filte
 with st.expander("Latency per configuration (ms)"):
     st.dataframe(pd.DataFrame(report.latency).T)
 with st.expander(f"All {len(report.cases)} cases"):
-    st.dataframe(pd.DataFrame([{"case": c["id"], "query": c["query"], "expected": ", ".join(c["expected"]),
-                                "filter": c["routing"]["filter"],
-                                **{f"rank {k}": v["rank"] for k, v in c["configs"].items()}} for c in report.cases]),
-                 hide_index=True)
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "case": c["id"],
+                    "query": c["query"],
+                    "expected": ", ".join(c["expected"]),
+                    "filter": c["routing"]["filter"],
+                    **{f"rank {k}": v["rank"] for k, v in c["configs"].items()},
+                }
+                for c in report.cases
+            ]
+        ),
+        hide_index=True,
+    )
 a, b, _ = st.columns([1, 1, 3])
-a.download_button("Download JSON", data=json.dumps(report.to_dict(), default=str, ensure_ascii=False),
-                  file_name=f"{report.run_tag}.json", mime="application/json", on_click="ignore", key="eval_json")
-b.download_button("Download HTML report", data=render_html(report), file_name=f"{report.run_tag}.html",
-                  mime="text/html", on_click="ignore", key="eval_html")
+a.download_button(
+    "Download JSON",
+    data=json.dumps(report.to_dict(), default=str, ensure_ascii=False),
+    file_name=f"{report.run_tag}.json",
+    mime="application/json",
+    on_click="ignore",
+    key="eval_json",
+)
+b.download_button(
+    "Download HTML report",
+    data=render_html(report),
+    file_name=f"{report.run_tag}.html",
+    mime="text/html",
+    on_click="ignore",
+    key="eval_html",
+)

@@ -13,25 +13,37 @@ from retrieval.comparison import compare_filter, compare_filter_on_set
 from retrieval.errors import LookupLabError
 from retrieval.routing_metrics import HURT_MEANING, VERDICTS
 
-
 ctx = resources.page_context()
 settings = ctx.settings
 
 st.title("Filter comparison")
-st.caption("What the L0-derived category filter does to L1: the same query vector searched with the filter "
-           "and without it. Runs nothing into the invocation store.")
+st.caption(
+    "What the L0-derived category filter does to L1: the same query vector searched with the filter "
+    "and without it. Runs nothing into the invocation store."
+)
 
 
 def candidates_table(cands) -> pd.DataFrame:
-    return pd.DataFrame([{"rank": i, "entry_id": c.entry_id, "domain": c.domain,
-                          "distance": None if c.distance is None else round(c.distance, 4), "score": round(c.score, 4)}
-                         for i, c in enumerate(cands, 1)], columns=["rank", "entry_id", "domain", "distance", "score"])
+    return pd.DataFrame(
+        [
+            {
+                "rank": i,
+                "entry_id": c.entry_id,
+                "domain": c.domain,
+                "distance": None if c.distance is None else round(c.distance, 4),
+                "score": round(c.score, 4),
+            }
+            for i, c in enumerate(cands, 1)
+        ],
+        columns=["rank", "entry_id", "domain", "distance", "score"],
+    )
 
 
 def one_query() -> None:
     st.subheader("One query")
-    query = st.text_input("Query to compare", key=keys.COMPARE_QUERY, bind="query-params",
-                          placeholder="e.g. Pod keeps restarting")
+    query = st.text_input(
+        "Query to compare", key=keys.COMPARE_QUERY, bind="query-params", placeholder="e.g. Pod keeps restarting"
+    )
     if not query or not query.strip():
         st.caption("Type a query and press Enter.")
         return
@@ -40,14 +52,18 @@ def one_query() -> None:
     except LookupLabError as exc:
         render.error("The comparison failed", exc, "Check the sidebar status (Weaviate, collection) and try again.")
         return
-    except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
-        render.error("The comparison failed", f"{type(exc).__name__}: {exc}",
-                     "Check that Weaviate is up (Retry connection) and that the collection is ingested.")
+    except Exception as exc:
+        render.error(
+            "The comparison failed",
+            f"{type(exc).__name__}: {exc}",
+            "Check that Weaviate is up (Retry connection) and that the collection is ingested.",
+        )
         return
     st.info(f"**Routing:** {md(cmp.routing)}", icon=":material/alt_route:")
     if cmp.category is None:
-        st.caption("The filter does not apply to this query (zero or several L0 domains): both sides are the "
-                   "same unfiltered search.")
+        st.caption(
+            "The filter does not apply to this query (zero or several L0 domains): both sides are the same unfiltered search."
+        )
     m1, m2, m3 = st.columns(3)
     m1.metric("Overlap", f"{len(cmp.overlap)} of {len(cmp.unfiltered)}")
     m2.metric("Removed by the filter", len(cmp.removed))
@@ -64,11 +80,11 @@ def one_query() -> None:
         st.markdown("**Unfiltered**")
         st.dataframe(candidates_table(cmp.unfiltered), hide_index=True)
     if cmp.removed:
-        st.markdown("**Removed** (in the unfiltered top-k, kept out by the filter): "
-                    + ", ".join(md(e) for e in cmp.removed))
+        st.markdown("**Removed** (in the unfiltered top-k, kept out by the filter): " + ", ".join(md(e) for e in cmp.removed))
     if cmp.let_in:
-        st.markdown("**Let in** (in the filtered top-k only; the filter made room for them): "
-                    + ", ".join(md(e) for e in cmp.let_in))
+        st.markdown(
+            "**Let in** (in the filtered top-k only; the filter made room for them): " + ", ".join(md(e) for e in cmp.let_in)
+        )
 
 
 def eval_set_section() -> None:
@@ -82,24 +98,33 @@ def eval_set_section() -> None:
         return
     cases = [c for c in eval_set.cases if c.answerable]
     if not cases:
-        st.info(f"**{md(eval_set.name)}** has no answerable cases (every case expects nothing), so there is no "
-                "reciprocal rank to compare. Pick another eval set.")
+        st.info(
+            f"**{md(eval_set.name)}** has no answerable cases (every case expects nothing), so there is no "
+            "reciprocal rank to compare. Pick another eval set."
+        )
         return
     eval_ui.offer_ingest(ctx, key="ingest_for_eval")
     view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path))
     if st.button(f"Compare on {len(cases)} cases", type="primary", key="run_set_comparison"):
         bar = st.progress(0.0, text="comparing…")
         try:
-            deltas = compare_filter_on_set(eval_set, ctx.lookup_services(record=False), settings,
-                                           progress=lambda done, total: bar.progress(done / total, text=f"case {done} of {total}"))
+            deltas = compare_filter_on_set(
+                eval_set,
+                ctx.lookup_services(record=False),
+                settings,
+                progress=lambda done, total: bar.progress(done / total, text=f"case {done} of {total}"),
+            )
         except LookupLabError as exc:
             bar.empty()
             render.error("The comparison stopped", exc, "Check the sidebar status and press the button again.")
             return
-        except Exception as exc:  # noqa: BLE001 - the Weaviate client raises its own types
+        except Exception as exc:
             bar.empty()
-            render.error("The comparison stopped", f"{type(exc).__name__}: {exc}",
-                         "Check that Weaviate is up (Retry connection) and press the button again.")
+            render.error(
+                "The comparison stopped",
+                f"{type(exc).__name__}: {exc}",
+                "Check that Weaviate is up (Retry connection) and press the button again.",
+            )
             return
         bar.empty()
         st.session_state[keys.SET_COMPARISON] = (view, deltas)
@@ -113,26 +138,40 @@ def eval_set_section() -> None:
     for col, verdict in zip(cols, VERDICTS):
         col.metric(verdict.capitalize(), counts.get(verdict, 0))
     cols[4].metric("MRR unfiltered", f"{frame['rr_unfiltered'].mean():.3f}")
-    cols[5].metric("MRR filtered", f"{frame['rr_filtered'].mean():.3f}",
-                   delta=f"{frame['rr_filtered'].mean() - frame['rr_unfiltered'].mean():+.3f}")
+    cols[5].metric(
+        "MRR filtered",
+        f"{frame['rr_filtered'].mean():.3f}",
+        delta=f"{frame['rr_filtered'].mean() - frame['rr_unfiltered'].mean():+.3f}",
+    )
     changed = int((frame["delta_rr"] != 0).sum())
     if changed:
         st.plotly_chart(charts.delta_rr(frame), width="stretch")
-    st.caption(f"The filter changed the reciprocal rank (over the top 10, as the eval's mrr@10) of {changed} of "
-               f"{len(frame)} cases; only those are drawn.")
+    st.caption(
+        f"The filter changed the reciprocal rank (over the top 10, as the eval's mrr@10) of {changed} of "
+        f"{len(frame)} cases; only those are drawn."
+    )
     hurt = frame[frame["verdict"] == "hurt"]
     st.markdown(f"**Cases the filter hurt** ({len(hurt)}): {md(HURT_MEANING)}. Open one in Lookup:")
     for row in hurt.itertuples():
-        st.page_link("pages/lookup.py", label=f"{md(row.case_id)}: {md(row.query)}  (RR {row.rr_unfiltered:.2f} → "
-                     f"{row.rr_filtered:.2f}, filter {md(row.category)})", icon=":material/open_in_new:",
-                     query_params=urls.lookup_params(row.query, settings, resources.base_settings()))
+        st.page_link(
+            "pages/lookup.py",
+            label=f"{md(row.case_id)}: {md(row.query)}  (RR {row.rr_unfiltered:.2f} → "
+            f"{row.rr_filtered:.2f}, filter {md(row.category)})",
+            icon=":material/open_in_new:",
+            query_params=urls.lookup_params(row.query, settings, resources.base_settings()),
+        )
     if hurt.empty:
         st.caption("none")
     with st.expander(f"All {len(frame)} cases"):
-        st.dataframe(frame, hide_index=True, column_config={
-            "delta_rr": st.column_config.NumberColumn("Δ RR", format="%+.3f"),
-            "rr_unfiltered": st.column_config.NumberColumn(format="%.3f"),
-            "rr_filtered": st.column_config.NumberColumn(format="%.3f")})
+        st.dataframe(
+            frame,
+            hide_index=True,
+            column_config={
+                "delta_rr": st.column_config.NumberColumn("Δ RR", format="%+.3f"),
+                "rr_unfiltered": st.column_config.NumberColumn(format="%.3f"),
+                "rr_filtered": st.column_config.NumberColumn(format="%.3f"),
+            },
+        )
 
 
 if not settings.l1_enabled:

@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import io
-from datetime import datetime, time, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta
 
 import pandas as pd
 import streamlit as st
 
 from app_support import charts, keys, render, resources
 from app_support.render import md
-from retrieval.dashboard import (SAMPLE_CALLS, InvocationFilter, details_for, export_frame, filter_options, load_dashboard,
-                                 result_for)
+from retrieval.dashboard import (
+    SAMPLE_CALLS,
+    InvocationFilter,
+    details_for,
+    export_frame,
+    filter_options,
+    load_dashboard,
+    result_for,
+)
 from retrieval.errors import LookupLabError, SqlRefused
 from retrieval.sql_console import EXAMPLES, run_readonly
 
-RANGES = {"All time": None, "Last hour": timedelta(hours=1), "Last 24 hours": timedelta(days=1),
-          "Last 7 days": timedelta(days=7), "Custom dates": "custom"}
+RANGES = {
+    "All time": None,
+    "Last hour": timedelta(hours=1),
+    "Last 24 hours": timedelta(days=1),
+    "Last 7 days": timedelta(days=7),
+    "Custom dates": "custom",
+}
 ROW_LIMIT = 500
 LIVE_REFRESH_S = 2  # what "follow live traffic" waits between reloads (the store flushes every second)
 
@@ -26,8 +38,11 @@ store = ctx.recorder
 st.title("Invocations")
 st.caption("Every `lookup_knowledge` call, as stored in the `tool_invocation` table of the DuckDB invocation store.")
 if store is None:
-    render.error("The invocation store is not available", ctx.recorder_error or "unknown reason",
-                 "Check LOOKUP_DB_PATH / LOOKUP_DATA_DIR (a writable folder), then reload.")
+    render.error(
+        "The invocation store is not available",
+        ctx.recorder_error or "unknown reason",
+        "Check LOOKUP_DB_PATH / LOOKUP_DATA_DIR (a writable folder), then reload.",
+    )
     st.stop()
 
 
@@ -39,9 +54,9 @@ def time_window(choice: str) -> tuple[datetime | None, datetime | None]:
         picked = st.session_state.get(keys.INV_DATES) or ()
         if len(picked) != 2:
             return None, None
-        start = datetime.combine(picked[0], time.min, tzinfo=timezone.utc)
-        return start, datetime.combine(picked[1], time.min, tzinfo=timezone.utc) + timedelta(days=1)
-    return datetime.now(timezone.utc) - span, None
+        start = datetime.combine(picked[0], time.min, tzinfo=UTC)
+        return start, datetime.combine(picked[1], time.min, tzinfo=UTC) + timedelta(days=1)
+    return datetime.now(UTC) - span, None
 
 
 def dashboard_section() -> None:
@@ -51,27 +66,39 @@ def dashboard_section() -> None:
         render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
         return
     if opts.total == 0:
-        st.info("No invocations recorded yet: run a query on the Lookup page (or `python -m retrieval lookup`).", icon=":material/inbox:")
+        st.info(
+            "No invocations recorded yet: run a query on the Lookup page (or `python -m retrieval lookup`).",
+            icon=":material/inbox:",
+        )
         return
     with st.container(border=True):
         st.markdown("**Filters**")
         f1, f2, f3 = st.columns([2, 3, 2])
         choice = f1.selectbox("Time range", list(RANGES), key=keys.INV_RANGE)
         if RANGES[choice] == "custom":
-            today = datetime.now(timezone.utc).date()
+            today = datetime.now(UTC).date()
             first = opts.first.date() if opts.first else today
             f1.date_input("From / to (UTC)", value=(first, today), key=keys.INV_DATES)
         text = f2.text_input("Text in the query", key=keys.INV_TEXT, placeholder="substring, case-insensitive")
-        fallback_only = f3.checkbox("Fallback only", key=keys.INV_FALLBACK,
-                                    help="L0 matched but L1 did not answer (failed, empty or unavailable).")
+        fallback_only = f3.checkbox(
+            "Fallback only", key=keys.INV_FALLBACK, help="L0 matched but L1 did not answer (failed, empty or unavailable)."
+        )
         g1, g2, g3, g4 = st.columns(4)
         layers = g1.multiselect("Layer", opts.layers, key=keys.INV_LAYERS)
         domains = g2.multiselect("Domain", opts.domains, key=keys.INV_DOMAINS)
         statuses = g3.multiselect("Status", opts.statuses, key=keys.INV_STATUSES)
         sessions = g4.multiselect("Session tag", opts.session_tags, key=keys.INV_SESSIONS)
     since, until = time_window(choice)
-    flt = InvocationFilter(since=since, until=until, layers=tuple(layers), domains=tuple(domains),
-                           statuses=tuple(statuses), session_tags=tuple(sessions), fallback_only=fallback_only, text=text)
+    flt = InvocationFilter(
+        since=since,
+        until=until,
+        layers=tuple(layers),
+        domains=tuple(domains),
+        statuses=tuple(statuses),
+        session_tags=tuple(sessions),
+        fallback_only=fallback_only,
+        text=text,
+    )
     try:
         dash = load_dashboard(store, flt, row_limit=ROW_LIMIT)
     except LookupLabError as exc:
@@ -92,7 +119,9 @@ def dashboard_section() -> None:
     else:
         c2.plotly_chart(charts.stage_latency(dash.stage_samples), width="stretch")
         if dash.total > SAMPLE_CALLS:
-            c2.caption(f"Boxes drawn from {SAMPLE_CALLS:,} calls picked at random; the p50/p95 table below counts all {dash.total:,}.")
+            c2.caption(
+                f"Boxes drawn from {SAMPLE_CALLS:,} calls picked at random; the p50/p95 table below counts all {dash.total:,}."
+            )
             c2.dataframe(dash.stage_latency, hide_index=True, width="stretch")
     c3, c4, c5 = st.columns(3)
     c3.plotly_chart(charts.fallback_rate(dash.fallback_over_time, dash.bucket), width="stretch")
@@ -102,27 +131,49 @@ def dashboard_section() -> None:
     else:
         c5.plotly_chart(charts.top_counts(dash.top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
 
-    st.markdown(f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "
-                "select a row to see its results and relevance")
-    event = st.dataframe(dash.rows, hide_index=True, on_select="rerun", selection_mode="single-row", key=keys.INV_TABLE,
-                         column_config={"latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
-                                        "created_at": st.column_config.DatetimeColumn("time", format="YYYY-MM-DD HH:mm:ss"),
-                                        "input": st.column_config.TextColumn("query", width="large"),
-                                        "top_entry_id": st.column_config.TextColumn("top entry")})
+    st.markdown(
+        f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "
+        "select a row to see its results and relevance"
+    )
+    event = st.dataframe(
+        dash.rows,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=keys.INV_TABLE,
+        column_config={
+            "latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
+            "created_at": st.column_config.DatetimeColumn("time", format="YYYY-MM-DD HH:mm:ss"),
+            "input": st.column_config.TextColumn("query", width="large"),
+            "top_entry_id": st.column_config.TextColumn("top entry"),
+        },
+    )
     rows = event.selection.rows if event is not None else []
     if rows:
         show_call(dash.rows.iloc[rows[0]])
     d1, d2, _ = st.columns([1, 1, 4])
-    d1.download_button("Download CSV", data=lambda: export_frame(store, flt).to_csv(index=False).encode("utf-8"),
-                       file_name="tool_invocation.csv", mime="text/csv", on_click="ignore", key="dl_csv")
+    d1.download_button(
+        "Download CSV",
+        data=lambda: export_frame(store, flt).to_csv(index=False).encode("utf-8"),
+        file_name="tool_invocation.csv",
+        mime="text/csv",
+        on_click="ignore",
+        key="dl_csv",
+    )
 
     def parquet() -> bytes:
         buf = io.BytesIO()
         export_frame(store, flt).to_parquet(buf, index=False)
         return buf.getvalue()
 
-    d2.download_button("Download Parquet", data=parquet, file_name="tool_invocation.parquet",
-                       mime="application/vnd.apache.parquet", on_click="ignore", key="dl_parquet")
+    d2.download_button(
+        "Download Parquet",
+        data=parquet,
+        file_name="tool_invocation.parquet",
+        mime="application/vnd.apache.parquet",
+        on_click="ignore",
+        key="dl_parquet",
+    )
 
 
 def show_call(picked) -> None:
@@ -133,18 +184,37 @@ def show_call(picked) -> None:
     relevance = result.get("relevance") or {}
     if relevance:
         show = {"high": st.success, "medium": st.info}.get(relevance.get("level"), st.warning)
-        show(f"**Relevance: {md(relevance.get('level'))}** (semantic support: "
-             f"{'yes' if relevance.get('semantic_support') else 'no'}). {md(relevance.get('reason', ''))}")
+        show(
+            f"**Relevance: {md(relevance.get('level'))}** (semantic support: "
+            f"{'yes' if relevance.get('semantic_support') else 'no'}). {md(relevance.get('reason', ''))}"
+        )
     found = result.get("results") or []
     if found:
-        st.dataframe(pd.DataFrame([{"rank": i, "entry_id": r.get("entry_id"), "title": r.get("title"),
-                                    "domain": r.get("domain"), "source": r.get("source"), "score": r.get("score")}
-                                   for i, r in enumerate(found, 1)]), hide_index=True,
-                     column_config={"score": st.column_config.NumberColumn(format="%.3f")})
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "rank": i,
+                        "entry_id": r.get("entry_id"),
+                        "title": r.get("title"),
+                        "domain": r.get("domain"),
+                        "source": r.get("source"),
+                        "score": r.get("score"),
+                    }
+                    for i, r in enumerate(found, 1)
+                ]
+            ),
+            hide_index=True,
+            column_config={"score": st.column_config.NumberColumn(format="%.3f")},
+        )
     else:
         st.caption("This call returned no results.")
-    st.page_link("pages/lookup.py", label="Open in Lookup (shown there without recording it again)",
-                 icon=":material/open_in_new:", query_params={keys.QUERY: str(picked["input"])})
+    st.page_link(
+        "pages/lookup.py",
+        label="Open in Lookup (shown there without recording it again)",
+        icon=":material/open_in_new:",
+        query_params={keys.QUERY: str(picked["input"])},
+    )
     with st.expander(f"retrieval_details of {picked['id']}"):
         st.json(details_for(store, picked["id"]) or {}, expanded=2)
 
@@ -157,8 +227,10 @@ def set_example() -> None:
 
 def sql_console() -> None:
     st.subheader("Read-only SQL")
-    st.caption("One SELECT (or EXPLAIN of one) over `tool_invocation`, on a read-only connection with file and "
-               "network access off. Anything else is refused.")
+    st.caption(
+        "One SELECT (or EXPLAIN of one) over `tool_invocation`, on a read-only connection with file and "
+        "network access off. Anything else is refused."
+    )
     st.selectbox("Example queries", ["(pick one)", *EXAMPLES], key=keys.SQL_EXAMPLE, on_change=set_example)
     if keys.SQL_TEXT not in st.session_state:
         st.session_state[keys.SQL_TEXT] = next(iter(EXAMPLES.values()))
@@ -181,8 +253,11 @@ def sql_console() -> None:
     st.dataframe(out.frame, hide_index=True)
 
 
-live = st.toggle("Follow live traffic", key=keys.INV_LIVE,
-                 help=f"Reload the calls every {LIVE_REFRESH_S} s, e.g. while agents call `python -m retrieval serve`.")
+live = st.toggle(
+    "Follow live traffic",
+    key=keys.INV_LIVE,
+    help=f"Reload the calls every {LIVE_REFRESH_S} s, e.g. while agents call `python -m retrieval serve`.",
+)
 st.fragment(run_every=LIVE_REFRESH_S if live else None)(dashboard_section)()
 st.divider()
 sql_console()

@@ -16,13 +16,20 @@ ctx = resources.page_context()
 settings = ctx.settings
 
 st.title("Lookup")
-st.caption("One query through `lookup_knowledge`: the L0 hints, the routing decision, L1 candidates, the final "
-           "results, where the time went, and the record that was stored. The query and the sidebar settings "
-           "are in the URL: copy it to share this view.")
+st.caption(
+    "One query through `lookup_knowledge`: the L0 hints, the routing decision, L1 candidates, the final "
+    "results, where the time went, and the record that was stored. The query and the sidebar settings "
+    "are in the URL: copy it to share this view."
+)
 
-query = st.text_input("Query", key=keys.QUERY, bind="query-params", max_chars=MAX_QUERY_CHARS,
-                      on_change=lambda: st.session_state.update({keys.RUN_LOOKUP: True}),
-                      placeholder="e.g. Pod is crash looping.  /  PostgreSQL replication lag on the standby")
+query = st.text_input(
+    "Query",
+    key=keys.QUERY,
+    bind="query-params",
+    max_chars=MAX_QUERY_CHARS,
+    on_change=lambda: st.session_state.update({keys.RUN_LOOKUP: True}),
+    placeholder="e.g. Pod is crash looping.  /  PostgreSQL replication lag on the standby",
+)
 explicit = bool(st.session_state.pop(keys.RUN_LOOKUP, False))  # Enter in the box, or Run again
 if not query or not query.strip():
     st.info("Type a question or an alert summary and press Enter.", icon=":material/keyboard:")
@@ -35,14 +42,17 @@ if ctx.store is not None and settings.l1_enabled:
     unindexed = why is None and indexed == 0
 if unindexed:
     ingest.show_last_result()
-    st.warning(f"**Collection {md(settings.collection)} is not indexed yet**: L1 has nothing to search, so this "
-               f"lookup answers from L0 only. Ingest the {len(ctx.corpus.entries)} entries of the corpus first.",
-               icon=":material/upload:")
+    st.warning(
+        f"**Collection {md(settings.collection)} is not indexed yet**: L1 has nothing to search, so this "
+        f"lookup answers from L0 only. Ingest the {len(ctx.corpus.entries)} entries of the corpus first.",
+        icon=":material/upload:",
+    )
     i1, i2 = st.columns([2, 3], vertical_alignment="center")
     if ctx.read_only:
         i1.caption(f"Ingest is off: the app is read-only ({md(ctx.access.reason)}).")
-    elif i1.button(f"Ingest {len(ctx.corpus.entries)} entries into {settings.collection}", key="ingest_for_lookup",
-                   type="primary"):
+    elif i1.button(
+        f"Ingest {len(ctx.corpus.entries)} entries into {settings.collection}", key="ingest_for_lookup", type="primary"
+    ):
         if ingest.run_ingest(ctx):
             st.session_state.pop(keys.LAST_LOOKUP, None)
             st.rerun()
@@ -50,8 +60,16 @@ if unindexed:
 
 # Only an explicit run records an invocation. Opening the view from a URL (a refresh, a shared link, "Open in
 # Lookup") or changing a setting shows the lookup without recording it; a rerun of the same view shows it again.
-view = (query, str(settings.corpus_dir), settings.collection, settings.top_k, settings.l1_enabled,
-        settings.search_mode, settings.hybrid_alpha, ctx.conn.ok)
+view = (
+    query,
+    str(settings.corpus_dir),
+    settings.collection,
+    settings.top_k,
+    settings.l1_enabled,
+    settings.search_mode,
+    settings.hybrid_alpha,
+    ctx.conn.ok,
+)
 last = st.session_state.get(keys.LAST_LOOKUP)
 if last is not None and last[0] == view and not explicit:
     result, recorded = last[1], last[2]
@@ -69,11 +87,17 @@ else:
 
 hints = result.l0
 b1, b2 = st.columns([1, 5], vertical_alignment="center")
-b1.button("Run again", key="lookup_run", help="Run the lookup again and record a new invocation.",
-          on_click=lambda: st.session_state.update({keys.RUN_LOOKUP: True}))
+b1.button(
+    "Run again",
+    key="lookup_run",
+    help="Run the lookup again and record a new invocation.",
+    on_click=lambda: st.session_state.update({keys.RUN_LOOKUP: True}),
+)
 if not recorded and ctx.recorder is not None:
-    b2.caption("Not recorded: this view was opened from a link or a settings change. Press Enter in the query box "
-               "or **Run again** to run it as a recorded invocation.")
+    b2.caption(
+        "Not recorded: this view was opened from a link or a settings change. Press Enter in the query box "
+        "or **Run again** to run it as a recorded invocation."
+    )
 
 # --- summary -----------------------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
@@ -91,8 +115,11 @@ st.info(f"**Routing:** {md(routing)}", icon=":material/alt_route:")
 if result.l1.status == "failed" and unindexed:
     st.caption("L1 found no collection to search (see above): the results come from L0 only.")
 elif result.l1.status in ("failed", "unavailable"):
-    st.warning(f"**L1 {md(result.l1.status)}**: {md(result.l1.error)}  \nThe results below come from L0 only "
-               "(fallback); they carry no semantic support.", icon=":material/warning:")
+    st.warning(
+        f"**L1 {md(result.l1.status)}**: {md(result.l1.error)}  \nThe results below come from L0 only "
+        "(fallback); they carry no semantic support.",
+        icon=":material/warning:",
+    )
 elif result.l1.status == "disabled":
     st.caption("L1 is switched off in the sidebar: the results come from L0 only.")
 
@@ -111,9 +138,12 @@ with p1.container(border=True):
 with p2.container(border=True):
     st.markdown("**Keywords** (as the entry writes them, with the field each matched)")
     if hints.matched_keywords:
-        st.dataframe(pd.DataFrame([t.to_dict() for t in hints.matched_keywords], columns=["term", "field", "weight", "key"]),
-                     hide_index=True, height=min(38 + 35 * len(hints.matched_keywords), 250),
-                     column_config={"key": st.column_config.TextColumn("match key", help="the normalised form L0 compared")})
+        st.dataframe(
+            pd.DataFrame([t.to_dict() for t in hints.matched_keywords], columns=["term", "field", "weight", "key"]),
+            hide_index=True,
+            height=min(38 + 35 * len(hints.matched_keywords), 250),
+            column_config={"key": st.column_config.TextColumn("match key", help="the normalised form L0 compared")},
+        )
     else:
         st.caption("none")
 with p3.container(border=True):
@@ -123,66 +153,142 @@ with p4.container(border=True):
     st.markdown("**Entities**")
     st.markdown("\n".join(f"- {md(e)}" for e in hints.entities) if hints.entities else "_none_")
 if hints.matches:
-    shown = f"the best {len(hints.matches)} of {hints.match_count:,}" if hints.match_count > len(hints.matches) else str(len(hints.matches))
+    shown = (
+        f"the best {len(hints.matches)} of {hints.match_count:,}"
+        if hints.match_count > len(hints.matches)
+        else str(len(hints.matches))
+    )
     with st.expander(f"L0 matches ({shown}): score and matched terms per entry"):
-        st.dataframe(pd.DataFrame([{"entry_id": m.entry_id, "title": m.title, "domain": m.domain,
-                                    "score": round(m.score, 3), "fields": ", ".join(m.fields),
-                                    "terms": ", ".join(f"{t.term} ({t.field})" for t in m.terms)}
-                                   for m in hints.matches]), hide_index=True)
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "entry_id": m.entry_id,
+                        "title": m.title,
+                        "domain": m.domain,
+                        "score": round(m.score, 3),
+                        "fields": ", ".join(m.fields),
+                        "terms": ", ".join(f"{t.term} ({t.field})" for t in m.terms),
+                    }
+                    for m in hints.matches
+                ]
+            ),
+            hide_index=True,
+        )
 
 # --- L1 ----------------------------------------------------------------------------------------------------
 st.subheader("L1 candidates")
 flt = f"filtered on category = {result.l1.category}" if result.l1.category else "unfiltered"
-st.caption(f"{md(result.l1.mode)}, {md(flt)}, status **{md(result.l1.status)}**, "
-           f"{len(result.l1.candidates)} candidates (cosine distance: lower is closer)")
+st.caption(
+    f"{md(result.l1.mode)}, {md(flt)}, status **{md(result.l1.status)}**, "
+    f"{len(result.l1.candidates)} candidates (cosine distance: lower is closer)"
+)
 if result.l1.candidates:
-    st.table(pd.DataFrame([{  # st.table renders cells as Markdown: corpus text goes in escaped
-        "rank": i, "entry_id": md(c.entry_id), "title": md(c.title), "domain": md(c.domain),
-        "distance": "" if c.distance is None else f"{c.distance:.4f}", "score": f"{c.score:.4f}", "chunk": c.chunk_index,
-    } for i, c in enumerate(result.l1.candidates, 1)]), hide_index=True)
+    st.table(
+        pd.DataFrame(
+            [
+                {  # st.table renders cells as Markdown: corpus text goes in escaped
+                    "rank": i,
+                    "entry_id": md(c.entry_id),
+                    "title": md(c.title),
+                    "domain": md(c.domain),
+                    "distance": "" if c.distance is None else f"{c.distance:.4f}",
+                    "score": f"{c.score:.4f}",
+                    "chunk": c.chunk_index,
+                }
+                for i, c in enumerate(result.l1.candidates, 1)
+            ]
+        ),
+        hide_index=True,
+    )
 if result.l1.lexical:
-    st.caption(f"BM25F candidates ({len(result.l1.lexical)}; title and file-name words, keywords, entities, body), "
-               f"{md(flt)}; similarity is the query vector against the entry's best chunk")
-    st.table(pd.DataFrame([{
-        "rank": i, "entry_id": md(c.entry_id), "title": md(c.title), "domain": md(c.domain),
-        "BM25F score": f"{c.score:.3f}", "similarity": "" if c.similarity is None else f"{c.similarity:.4f}",
-    } for i, c in enumerate(result.l1.lexical, 1)]), hide_index=True)
+    st.caption(
+        f"BM25F candidates ({len(result.l1.lexical)}; title and file-name words, keywords, entities, body), "
+        f"{md(flt)}; similarity is the query vector against the entry's best chunk"
+    )
+    st.table(
+        pd.DataFrame(
+            [
+                {
+                    "rank": i,
+                    "entry_id": md(c.entry_id),
+                    "title": md(c.title),
+                    "domain": md(c.domain),
+                    "BM25F score": f"{c.score:.3f}",
+                    "similarity": "" if c.similarity is None else f"{c.similarity:.4f}",
+                }
+                for i, c in enumerate(result.l1.lexical, 1)
+            ]
+        ),
+        hide_index=True,
+    )
 
 # --- results -----------------------------------------------------------------------------------------------
 st.subheader("Results")
 if result.results:
     top = result.results[0]
     st.markdown(f"Top result: **{md(top.entry_id)}**, {md(top.title)} (source {md(top.source)})")
-    st.table(pd.DataFrame([{
-        "rank": i, "entry_id": md(r.entry_id), "title": md(r.title), "domain": md(r.domain), "source": r.source,
-        "score": f"{r.score:.4f}", "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
-        "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
-        "why here": md(explain(r, weights_of(settings))),
-    } for i, r in enumerate(result.results, 1)]), hide_index=True)
-    st.caption("**score**: the weighted sum of the signals that found the entry, each scaled to this query's best "
-               "candidate (1.0), so only ranks within one query compare; **similarity**: the query against the "
-               "entry's best chunk (what semantic support is judged on); **L0 score**: the raw keyword score of L0.")
+    st.table(
+        pd.DataFrame(
+            [
+                {
+                    "rank": i,
+                    "entry_id": md(r.entry_id),
+                    "title": md(r.title),
+                    "domain": md(r.domain),
+                    "source": r.source,
+                    "score": f"{r.score:.4f}",
+                    "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
+                    "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
+                    "why here": md(explain(r, weights_of(settings))),
+                }
+                for i, r in enumerate(result.results, 1)
+            ]
+        ),
+        hide_index=True,
+    )
+    st.caption(
+        "**score**: the weighted sum of the signals that found the entry, each scaled to this query's best "
+        "candidate (1.0), so only ranks within one query compare; **similarity**: the query against the "
+        "entry's best chunk (what semantic support is judged on); **L0 score**: the raw keyword score of L0."
+    )
 else:
     st.caption("No results: neither L0 nor L1 found anything.")
 if result.l1.category and result.l1.status == "ok":
     try:
         kept_out = excluded_by_filter(result.query, result.l1.category, ctx.lookup_services(record=False), settings)
-    except Exception as exc:  # noqa: BLE001 - an extra view: the lookup above stands either way
+    except Exception as exc:
         kept_out = None
         st.caption(f"What the filter kept out cannot be shown: {md(type(exc).__name__)}: {md(exc)}")
     if kept_out is not None:
-        st.markdown(f"**Kept out by the filter** (category = {md(result.l1.category)}): the best of the unfiltered "
-                    f"top {settings.top_k} from other domains, which these results do not include")
+        st.markdown(
+            f"**Kept out by the filter** (category = {md(result.l1.category)}): the best of the unfiltered "
+            f"top {settings.top_k} from other domains, which these results do not include"
+        )
         if kept_out:
-            st.dataframe(pd.DataFrame([{
-                "unfiltered rank": rank, "entry_id": c.entry_id, "title": c.title, "domain": c.domain,
-                "similarity": None if c.similarity is None else round(c.similarity, 4),
-            } for rank, c in kept_out]), hide_index=True)
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "unfiltered rank": rank,
+                            "entry_id": c.entry_id,
+                            "title": c.title,
+                            "domain": c.domain,
+                            "similarity": None if c.similarity is None else round(c.similarity, 4),
+                        }
+                        for rank, c in kept_out
+                    ]
+                ),
+                hide_index=True,
+            )
         else:
             st.caption(f"none: the unfiltered top {settings.top_k} are all in {md(result.l1.category)}")
-        st.page_link("pages/filter_comparison.py", label="Compare filtered and unfiltered L1 for this query",
-                     icon=":material/compare_arrows:",
-                     query_params={**urls.setting_params(settings, resources.base_settings()), keys.COMPARE_QUERY: result.query})
+        st.page_link(
+            "pages/filter_comparison.py",
+            label="Compare filtered and unfiltered L1 for this query",
+            icon=":material/compare_arrows:",
+            query_params={**urls.setting_params(settings, resources.base_settings()), keys.COMPARE_QUERY: result.query},
+        )
 rel = result.relevance
 show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
 show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")

@@ -13,8 +13,9 @@ The MCP server (retrieval.mcp_server) is a thin protocol layer over this object.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .config import Settings, load_settings
 from .corpus import Entry
@@ -112,8 +113,14 @@ class KnowledgeLookup:
             return found
 
 
-def open_knowledge_lookup(settings: Settings | None = None, *, record: bool = True, embedder: Embedder | None = None,
-                          ingest: bool = False, log: Callable[[str], None] | None = None) -> KnowledgeLookup:
+def open_knowledge_lookup(
+    settings: Settings | None = None,
+    *,
+    record: bool = True,
+    embedder: Embedder | None = None,
+    ingest: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> KnowledgeLookup:
     """Open the services. The caller closes the result (or uses `open_lookup`)."""
     settings = settings or load_settings()
     runtime = open_runtime(settings, embedder=embedder, record=record, log=log)
@@ -124,8 +131,10 @@ def open_knowledge_lookup(settings: Settings | None = None, *, record: bool = Tr
             if log:
                 log(f"collection {settings.collection}: {report.unchanged} unchanged, {report.added + report.updated} embedded")
         elif store is not None and log and store.count_chunks() == 0:
-            log(f"collection {settings.collection} is empty: answers come from L0 only until "
-                "`python -m retrieval ingest` (or serve --ingest) has indexed the corpus")
+            log(
+                f"collection {settings.collection} is empty: answers come from L0 only until "
+                "`python -m retrieval ingest` (or serve --ingest) has indexed the corpus"
+            )
         if log and runtime.services.l1_unavailable:
             log(f"L1 unavailable, answering from L0: {runtime.services.l1_unavailable}")
     except BaseException:
@@ -135,8 +144,14 @@ def open_knowledge_lookup(settings: Settings | None = None, *, record: bool = Tr
 
 
 @contextmanager
-def open_lookup(settings: Settings | None = None, *, record: bool = True, embedder: Embedder | None = None,
-                ingest: bool = False, log: Callable[[str], None] | None = None) -> Iterator[KnowledgeLookup]:
+def open_lookup(
+    settings: Settings | None = None,
+    *,
+    record: bool = True,
+    embedder: Embedder | None = None,
+    ingest: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> Iterator[KnowledgeLookup]:
     """Open the services once; `.lookup(query, top_k=None)` as often as needed; close on exit.
 
     `settings` default to defaults < lookup.yaml < LOOKUP_* environment. `ingest=True` indexes the corpus first

@@ -18,9 +18,10 @@ import tempfile
 import threading
 import time
 import warnings
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -38,9 +39,14 @@ from .weaviate_server import connect
 from .weaviate_store import OVERSAMPLE, KnowledgeStore
 
 GOALS = {  # name: (comparison, target)
-    "l0_p50_growth": ("<=", 2.0), "lookup_over_floor": ("<=", 1.3), "filtered_over_unfiltered": ("<=", 1.2),
-    "record_ms": ("<=", 1.0), "ingest_over_raw": (">=", 0.9), "reingest_s": ("<=", 30.0),
-    "reingest_chunks_embedded": ("<=", 0), "dashboard_query_max_ms": ("<", 200.0),
+    "l0_p50_growth": ("<=", 2.0),
+    "lookup_over_floor": ("<=", 1.3),
+    "filtered_over_unfiltered": ("<=", 1.2),
+    "record_ms": ("<=", 1.0),
+    "ingest_over_raw": (">=", 0.9),
+    "reingest_s": ("<=", 30.0),
+    "reingest_chunks_embedded": ("<=", 0),
+    "dashboard_query_max_ms": ("<", 200.0),
 }
 STAGES = ("l0", "embed", "l1", "fuse", "record")
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
@@ -79,21 +85,39 @@ def machine_info(client) -> dict[str, Any]:
     import torch
     import weaviate
 
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {
-        "host": socket.gethostname(), "platform": platform.platform(), "python": platform.python_version(),
-        "cpu": cpu, "cores": len(os.sched_getaffinity(0)), "memory_gib": round(mem, 1),
-        "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-        "sentence_transformers": sentence_transformers.__version__, "duckdb": duckdb.__version__,
-        "weaviate_client": weaviate.__version__, "weaviate_server": client.get_meta().get("version"),
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0)),
+        "memory_gib": round(mem, 1),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "duckdb": duckdb.__version__,
+        "weaviate_client": weaviate.__version__,
+        "weaviate_server": client.get_meta().get("version"),
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
     }
 
 
-def _floor_query(store: KnowledgeStore, embedder: Embedder, query: str, k: int,
-                 mode: str = "near_vector") -> tuple[float, float, float]:
+def _floor_query(
+    store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: str = "near_vector"
+) -> tuple[float, float, float]:
     """One query embedding plus the bare Weaviate queries of the lookup's mode, with the same k:
     (embed ms, queries ms), and, outside the floor, a bare near_vector with the oversampled limit
     (k * OVERSAMPLE). near_vector: one near_vector; fusion: a near_vector and a BM25F query; hybrid: one
@@ -125,7 +149,7 @@ def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sampl
 
     def between_batches(stage: str, done: int, total: int) -> None:
         t0 = time.perf_counter()
-        for chunks in chunk_lists[state["prev"]:done]:
+        for chunks in chunk_lists[state["prev"] : done]:
             for text in chunks:
                 if state["seen"] % stride == 0:
                     state["pending"].append(text)
@@ -147,21 +171,35 @@ def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sampl
     t0 = time.perf_counter()
     again = store.ingest(corpus, embedder)
     return {
-        "chunks": total_chunks, "seconds": round(seconds, 2), "entries_per_s": round(len(corpus.entries) / seconds, 2),
-        "chunks_per_s": round(rate, 2), "embed_share": round(report.embed_seconds / seconds, 3),
-        "raw_chunks_per_s": None if raw_rate is None else round(raw_rate, 2), "raw_sample_chunks": state["raw_n"],
+        "chunks": total_chunks,
+        "seconds": round(seconds, 2),
+        "entries_per_s": round(len(corpus.entries) / seconds, 2),
+        "chunks_per_s": round(rate, 2),
+        "embed_share": round(report.embed_seconds / seconds, 3),
+        "raw_chunks_per_s": None if raw_rate is None else round(raw_rate, 2),
+        "raw_sample_chunks": state["raw_n"],
         "over_raw": None if raw_rate is None else round(rate / raw_rate, 3),
-        "reingest": {"seconds": round(time.perf_counter() - t0, 2), "chunks_embedded": again.chunks_embedded,
-                     "unchanged": again.unchanged},
+        "reingest": {
+            "seconds": round(time.perf_counter() - t0, 2),
+            "chunks_embedded": again.chunks_embedded,
+            "unchanged": again.unchanged,
+        },
     }
 
 
-def bench_lookups(services: LookupServices, settings: Settings, queries: list[str], floor_queries: list[str],
-                  categories: list[str], cached_n: int) -> dict[str, Any]:
+def bench_lookups(
+    services: LookupServices,
+    settings: Settings,
+    queries: list[str],
+    floor_queries: list[str],
+    categories: list[str],
+    cached_n: int,
+) -> dict[str, Any]:
     """Lookups, the floor and filtered/unfiltered L1, each pair interleaved query by query, order alternating."""
     wall, floor, f_embed, f_nv, f_wide, stages = [], [], [], [], [], {s: [] for s in STAGES}
     filtered_n = 0
     for i, (q, fq) in enumerate(zip(queries, floor_queries)):
+
         def do_lookup() -> None:
             nonlocal filtered_n
             t0 = time.perf_counter()
@@ -178,7 +216,7 @@ def bench_lookups(services: LookupServices, settings: Settings, queries: list[st
             f_wide.append(wide)
             floor.append(e + n)
 
-        for step in ((do_lookup, do_floor) if i % 2 == 0 else (do_floor, do_lookup)):
+        for step in (do_lookup, do_floor) if i % 2 == 0 else (do_floor, do_lookup):
             step()
     cached = []
     for q in queries[:cached_n]:  # the same texts again: the query embedding now comes from the cache
@@ -189,25 +227,50 @@ def bench_lookups(services: LookupServices, settings: Settings, queries: list[st
     for i, q in enumerate(queries):
         vec = services.embedder.embed_query(q)  # cached by now: only L1 is timed
         pair = ((unf, None), (fil, categories[i % len(categories)]))
-        for sink, category in (pair if i % 2 == 0 else pair[::-1]):
+        for sink, category in pair if i % 2 == 0 else pair[::-1]:
             t0 = time.perf_counter()
             services.store.search(vec, k=settings.top_k, category=category)
             sink.append((time.perf_counter() - t0) * 1000)
     return {
-        "lookup": {"p50_ms": pct(wall, 50), "p95_ms": pct(wall, 95), "cached_p50_ms": pct(cached, 50),
-                   "stages_p50_ms": {s: pct(v, 50) for s, v in stages.items()},
-                   "stages_p95_ms": {s: pct(v, 95) for s, v in stages.items()},
-                   "filtered_share": round(filtered_n / max(len(queries), 1), 3), "queries": len(queries)},
-        "floor": {"p50_ms": pct(floor, 50), "p95_ms": pct(floor, 95), "embed_p50_ms": pct(f_embed, 50),
-                  "near_vector_p50_ms": pct(f_nv, 50), "near_vector_oversampled_p50_ms": pct(f_wide, 50)},
-        "l1": {"unfiltered_p50_ms": pct(unf, 50), "filtered_p50_ms": pct(fil, 50),
-               "unfiltered_p95_ms": pct(unf, 95), "filtered_p95_ms": pct(fil, 95)},
+        "lookup": {
+            "p50_ms": pct(wall, 50),
+            "p95_ms": pct(wall, 95),
+            "cached_p50_ms": pct(cached, 50),
+            "stages_p50_ms": {s: pct(v, 50) for s, v in stages.items()},
+            "stages_p95_ms": {s: pct(v, 95) for s, v in stages.items()},
+            "filtered_share": round(filtered_n / max(len(queries), 1), 3),
+            "queries": len(queries),
+        },
+        "floor": {
+            "p50_ms": pct(floor, 50),
+            "p95_ms": pct(floor, 95),
+            "embed_p50_ms": pct(f_embed, 50),
+            "near_vector_p50_ms": pct(f_nv, 50),
+            "near_vector_oversampled_p50_ms": pct(f_wide, 50),
+        },
+        "l1": {
+            "unfiltered_p50_ms": pct(unf, 50),
+            "filtered_p50_ms": pct(fil, 50),
+            "unfiltered_p95_ms": pct(unf, 95),
+            "filtered_p95_ms": pct(fil, 95),
+        },
     }
 
 
-def bench_size(n: int, *, client, embedder: Embedder, recorder: InvocationStore, settings: Settings, seed: int,
-               queries: int, body: synthetic.BodyPolicy, raw_sample_chunks: int, run_id: str,
-               log: Callable[[str], None]) -> dict[str, Any]:
+def bench_size(
+    n: int,
+    *,
+    client,
+    embedder: Embedder,
+    recorder: InvocationStore,
+    settings: Settings,
+    seed: int,
+    queries: int,
+    body: synthetic.BodyPolicy,
+    raw_sample_chunks: int,
+    run_id: str,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     t0 = time.perf_counter()
     corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
     out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}
@@ -228,11 +291,21 @@ def bench_size(n: int, *, client, embedder: Embedder, recorder: InvocationStore,
         hints = l0.match(q)
         times.append((time.perf_counter() - t1) * 1000)
         matched.append(len(hints.matches))
-    out["l0"].update(p50_ms=pct(times, 50), p95_ms=pct(times, 95), matches_p50=pct(matched, 50), matches_max=max(matched, default=0))
+    out["l0"].update(
+        p50_ms=pct(times, 50), p95_ms=pct(times, 95), matches_p50=pct(matched, 50), matches_max=max(matched, default=0)
+    )
     log(f"[{n}] {len(look_q)} lookups against the floor, and filtered against unfiltered L1")
     services = LookupServices(l0=l0, embedder=embedder, store=store, recorder=recorder)
-    out.update(bench_lookups(services, settings.with_(session_tag=f"bench-{n}"), look_q, floor_q,
-                             sorted(synthetic.DOMAINS), cached_n=min(len(look_q), 50)))
+    out.update(
+        bench_lookups(
+            services,
+            settings.with_(session_tag=f"bench-{n}"),
+            look_q,
+            floor_q,
+            sorted(synthetic.DOMAINS),
+            cached_n=min(len(look_q), 50),
+        )
+    )
     out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
     out["peak_rss_mb"] = peak_rss_mb()
     out["weaviate_rss_mb"] = _server_rss_mb(client)
@@ -283,11 +356,19 @@ class TimedInvocationStore(InvocationStore):
         return super().with_connection(lambda con: fn(_TimedConnection(con, self.sink)), **kw)
 
 
-QUERY_NAMES = (("DISTINCT", "options: distinct values"), ("max(created_at)), count(*)", "options: range and total"),
-               ("count(*) FILTER (WHERE fallback), median", "summary"), ("ORDER BY created_at DESC", "rows"),
-               ("AS bucket, layer", "calls_over_time"), ("quantile_cont(l0_ms", "stage_latency"),
-               ("UNPIVOT", "stage_samples"), ("AS fallbacks", "fallback_over_time"), ("coalesce(domain", "top_domains"),
-               ("invocation_keyword", "top_keywords"), ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"))
+QUERY_NAMES = (
+    ("DISTINCT", "options: distinct values"),
+    ("max(created_at)), count(*)", "options: range and total"),
+    ("count(*) FILTER (WHERE fallback), median", "summary"),
+    ("ORDER BY created_at DESC", "rows"),
+    ("AS bucket, layer", "calls_over_time"),
+    ("quantile_cont(l0_ms", "stage_latency"),
+    ("UNPIVOT", "stage_samples"),
+    ("AS fallbacks", "fallback_over_time"),
+    ("coalesce(domain", "top_domains"),
+    ("invocation_keyword", "top_keywords"),
+    ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"),
+)
 
 
 def _query_name(sql: str) -> str:
@@ -295,24 +376,36 @@ def _query_name(sql: str) -> str:
     return next((name for key, name in QUERY_NAMES if key in flat), flat[:40])
 
 
-def bench_invocation_store(recorder: InvocationStore, workdir: Path, rows: int, *, seed: int,
-                           log: Callable[[str], None], repeats: int = 3) -> dict[str, Any]:
+def bench_invocation_store(
+    recorder: InvocationStore, workdir: Path, rows: int, *, seed: int, log: Callable[[str], None], repeats: int = 3
+) -> dict[str, Any]:
     """The Invocations page's queries on `rows` synthetic tool_invocation rows (real recorded rows repeated)."""
-    templates = pa.Table.from_pandas(recorder.query(
-        "SELECT tool_name, input, status, layer, CAST(result AS VARCHAR) AS result, CAST(retrieval_details AS VARCHAR) "
-        "AS retrieval_details, error, domain, l1_status, fallback, top_entry_id FROM tool_invocation"), preserve_index=False)
+    templates = pa.Table.from_pandas(
+        recorder.query(
+            "SELECT tool_name, input, status, layer, CAST(result AS VARCHAR) AS result, CAST(retrieval_details AS VARCHAR) "
+            "AS retrieval_details, error, domain, l1_status, fallback, top_entry_id FROM tool_invocation"
+        ),
+        preserve_index=False,
+    )
     store = TimedInvocationStore(workdir / "dashboard.duckdb")
     log(f"invocation store: inserting {rows} rows from {templates.num_rows} recorded ones")
     start_s = time.time() - 30 * 86400
     t0 = time.perf_counter()
     for offset in range(0, rows, 100_000):
-        batch = synthetic.invocation_rows(templates, min(100_000, rows - offset), seed=seed + offset, start_s=start_s, offset=offset)
-        store.with_connection(lambda con: (con.register("batch", batch), insert_rows(con, "batch")),  # noqa: B023
-                              read_only=False)
+        batch = synthetic.invocation_rows(
+            templates, min(100_000, rows - offset), seed=seed + offset, start_s=start_s, offset=offset
+        )
+        store.with_connection(
+            lambda con: (con.register("batch", batch), insert_rows(con, "batch")),  # noqa: B023
+            read_only=False,
+        )
     insert_s = time.perf_counter() - t0
     size_mb = (workdir / "dashboard.duckdb").stat().st_size / 2**20
-    cases = {"all rows": InvocationFilter(), "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, timezone.utc)),
-             "one session + text": InvocationFilter(session_tags=("run-03",), text="latency")}
+    cases = {
+        "all rows": InvocationFilter(),
+        "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, UTC)),
+        "one session + text": InvocationFilter(session_tags=("run-03",), text="latency"),
+    }
     timed: dict[str, dict[str, list[float]]] = {}
     calls: dict[str, list[float]] = {}
     with warnings.catch_warnings():
@@ -333,11 +426,17 @@ def bench_invocation_store(recorder: InvocationStore, workdir: Path, rows: int, 
                 if calls[label][-1] > 5000:
                     break  # far over the goal already: one run says enough
     per_query = {label: {name: round(statistics.median(v), 1) for name, v in qs.items()} for label, qs in timed.items()}
-    return {"rows": rows, "templates": templates.num_rows, "insert_s": round(insert_s, 2),
-            "insert_rows_per_s": round(rows / insert_s), "file_mb": round(size_mb, 1),
-            "call_ms": {k: round(statistics.median(v), 1) for k, v in calls.items()}, "query_ms": per_query,
-            "runs": {k: len(v) for k, v in calls.items()},
-            "query_max_ms": max((ms for qs in per_query.values() for ms in qs.values()), default=None)}
+    return {
+        "rows": rows,
+        "templates": templates.num_rows,
+        "insert_s": round(insert_s, 2),
+        "insert_rows_per_s": round(rows / insert_s),
+        "file_mb": round(size_mb, 1),
+        "call_ms": {k: round(statistics.median(v), 1) for k, v in calls.items()},
+        "query_ms": per_query,
+        "runs": {k: len(v) for k, v in calls.items()},
+        "query_max_ms": max((ms for qs in per_query.values() for ms in qs.values()), default=None),
+    }
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -353,10 +452,13 @@ def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any]
         "record_ms": big["lookup"]["stages_p50_ms"]["record"],
     }
     over_raw = [s["ingest"]["over_raw"] for s in sizes.values() if s["ingest"]["over_raw"] is not None]
-    values = {**ratios, "ingest_over_raw": min(over_raw, default=None),
-              "reingest_s": max(s["ingest"]["reingest"]["seconds"] for s in sizes.values()),
-              "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
-              "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None}
+    values = {
+        **ratios,
+        "ingest_over_raw": min(over_raw, default=None),
+        "reingest_s": max(s["ingest"]["reingest"]["seconds"] for s in sizes.values()),
+        "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
+        "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None,
+    }
     goals = {}
     for name, (op, target) in GOALS.items():
         v = values[name]
@@ -368,26 +470,37 @@ def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any]
 def render_table(result: dict[str, Any]) -> str:
     """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
     m, sizes = result["machine"], result["sizes"]
-    lines = [f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
-             f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
-             f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
-             "(includes the embedding model).", ""]
+    lines = [
+        f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+        f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
+        f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
+        "(includes the embedding model).",
+        "",
+    ]
     rows = [
-        ("body words", lambda s: s["body_words"]), ("chunks per entry", lambda s: s["chunks_per_entry"]),
-        ("L0 build s", lambda s: s["l0"]["build_s"]), ("L0 patterns", lambda s: s["l0"]["patterns"]),
+        ("body words", lambda s: s["body_words"]),
+        ("chunks per entry", lambda s: s["chunks_per_entry"]),
+        ("L0 build s", lambda s: s["l0"]["build_s"]),
+        ("L0 patterns", lambda s: s["l0"]["patterns"]),
         ("L0 match p50 / p95 ms", lambda s: f"{s['l0']['p50_ms']} / {s['l0']['p95_ms']}"),
         ("L0 matches p50 / max", lambda s: f"{s['l0']['matches_p50']} / {s['l0']['matches_max']}"),
         ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
         ("lookup cached-embedding p50 ms", lambda s: s["lookup"]["cached_p50_ms"]),
         ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
         ("floor p50 / p95 ms (embed + the mode's bare queries)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
-        ("bare queries of the mode p50 ms, limit k / near_vector k*4", lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}"),
+        (
+            "bare queries of the mode p50 ms, limit k / near_vector k*4",
+            lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}",
+        ),
         ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
         ("L1 unfiltered / filtered p50 ms", lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}"),
         ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
         ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
         ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
-        ("re-ingest s (chunks embedded)", lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})"),
+        (
+            "re-ingest s (chunks embedded)",
+            lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})",
+        ),
         ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
         ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
     ]
@@ -395,13 +508,19 @@ def render_table(result: dict[str, Any]) -> str:
     lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
     lines += ["", "| goal | value | target | met |", "|---|---|---|---|"]
-    lines += [f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'n/a' if g['met'] is None else 'NO'} |"
-              for name, g in result["goals"].items()]
+    lines += [
+        f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'n/a' if g['met'] is None else 'NO'} |"
+        for name, g in result["goals"].items()
+    ]
     st = result.get("invocation_store")
     if st:
-        lines += ["", f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
-                  f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
-                  "'call' is the whole dashboard function, pandas included.", ""]
+        lines += [
+            "",
+            f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
+            f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
+            "'call' is the whole dashboard function, pandas included.",
+            "",
+        ]
         names = list(dict.fromkeys(n for qs in st["query_ms"].values() for n in qs))
         cases = list(st["query_ms"])
         lines += ["| query | " + " | ".join(cases) + " |", "|---" * (len(cases) + 1) + "|"]
@@ -422,10 +541,20 @@ def _exit_on_sigterm() -> Callable[[], None]:
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-def run_bench(settings: Settings, *, sizes: list[int], queries: int = 200, out_dir: Path = Path("bench/results"),
-              log: Callable[[str], None] | None = None, client=None, embedder: Embedder | None = None,
-              invocation_rows: int = 1_000_000, seed: int | None = None, full_bodies_up_to: int = 2000,
-              raw_sample_chunks: int = 1500) -> dict[str, Any]:
+def run_bench(
+    settings: Settings,
+    *,
+    sizes: list[int],
+    queries: int = 200,
+    out_dir: Path = Path("bench/results"),
+    log: Callable[[str], None] | None = None,
+    client=None,
+    embedder: Embedder | None = None,
+    invocation_rows: int = 1_000_000,
+    seed: int | None = None,
+    full_bodies_up_to: int = 2000,
+    raw_sample_chunks: int = 1500,
+) -> dict[str, Any]:
     """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
 
     Entries up to `full_bodies_up_to` get bodies of 200-800 words; larger sizes one short chunk (40-80 words).
@@ -447,8 +576,11 @@ def run_bench(settings: Settings, *, sizes: list[int], queries: int = 200, out_d
     restore_sigterm = _exit_on_sigterm()
     try:
         if own_client:
-            where = settings if settings.weaviate_url else settings.with_(
-                data_dir=workdir, embedded_port=_free_port(), embedded_grpc_port=_free_port())
+            where = (
+                settings
+                if settings.weaviate_url
+                else settings.with_(data_dir=workdir, embedded_port=_free_port(), embedded_grpc_port=_free_port())
+            )
             log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
             client = connect(where)
         t0 = time.perf_counter()
@@ -461,24 +593,45 @@ def run_bench(settings: Settings, *, sizes: list[int], queries: int = 200, out_d
         for n in sizes:
             body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
             names.append(f"Bench_{n}_{run_id}")
-            figures[n] = bench_size(n, client=client, embedder=embedder, recorder=recorder, settings=settings, seed=seed,
-                                    queries=queries, body=body, raw_sample_chunks=raw_sample_chunks, run_id=run_id, log=log)
+            figures[n] = bench_size(
+                n,
+                client=client,
+                embedder=embedder,
+                recorder=recorder,
+                settings=settings,
+                seed=seed,
+                queries=queries,
+                body=body,
+                raw_sample_chunks=raw_sample_chunks,
+                run_id=run_id,
+                log=log,
+            )
         kb_peak = peak_rss_mb()
         recorder.flush()
         store_fig = bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log) if invocation_rows else None
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         ratios, goals = ratios_and_goals(figures, store_fig)
-        result = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine, "seed": seed,
-                  "queries": queries, "model_load_s": round(model_s, 2), "sizes": {str(n): f for n, f in figures.items()},
-                  "ratios": ratios, "goals": goals, "invocation_store": store_fig, "peak_rss_mb": kb_peak,
-                  "peak_rss_mb_with_invocation_store": peak_rss_mb(), "elapsed_s": round(time.perf_counter() - started, 1)}
+        result = {
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine,
+            "seed": seed,
+            "queries": queries,
+            "model_load_s": round(model_s, 2),
+            "sizes": {str(n): f for n, f in figures.items()},
+            "ratios": ratios,
+            "goals": goals,
+            "invocation_store": store_fig,
+            "peak_rss_mb": kb_peak,
+            "peak_rss_mb_with_invocation_store": peak_rss_mb(),
+            "elapsed_s": round(time.perf_counter() - started, 1),
+        }
     finally:
         if recorder is not None:
             recorder.close()
         for name in names if client is not None else ():
             try:
                 KnowledgeStore(client, name).drop()
-            except Exception:  # noqa: BLE001 - a server that went away has nothing left to drop
+            except Exception:
                 pass
         if own_client and client is not None:
             client.close()  # stops the embedded server we started
@@ -487,10 +640,11 @@ def run_bench(settings: Settings, *, sizes: list[int], queries: int = 200, out_d
     result["table"] = render_table(result)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{datetime.now(timezone.utc).strftime('%Y-%m-%d-%H%M%S')}-bench-{'-'.join(map(str, sizes))}"
+    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-bench-{'-'.join(map(str, sizes))}"
     stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
-    stem.with_suffix(".json").write_text(json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n",
-                                         encoding="utf-8")
+    stem.with_suffix(".json").write_text(
+        json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n", encoding="utf-8"
+    )
     result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
     log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
     return result

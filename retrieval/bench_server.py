@@ -21,10 +21,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -48,13 +49,21 @@ EVAL_SETS = ("sample-ops-alerts.yaml", "sample-ops-unanswerable.yaml")
 
 
 def _initialize(i: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": i, "method": "initialize", "params": {
-        "protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": i,
+        "method": "initialize",
+        "params": {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}},
+    }
 
 
 def _call(i: int, query: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-            "params": {"name": "lookup_knowledge", "arguments": {"query": query}}}
+    return {
+        "jsonrpc": "2.0",
+        "id": i,
+        "method": "tools/call",
+        "params": {"name": "lookup_knowledge", "arguments": {"query": query}},
+    }
 
 
 class HttpRpc:
@@ -114,12 +123,23 @@ def _checked(message: dict[str, Any]) -> dict[str, Any]:
 
 def _served_env(settings: Settings, workdir: Path, name: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update({"LOOKUP_CORPUS_DIR": str(settings.corpus_dir), "LOOKUP_COLLECTION": settings.collection,
-                "LOOKUP_DATA_DIR": str(workdir / name), "LOOKUP_DB_PATH": str(workdir / f"{name}.duckdb"),
-                "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port), "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
-                "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir), "LOOKUP_TOP_K": str(settings.top_k)})
-    for var, value in (("LOOKUP_WEAVIATE_URL", settings.weaviate_url), ("LOOKUP_WEAVIATE_API_KEY", settings.weaviate_api_key),
-                       ("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", settings.remote_grpc_port)):
+    env.update(
+        {
+            "LOOKUP_CORPUS_DIR": str(settings.corpus_dir),
+            "LOOKUP_COLLECTION": settings.collection,
+            "LOOKUP_DATA_DIR": str(workdir / name),
+            "LOOKUP_DB_PATH": str(workdir / f"{name}.duckdb"),
+            "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port),
+            "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
+            "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir),
+            "LOOKUP_TOP_K": str(settings.top_k),
+        }
+    )
+    for var, value in (
+        ("LOOKUP_WEAVIATE_URL", settings.weaviate_url),
+        ("LOOKUP_WEAVIATE_API_KEY", settings.weaviate_api_key),
+        ("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", settings.remote_grpc_port),
+    ):
         if value:
             env[var] = str(value)
     return env
@@ -128,9 +148,15 @@ def _served_env(settings: Settings, workdir: Path, name: str) -> dict[str, str]:
 def _start(args: list[str], env: dict[str, str], *, stdio: bool, log_path: Path) -> subprocess.Popen:
     """A serve process; its stderr goes to `log_path`, whose 'ready:' line says it serves."""
     log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "retrieval", "serve", *args], cwd=REPO_ROOT, env=env, text=True,
-                            stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE if stdio else subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrieval", "serve", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
+        stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
+        stderr=log,
+    )
     log.close()
     deadline = time.monotonic() + 180
     while "ready:" not in log_path.read_text():
@@ -163,6 +189,7 @@ def _paired(direct: KnowledgeLookup, served: Callable[[str], Any], queries: list
         served(q)
     d_ms, s_ms = [], []
     for i, q in enumerate(queries * repeats):
+
         def one_direct() -> None:
             t0 = time.perf_counter()
             direct.lookup(q)  # noqa: B023
@@ -173,11 +200,17 @@ def _paired(direct: KnowledgeLookup, served: Callable[[str], Any], queries: list
             served(q)  # noqa: B023
             s_ms.append((time.perf_counter() - t0) * 1000)
 
-        for step in ((one_direct, one_served) if i % 2 == 0 else (one_served, one_direct)):
+        for step in (one_direct, one_served) if i % 2 == 0 else (one_served, one_direct):
             step()
     diffs = [s - d for s, d in zip(s_ms, d_ms)]
-    return {"calls": len(s_ms), "direct_p50_ms": pct(d_ms, 50), "served_p50_ms": pct(s_ms, 50), "served_p95_ms": pct(s_ms, 95),
-            "added_p50_ms": round(pct(s_ms, 50) - pct(d_ms, 50), 3), "paired_added_p50_ms": pct(diffs, 50)}
+    return {
+        "calls": len(s_ms),
+        "direct_p50_ms": pct(d_ms, 50),
+        "served_p50_ms": pct(s_ms, 50),
+        "served_p95_ms": pct(s_ms, 95),
+        "added_p50_ms": round(pct(s_ms, 50) - pct(d_ms, 50), 3),
+        "paired_added_p50_ms": pct(diffs, 50),
+    }
 
 
 def _sdk_client_p50(url: str, queries: list[str], repeats: int) -> float | None:
@@ -218,9 +251,17 @@ def _throughput(url: str, queries: list[str], clients: int) -> dict[str, Any]:
     return {"clients": clients, "calls": done, "seconds": round(seconds, 2), "calls_per_s": round(done / seconds, 1)}
 
 
-def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"), repeats: int = 3, clients: int = 8,
-                     max_queries: int | None = None, log: Callable[[str], None] | None = None, client=None,
-                     embedder: Embedder | None = None) -> dict[str, Any]:
+def run_server_bench(
+    settings: Settings,
+    *,
+    out_dir: Path = Path("bench/results"),
+    repeats: int = 3,
+    clients: int = 8,
+    max_queries: int | None = None,
+    log: Callable[[str], None] | None = None,
+    client=None,
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
     """Measure the served lookup against the direct one; write `<date>-bench-server.md` and `.json`; return the figures.
 
     Without `client`, an embedded Weaviate is started on free ports with a temporary data directory (or
@@ -229,8 +270,11 @@ def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="lookup-bench-server-"))
     own_client = client is None
-    where = settings if settings.weaviate_url else settings.with_(data_dir=workdir / "weaviate", embedded_port=_free_port(),
-                                                                  embedded_grpc_port=_free_port())
+    where = (
+        settings
+        if settings.weaviate_url
+        else settings.with_(data_dir=workdir / "weaviate", embedded_port=_free_port(), embedded_grpc_port=_free_port())
+    )
     run_id = f"{int(time.time()) % 100_000:05d}"
     corpus = load_corpus(REPO_ROOT / "sample_corpus")
     queries = [c.query for name in EVAL_SETS for c in load_eval_set(REPO_ROOT / "eval_sets" / name).cases][:max_queries]
@@ -241,22 +285,34 @@ def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"
             log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
             client = connect(where)
         embedder = embedder or Embedder()
-        where = where.with_(corpus_dir=REPO_ROOT / "sample_corpus", collection=f"Bench_server_{run_id}", search_mode="near_vector")
+        where = where.with_(
+            corpus_dir=REPO_ROOT / "sample_corpus", collection=f"Bench_server_{run_id}", search_mode="near_vector"
+        )
         store = KnowledgeStore(client, where.collection)
         store.drop()
         log(f"indexing the sample corpus ({len(corpus.entries)} entries) in {where.collection}")
         store.ingest(corpus, embedder)
-        services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store,
-                                  recorder=InvocationStore(workdir / "direct.duckdb"))
+        services = LookupServices(
+            l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=InvocationStore(workdir / "direct.duckdb")
+        )
         direct = KnowledgeLookup(Runtime(where, corpus, services))
         direct.runtime.services.recorder.start_background_flush()
-        result: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine_info(client),
-                                  "queries": len(queries), "repeats": repeats, "entries": len(corpus.entries)}
+        result: dict[str, Any] = {
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine_info(client),
+            "queries": len(queries),
+            "repeats": repeats,
+            "entries": len(corpus.entries),
+        }
 
         log("HTTP server: direct and served calls, interleaved")
         port = _free_port()
-        http_proc = _start(["--transport", "http", "--port", str(port)], _served_env(where, workdir, "http"), stdio=False,
-                           log_path=workdir / "http.log")
+        http_proc = _start(
+            ["--transport", "http", "--port", str(port)],
+            _served_env(where, workdir, "http"),
+            stdio=False,
+            log_path=workdir / "http.log",
+        )
         procs.append(http_proc)
         url = f"http://127.0.0.1:{port}/mcp"
         rpc = HttpRpc(url)
@@ -268,13 +324,21 @@ def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"
         result["http"]["exit_code"] = _stop(http_proc)
 
         log("stdio server: direct and served calls, interleaved")
-        stdio_proc = _start(["--transport", "stdio"], _served_env(where, workdir, "stdio"), stdio=True, log_path=workdir / "stdio.log")
+        stdio_proc = _start(
+            ["--transport", "stdio"], _served_env(where, workdir, "stdio"), stdio=True, log_path=workdir / "stdio.log"
+        )
         procs.append(stdio_proc)
         result["stdio"] = _paired(direct, StdioRpc(stdio_proc).lookup, queries, repeats)
         result["stdio"]["exit_code"] = _stop(stdio_proc)
 
-        result["goals"] = {f"{t}_server_added_p50_ms": {"value": result[t]["added_p50_ms"], "goal": f"<= {GOAL_ADDED_MS}",
-                                                        "met": result[t]["added_p50_ms"] <= GOAL_ADDED_MS} for t in ("http", "stdio")}
+        result["goals"] = {
+            f"{t}_server_added_p50_ms": {
+                "value": result[t]["added_p50_ms"],
+                "goal": f"<= {GOAL_ADDED_MS}",
+                "met": result[t]["added_p50_ms"] <= GOAL_ADDED_MS,
+            }
+            for t in ("http", "stdio")
+        }
         result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         result["elapsed_s"] = round(time.perf_counter() - started, 1)
     finally:
@@ -286,7 +350,7 @@ def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"
         if store is not None:
             try:
                 store.drop()
-            except Exception:  # noqa: BLE001 - a server that went away has nothing left to drop
+            except Exception:
                 pass
         if own_client and client is not None:
             client.close()  # stops the embedded server we started
@@ -294,10 +358,11 @@ def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"
     result["table"] = render_server_table(result)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{datetime.now(timezone.utc).strftime('%Y-%m-%d-%H%M%S')}-bench-server"
+    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-bench-server"
     stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
-    stem.with_suffix(".json").write_text(json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n",
-                                         encoding="utf-8")
+    stem.with_suffix(".json").write_text(
+        json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n", encoding="utf-8"
+    )
     result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
     log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
     return result
@@ -305,21 +370,35 @@ def run_server_bench(settings: Settings, *, out_dir: Path = Path("bench/results"
 
 def render_server_table(result: dict[str, Any]) -> str:
     m, h, s = result["machine"], result["http"], result["stdio"]
-    lines = [f"Lookup Lab MCP server bench, {result['date']}: {m['cpu']}, {m['cores']} cores, load average "
-             f"{m['loadavg_start']} at start, {m.get('loadavg_end')} at end; {result['entries']} entries (sample corpus), "
-             f"{result['queries']} queries x {result['repeats']}, embeddings cached on both sides.", "",
-             "| figure | streamable HTTP | stdio |", "|---|---|---|"]
-    rows = [("direct lookup p50 ms", "direct_p50_ms"), ("served lookup p50 / p95 ms", None),
-            ("server added p50 ms (served p50 - direct p50)", "added_p50_ms"), ("paired difference p50 ms", "paired_added_p50_ms")]
+    lines = [
+        f"Lookup Lab MCP server bench, {result['date']}: {m['cpu']}, {m['cores']} cores, load average "
+        f"{m['loadavg_start']} at start, {m.get('loadavg_end')} at end; {result['entries']} entries (sample corpus), "
+        f"{result['queries']} queries x {result['repeats']}, embeddings cached on both sides.",
+        "",
+        "| figure | streamable HTTP | stdio |",
+        "|---|---|---|",
+    ]
+    rows = [
+        ("direct lookup p50 ms", "direct_p50_ms"),
+        ("served lookup p50 / p95 ms", None),
+        ("server added p50 ms (served p50 - direct p50)", "added_p50_ms"),
+        ("paired difference p50 ms", "paired_added_p50_ms"),
+    ]
     for label, key in rows:
         if key is None:
-            lines.append(f"| {label} | {h['served_p50_ms']} / {h['served_p95_ms']} | {s['served_p50_ms']} / {s['served_p95_ms']} |")
+            lines.append(
+                f"| {label} | {h['served_p50_ms']} / {h['served_p95_ms']} | {s['served_p50_ms']} / {s['served_p95_ms']} |"
+            )
         else:
             lines.append(f"| {label} | {h[key]} | {s[key]} |")
     t = h["throughput"]
-    lines += [f"| SDK Client call p50 ms | {h['sdk_client_p50_ms']} | |",
-              f"| calls per second, {t['clients']} concurrent clients | {t['calls_per_s']} ({t['calls']} calls in {t['seconds']} s) | |",
-              f"| exit code after stopping (HTTP: SIGTERM; stdio: stdin closed) | {h['exit_code']} | {s['exit_code']} |", "",
-              "| goal | value | target | met |", "|---|---|---|---|"]
+    lines += [
+        f"| SDK Client call p50 ms | {h['sdk_client_p50_ms']} | |",
+        f"| calls per second, {t['clients']} concurrent clients | {t['calls_per_s']} ({t['calls']} calls in {t['seconds']} s) | |",
+        f"| exit code after stopping (HTTP: SIGTERM; stdio: stdin closed) | {h['exit_code']} | {s['exit_code']} |",
+        "",
+        "| goal | value | target | met |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'NO'} |" for name, g in result["goals"].items()]
     return "\n".join(lines)

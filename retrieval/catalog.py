@@ -3,10 +3,9 @@ corpus is indexed in."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
-
 
 from .config import REPO_ROOT, Settings, collection_for
 from .errors import EvalSetError

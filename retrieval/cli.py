@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,7 +13,7 @@ from .errors import LookupLabError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
 
 
-def _settings(config: Optional[Path], **overrides):
+def _settings(config: Path | None, **overrides):
     return load_settings(config_file=config, **overrides)
 
 
@@ -29,8 +27,11 @@ CorpusOpt = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP
 
 
 @app.command()
-def ingest(config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOpt,
-           rebuild: bool = typer.Option(False, help="drop the collection first")) -> None:
+def ingest(
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
+    rebuild: bool = typer.Option(False, help="drop the collection first"),
+) -> None:
     """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
     from .corpus import load_corpus
     from .embedding import Embedder
@@ -56,8 +57,16 @@ def ingest(config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOp
 
         report = store.ingest(loaded, embedder, progress=progress)
         typer.echo("", err=True)
-        typer.echo(json.dumps({"corpus": str(settings.corpus_dir), "collection": settings.collection,
-                               "skipped_files": len(loaded.problems), **report.to_dict()}))
+        typer.echo(
+            json.dumps(
+                {
+                    "corpus": str(settings.corpus_dir),
+                    "collection": settings.collection,
+                    "skipped_files": len(loaded.problems),
+                    **report.to_dict(),
+                }
+            )
+        )
     except LookupLabError as exc:
         _fail(exc)
     finally:
@@ -65,9 +74,13 @@ def ingest(config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOp
 
 
 @app.command()
-def lookup(query: str, as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-           config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOpt,
-           session: Optional[str] = typer.Option(None, help="session/run tag for the record")) -> None:
+def lookup(
+    query: str,
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
+    session: str | None = typer.Option(None, help="session/run tag for the record"),
+) -> None:
     """Run lookup_knowledge once and record it."""
     from .lookup import lookup_knowledge
     from .services import open_runtime
@@ -100,10 +113,13 @@ def lookup(query: str, as_json: bool = typer.Option(False, "--json", help="print
 
 
 @app.command()
-def sql(statement: str, as_json: bool = typer.Option(False, "--json", help="print JSON lines"),
-        config: Optional[Path] = ConfigOpt,
-        limit: int = typer.Option(10_000, help="row limit"),
-        timeout_ms: int = typer.Option(5_000, help="time limit in milliseconds")) -> None:
+def sql(
+    statement: str,
+    as_json: bool = typer.Option(False, "--json", help="print JSON lines"),
+    config: Path | None = ConfigOpt,
+    limit: int = typer.Option(10_000, help="row limit"),
+    timeout_ms: int = typer.Option(5_000, help="time limit in milliseconds"),
+) -> None:
     """One read-only SELECT over the invocation store. Rows are printed in full."""
     from .invocations import InvocationStore
     from .sql_console import run_readonly
@@ -127,22 +143,23 @@ def sql(statement: str, as_json: bool = typer.Option(False, "--json", help="prin
 @app.command("eval")
 def eval_cmd(
     eval_set: Path = typer.Argument(..., help="eval set YAML"),
-    configs: str = typer.Option(",".join(("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")),
-                                help="comma-separated configurations"),
+    configs: str = typer.Option(
+        ",".join(("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")), help="comma-separated configurations"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
-    report: Optional[Path] = typer.Option(None, "--report", help="write a self-contained HTML report"),
+    report: Path | None = typer.Option(None, "--report", help="write a self-contained HTML report"),
     minimum: list[str] = typer.Option([], "--min", help="gate CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9 (repeatable)"),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="a saved --json result; fail on a significant regression"),
-    top_k: Optional[int] = typer.Option(None, "--top-k", help="results per lookup (metrics look at 10 at least)"),
-    mode: Optional[str] = typer.Option(None, "--mode", help="the lookup's mode: fusion, near_vector or hybrid"),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="hybrid alpha"),
-    l0_weight: Optional[float] = typer.Option(None, "--l0-weight", help="weight of L0 evidence in the lookup ranking"),
-    vector_weight: Optional[float] = typer.Option(None, "--vector-weight", help="weight of the vector signal in the fusion"),
-    lexical_weight: Optional[float] = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
-    min_support: Optional[float] = typer.Option(None, "--min-support", help="similarity needed to claim semantic support"),
+    baseline: Path | None = typer.Option(None, "--baseline", help="a saved --json result; fail on a significant regression"),
+    top_k: int | None = typer.Option(None, "--top-k", help="results per lookup (metrics look at 10 at least)"),
+    mode: str | None = typer.Option(None, "--mode", help="the lookup's mode: fusion, near_vector or hybrid"),
+    alpha: float | None = typer.Option(None, "--alpha", help="hybrid alpha"),
+    l0_weight: float | None = typer.Option(None, "--l0-weight", help="weight of L0 evidence in the lookup ranking"),
+    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector signal in the fusion"),
+    lexical_weight: float | None = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
+    min_support: float | None = typer.Option(None, "--min-support", help="similarity needed to claim semantic support"),
     stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
-    config: Optional[Path] = ConfigOpt,
-    corpus: Optional[Path] = CorpusOpt,
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
 ) -> None:
     """Run an eval set through the configurations; print metrics, significance and routing figures."""
     import os
@@ -155,8 +172,17 @@ def eval_cmd(
     try:
         loaded = load_eval_set(eval_set)
         corpus_dir = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else loaded.corpus_dir)
-        settings = _settings(config, corpus_dir=corpus_dir, top_k=top_k, search_mode=mode, hybrid_alpha=alpha, l0_weight=l0_weight,
-                             vector_weight=vector_weight, lexical_weight=lexical_weight, min_support_similarity=min_support)
+        settings = _settings(
+            config,
+            corpus_dir=corpus_dir,
+            top_k=top_k,
+            search_mode=mode,
+            hybrid_alpha=alpha,
+            l0_weight=l0_weight,
+            vector_weight=vector_weight,
+            lexical_weight=lexical_weight,
+            min_support_similarity=min_support,
+        )
         baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None
         runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
     except (LookupLabError, OSError, json.JSONDecodeError) as exc:
@@ -164,12 +190,24 @@ def eval_cmd(
     try:
         loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
         if runtime.services.store is not None:
-            ingest_report = runtime.services.store.ingest(runtime.corpus, runtime.services.embedder,
-                                                          progress=lambda st, d, t: typer.echo(f"\ringest {d}/{t}", nl=False, err=True))
-            typer.echo(f"\ncollection {settings.collection}: {ingest_report.unchanged} unchanged, "
-                       f"{ingest_report.added + ingest_report.updated} embedded", err=True)
-        result = run_eval(loaded, runtime.services, settings, configs=[c.strip() for c in configs.split(",") if c.strip()],
-                          stat_test=stat_test, progress=lambda d, t: (d == t or d % max(1, t // 20) == 0) and typer.echo(f"\reval {d}/{t}", nl=False, err=True))
+            ingest_report = runtime.services.store.ingest(
+                runtime.corpus,
+                runtime.services.embedder,
+                progress=lambda st, d, t: typer.echo(f"\ringest {d}/{t}", nl=False, err=True),
+            )
+            typer.echo(
+                f"\ncollection {settings.collection}: {ingest_report.unchanged} unchanged, "
+                f"{ingest_report.added + ingest_report.updated} embedded",
+                err=True,
+            )
+        result = run_eval(
+            loaded,
+            runtime.services,
+            settings,
+            configs=[c.strip() for c in configs.split(",") if c.strip()],
+            stat_test=stat_test,
+            progress=lambda d, t: (d == t or d % max(1, t // 20) == 0) and typer.echo(f"\reval {d}/{t}", nl=False, err=True),
+        )
         typer.echo("", err=True)
         failures = check_gates(result, minimum, baseline_data, loaded)
     except LookupLabError as exc:
@@ -195,10 +233,11 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
     queries: int = typer.Option(200, help="lookups timed per size"),
     out_dir: Path = typer.Option(Path("bench/results"), "--out", help="where the dated result table is written"),
-    invocation_rows: int = typer.Option(1_000_000, "--invocation-rows",
-                                        help="synthetic tool_invocation rows for the dashboard queries (0 skips them)"),
+    invocation_rows: int = typer.Option(
+        1_000_000, "--invocation-rows", help="synthetic tool_invocation rows for the dashboard queries (0 skips them)"
+    ),
     server: bool = typer.Option(False, "--server", help="only the MCP server part: its added p50 over a direct call, calls/s"),
-    config: Optional[Path] = ConfigOpt,
+    config: Path | None = ConfigOpt,
 ) -> None:
     """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
     from .bench import run_bench
@@ -216,13 +255,20 @@ def bench(
         settings = _settings(config)
         sizes_list = [int(x) for x in sizes.split(",") if x.strip()]
         if not sizes_list or min(sizes_list) < 1 or invocation_rows < 0 or queries < 1:
-            raise ValueError(f"--sizes {sizes!r}, --queries {queries} and --invocation-rows {invocation_rows} "
-                             "must be positive (rows may be 0)")
+            raise ValueError(
+                f"--sizes {sizes!r}, --queries {queries} and --invocation-rows {invocation_rows} must be positive (rows may be 0)"
+            )
     except (LookupLabError, ValueError) as exc:
         _fail(exc)
     try:
-        result = run_bench(settings, sizes=sizes_list, queries=queries, out_dir=out_dir,
-                           invocation_rows=invocation_rows, log=lambda m: typer.echo(m, err=True))
+        result = run_bench(
+            settings,
+            sizes=sizes_list,
+            queries=queries,
+            out_dir=out_dir,
+            invocation_rows=invocation_rows,
+            log=lambda m: typer.echo(m, err=True),
+        )
     except LookupLabError as exc:
         _fail(exc)
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
@@ -231,12 +277,15 @@ def bench(
 @app.command()
 def tune(
     eval_sets: list[Path] = typer.Argument(..., help="eval set YAML files; each runs on the corpus it names"),
-    grid: str = typer.Option("vector_weight=0.5,0.75,1,1.25,1.5,2;l0_weight=0,0.1,0.2,0.3,0.5", "--grid",
-                             help="NAME=V1,V2;NAME=... over vector_weight, lexical_weight, l0_weight"),
+    grid: str = typer.Option(
+        "vector_weight=0.5,0.75,1,1.25,1.5,2;l0_weight=0,0.1,0.2,0.3,0.5",
+        "--grid",
+        help="NAME=V1,V2;NAME=... over vector_weight, lexical_weight, l0_weight",
+    ),
     folds: int = typer.Option(5, "--folds"),
     repeats: int = typer.Option(5, "--repeats", help="shuffles of the folds"),
     as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
-    config: Optional[Path] = ConfigOpt,
+    config: Path | None = ConfigOpt,
 ) -> None:
     """Cross-validate fusion weights over eval sets: in-sample and held-out-fold mrr@10 (macro over sets)."""
     from .eval_sets import load_eval_set
@@ -266,10 +315,14 @@ def tune(
         typer.echo(json.dumps(result))
         return
     best, cv = result["best"], result["cv"]
-    typer.echo(f"in-sample best {best['settings']}: macro mrr@10 {best['in_sample']:.4f} "
-               + ", ".join(f"{k} {v:.3f}" for k, v in best["per_set"].items()))
-    typer.echo(f"{cv['repeats']}x{cv['folds']}-fold CV: training folds {cv['in_sample_mean']:.4f} ± {cv['in_sample_sd']:.4f}, "
-               f"held-out folds {cv['held_out_mean']:.4f} ± {cv['held_out_sd']:.4f}")
+    typer.echo(
+        f"in-sample best {best['settings']}: macro mrr@10 {best['in_sample']:.4f} "
+        + ", ".join(f"{k} {v:.3f}" for k, v in best["per_set"].items())
+    )
+    typer.echo(
+        f"{cv['repeats']}x{cv['folds']}-fold CV: training folds {cv['in_sample_mean']:.4f} ± {cv['in_sample_sd']:.4f}, "
+        f"held-out folds {cv['held_out_mean']:.4f} ± {cv['held_out_sd']:.4f}"
+    )
     for pick in cv["chosen"]:
         typer.echo(f"  chosen {pick['times']} times: {pick['settings']}")
 
@@ -280,12 +333,14 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="HTTP address; any other than loopback needs LOOKUP_SERVER_TOKEN"),
     port: int = typer.Option(8765, help="HTTP port"),
     ingest: bool = typer.Option(False, "--ingest", help="index the corpus first (unchanged entries are not embedded again)"),
-    config: Optional[Path] = ConfigOpt, corpus: Optional[Path] = CorpusOpt,
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
 ) -> None:
     """Serve lookup_knowledge and read_entry to agents over the Model Context Protocol; every call is recorded."""
     import os
 
-    from .serving import TOKEN_ENV, serve as run_server
+    from .serving import TOKEN_ENV
+    from .serving import serve as run_server
 
     try:
         settings = _settings(config, corpus_dir=corpus)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .config import Settings
 from .eval_sets import EvalSet
@@ -61,16 +62,18 @@ def compare_filter(query: str, services: LookupServices, settings: Settings) -> 
     return FilterComparison(query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered))
 
 
-def excluded_by_filter(query: str, category: str | None, services: LookupServices,
-                       settings: Settings) -> list[tuple[int, Candidate]]:
+def excluded_by_filter(
+    query: str, category: str | None, services: LookupServices, settings: Settings
+) -> list[tuple[int, Candidate]]:
     """The best unfiltered L1 hits the L0 filter kept out (their domain is not `category`), each with its rank
     in the unfiltered top-k. [] when no filter applied or L1 is not there."""
     if category is None or services.store is None or services.embedder is None:
         return []
     vector = services.embedder.embed_query(query)  # cached by text: the lookup embedded it already
     mode = "hybrid" if settings.search_mode == "hybrid" else "near_vector"
-    found = services.store.search(vector, k=settings.top_k, mode=mode, query_text=query, alpha=settings.hybrid_alpha,
-                                  timeout_s=settings.l1_timeout_s)
+    found = services.store.search(
+        vector, k=settings.top_k, mode=mode, query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s
+    )
     return [(rank, c) for rank, c in enumerate(found, 1) if c.domain != category]
 
 
@@ -95,13 +98,21 @@ class CaseFilterDelta:
         return filter_verdict(self.category is not None, self.rr_unfiltered, self.rr_filtered)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"case_id": self.case_id, "query": self.query, "expected_domain": self.expected_domain,
-                "category": self.category, "rr_unfiltered": self.rr_unfiltered, "rr_filtered": self.rr_filtered,
-                "delta_rr": self.rr_filtered - self.rr_unfiltered, "verdict": self.verdict}
+        return {
+            "case_id": self.case_id,
+            "query": self.query,
+            "expected_domain": self.expected_domain,
+            "category": self.category,
+            "rr_unfiltered": self.rr_unfiltered,
+            "rr_filtered": self.rr_filtered,
+            "delta_rr": self.rr_filtered - self.rr_unfiltered,
+            "verdict": self.verdict,
+        }
 
 
-def compare_filter_on_set(eval_set: EvalSet, services: LookupServices, settings: Settings,
-                          progress: Callable[[int, int], None] | None = None) -> list[CaseFilterDelta]:
+def compare_filter_on_set(
+    eval_set: EvalSet, services: LookupServices, settings: Settings, progress: Callable[[int, int], None] | None = None
+) -> list[CaseFilterDelta]:
     """The per-case change in reciprocal rank that the L0 filter causes (answerable cases only), over the
     top DEPTH (10) like the eval's mrr@10, so both pages count the same cases as hurt."""
     settings = settings.with_(top_k=max(DEPTH, settings.top_k))
@@ -109,11 +120,16 @@ def compare_filter_on_set(eval_set: EvalSet, services: LookupServices, settings:
     cases = [c for c in eval_set.cases if c.answerable]
     for i, case in enumerate(cases):
         cmp = compare_filter(case.query, services, settings)
-        out.append(CaseFilterDelta(
-            case.id, case.query, case.domain, cmp.category,
-            reciprocal_rank([c.entry_id for c in cmp.unfiltered], case.expected),
-            reciprocal_rank([c.entry_id for c in cmp.filtered], case.expected),
-        ))
+        out.append(
+            CaseFilterDelta(
+                case.id,
+                case.query,
+                case.domain,
+                cmp.category,
+                reciprocal_rank([c.entry_id for c in cmp.unfiltered], case.expected),
+                reciprocal_rank([c.entry_id for c in cmp.filtered], case.expected),
+            )
+        )
         if progress:
             progress(i + 1, len(cases))
     return out

@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -50,7 +51,9 @@ class Settings:
         if not self.collection:
             object.__setattr__(self, "collection", collection_for(self.corpus_dir))
         if not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", self.collection):
-            raise ConfigError(f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _")
+            raise ConfigError(
+                f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _"
+            )
         if self.search_mode not in SEARCH_MODES:
             raise ConfigError(f"search_mode: '{self.search_mode}' is not one of {', '.join(SEARCH_MODES)}")
         if not 0.0 <= self.hybrid_alpha <= 1.0:
@@ -71,7 +74,7 @@ class Settings:
     def weaviate_data_dir(self) -> Path:
         return self.data_dir / f"weaviate-{self.embedded_port}"
 
-    def with_(self, **changes: Any) -> "Settings":
+    def with_(self, **changes: Any) -> Settings:
         """A copy with changes. A new corpus folder brings its own derived collection, unless one was set."""
         if "corpus_dir" in changes and "collection" not in changes and self.collection == collection_for(self.corpus_dir):
             changes["collection"] = ""

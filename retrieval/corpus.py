@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import frontmatter
 import yaml
@@ -107,7 +108,9 @@ def _frontmatter(text: str, path: str) -> tuple[dict[Any, Any], str]:
     if fields is None:
         return {}, body.strip()
     if not isinstance(fields, dict):
-        raise CorpusError(path, f"frontmatter must be a mapping of fields (title: ..., tags: [...]), got a {type(fields).__name__}")
+        raise CorpusError(
+            path, f"frontmatter must be a mapping of fields (title: ..., tags: [...]), got a {type(fields).__name__}"
+        )
     return dict(fields), body.strip()
 
 
@@ -120,7 +123,7 @@ def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> En
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CorpusError(path, f"not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})") from exc
+        raise CorpusError(path, f"not UTF-8 text (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})") from exc
     if not text.strip():
         raise CorpusError(path, "file is empty")
     try:
@@ -157,7 +160,9 @@ def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> En
 
 
 def iter_markdown(root: Path) -> Iterable[Path]:
-    return sorted(p for p in root.rglob("*.md") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(
+        p for p in root.rglob("*.md") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
 
 
 def load_corpus(root: Path | str) -> Corpus:
@@ -182,7 +187,9 @@ def load_corpus(root: Path | str) -> Corpus:
             continue
         key = entry_id.lower()
         if key in seen:
-            problems.append(CorpusProblem(str(path), f"{path}: duplicate entry id '{entry_id}' (also {seen[key]}); kept the first"))
+            problems.append(
+                CorpusProblem(str(path), f"{path}: duplicate entry id '{entry_id}' (also {seen[key]}); kept the first")
+            )
             continue
         seen[key] = str(path)
         entries.append(entry)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -29,9 +30,17 @@ class EntryStatus:
     indexed: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"entry_id": self.entry_id, "title": self.title, "domain": self.domain,
-                "keywords": list(self.keywords), "entities": list(self.entities), "frontmatter": dict(self.frontmatter),
-                "index_terms": [dict(t) for t in self.index_terms], "chunks": self.chunks, "indexed": self.indexed}
+        return {
+            "entry_id": self.entry_id,
+            "title": self.title,
+            "domain": self.domain,
+            "keywords": list(self.keywords),
+            "entities": list(self.entities),
+            "frontmatter": dict(self.frontmatter),
+            "index_terms": [dict(t) for t in self.index_terms],
+            "chunks": self.chunks,
+            "indexed": self.indexed,
+        }
 
 
 def index_state(entry: Entry, state: Mapping[str, tuple[str, int, int]] | None) -> str:
@@ -47,14 +56,30 @@ def index_state(entry: Entry, state: Mapping[str, tuple[str, int, int]] | None) 
     return "indexed" if stored == expected else "partial"
 
 
-def entry_statuses(corpus: Corpus, l0: L0Index, *, tokenizer=None, max_tokens: int = 256,
-                   indexed_state: Mapping[str, tuple[str, int, int]] | None = None) -> list[EntryStatus]:
+def entry_statuses(
+    corpus: Corpus,
+    l0: L0Index,
+    *,
+    tokenizer=None,
+    max_tokens: int = 256,
+    indexed_state: Mapping[str, tuple[str, int, int]] | None = None,
+) -> list[EntryStatus]:
     out = []
     for entry in corpus.entries:
         chunks = len(chunk_entry(entry, tokenizer, max_tokens)) if tokenizer is not None else None
-        out.append(EntryStatus(entry.entry_id, entry.title, entry.domain, entry.keywords, entry.entities,
-                               dict(entry.metadata), tuple(l0.index_terms(entry.entry_id)), chunks,
-                               index_state(entry, indexed_state)))
+        out.append(
+            EntryStatus(
+                entry.entry_id,
+                entry.title,
+                entry.domain,
+                entry.keywords,
+                entry.entities,
+                dict(entry.metadata),
+                tuple(l0.index_terms(entry.entry_id)),
+                chunks,
+                index_state(entry, indexed_state),
+            )
+        )
     return out
 
 
@@ -67,8 +92,19 @@ def orphans(corpus: Corpus, indexed_state: Mapping[str, Any] | None) -> list[str
 
 def statuses_frame(statuses: list[EntryStatus], *, top_terms: int = 6) -> pd.DataFrame:
     """One row per entry, for a table."""
-    return pd.DataFrame([{
-        "entry_id": s.entry_id, "title": s.title, "domain": s.domain, "indexed": s.indexed, "chunks": s.chunks,
-        "index_terms": ", ".join(t["term"] for t in s.index_terms[:top_terms]),
-        "keywords": ", ".join(s.keywords), "entities": ", ".join(s.entities),
-    } for s in statuses], columns=["entry_id", "title", "domain", "indexed", "chunks", "index_terms", "keywords", "entities"])
+    return pd.DataFrame(
+        [
+            {
+                "entry_id": s.entry_id,
+                "title": s.title,
+                "domain": s.domain,
+                "indexed": s.indexed,
+                "chunks": s.chunks,
+                "index_terms": ", ".join(t["term"] for t in s.index_terms[:top_terms]),
+                "keywords": ", ".join(s.keywords),
+                "entities": ", ".join(s.entities),
+            }
+            for s in statuses
+        ],
+        columns=["entry_id", "title", "domain", "indexed", "chunks", "index_terms", "keywords", "entities"],
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -18,8 +18,20 @@ from .invocations import COLUMNS, STAGES, InvocationStore
 
 SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
 # What people read first: when, what was asked, which layer answered, the top entry, how long; the id last.
-ROW_COLUMNS = ("created_at", "input", "layer", "top_entry_id", "latency_ms", "domain", "fallback", "l1_status", "status",
-               "session_tag", "error", "id")
+ROW_COLUMNS = (
+    "created_at",
+    "input",
+    "layer",
+    "top_entry_id",
+    "latency_ms",
+    "domain",
+    "fallback",
+    "l1_status",
+    "status",
+    "session_tag",
+    "error",
+    "id",
+)
 
 
 @dataclass(frozen=True)
@@ -45,8 +57,12 @@ class InvocationFilter:
         if self.until is not None:
             clauses.append("created_at < CAST(? AS TIMESTAMPTZ)")
             params.append(_iso(self.until))
-        for column, values in (("layer", self.layers), ("domain", self.domains), ("status", self.statuses),
-                               ("session_tag", self.session_tags)):
+        for column, values in (
+            ("layer", self.layers),
+            ("domain", self.domains),
+            ("status", self.statuses),
+            ("session_tag", self.session_tags),
+        ):
             if values:
                 clauses.append(f"{column} IN ({', '.join('?' for _ in values)})")
                 params.extend(values)
@@ -96,7 +112,7 @@ def _triples(values) -> list[tuple]:
 
 def _iso(moment: datetime) -> str:
     """ISO text for a bound timestamp (a naive datetime is taken as UTC); DuckDB casts it to TIMESTAMPTZ."""
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).isoformat()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
 # Reading TIMESTAMPTZ scalars into Python needs pytz; UTC as naive TIMESTAMP, made aware here, does not.
@@ -104,7 +120,7 @@ _UTC = "timezone('UTC', {})"
 
 
 def _aware(value: datetime | None) -> datetime | None:
-    return None if value is None else value.replace(tzinfo=timezone.utc)
+    return None if value is None else value.replace(tzinfo=UTC)
 
 
 def pick_bucket(first: datetime | None, last: datetime | None) -> str:
@@ -122,7 +138,7 @@ def pick_bucket(first: datetime | None, last: datetime | None) -> str:
 def _read(store: InvocationStore, fn):
     try:
         store.flush(timeout_s=2.0)
-    except Exception:  # noqa: BLE001 - rows stay in the spool; the page shows what is in the file
+    except Exception:
         pass
     return store.with_connection(fn, read_only=True)
 
@@ -134,15 +150,24 @@ def filter_options(store: InvocationStore) -> FilterOptions:
             return tuple(str(r[0]) for r in rows)
 
         first, last, total = con.execute(
-            f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation").fetchone()
-        return FilterOptions(distinct("layer"), distinct("domain"), distinct("status"), distinct("session_tag"),
-                             _aware(first), _aware(last), int(total))
+            f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation"
+        ).fetchone()
+        return FilterOptions(
+            distinct("layer"),
+            distinct("domain"),
+            distinct("status"),
+            distinct("session_tag"),
+            _aware(first),
+            _aware(last),
+            int(total),
+        )
 
     return _read(store, run)
 
 
-def load_dashboard(store: InvocationStore, flt: InvocationFilter, *, row_limit: int = 500, top_n: int = 10,
-                   bucket: str | None = None) -> Dashboard:
+def load_dashboard(
+    store: InvocationStore, flt: InvocationFilter, *, row_limit: int = 500, top_n: int = 10, bucket: str | None = None
+) -> Dashboard:
     """Every frame of the Invocations page for one filter, over one connection."""
     where, params = flt.where()
 
@@ -152,32 +177,60 @@ def load_dashboard(store: InvocationStore, flt: InvocationFilter, *, row_limit: 
 
         total, fallbacks, median, first, last = con.execute(
             f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
-            f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}", params).fetchone()
+            f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}",
+            params,
+        ).fetchone()
         unit = bucket or pick_bucket(first, last)
-        rows = df(f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} "
-                  "ORDER BY created_at DESC, id LIMIT ?", [int(row_limit)])
-        over_time = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls "
-                       f"FROM tool_invocation WHERE {where} GROUP BY ALL ORDER BY bucket, layer")
+        rows = df(
+            f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?",
+            [int(row_limit)],
+        )
+        over_time = df(
+            f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls "
+            f"FROM tool_invocation WHERE {where} GROUP BY ALL ORDER BY bucket, layer"
+        )
         aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
         figures = con.execute(f"SELECT {aggregates} FROM tool_invocation WHERE {where}", params).fetchone()
         latency = pd.DataFrame(
             [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures)) if n],
-            columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"])
+            columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"],
+        )
         # The sample is taken of the filtered calls: USING SAMPLE beside a WHERE would sample before it.
-        samples = df(f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
-                     f"FROM tool_invocation WHERE {where}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
-                     f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms")
-        fallback = df(f"SELECT date_trunc('{unit}', created_at) AS bucket, count(*) AS calls, "
-                      f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
-                      f"GROUP BY ALL ORDER BY bucket")
+        samples = df(
+            f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
+            f"FROM tool_invocation WHERE {where}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
+            f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms"
+        )
+        fallback = df(
+            f"SELECT date_trunc('{unit}', created_at) AS bucket, count(*) AS calls, "
+            f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
+            f"GROUP BY ALL ORDER BY bucket"
+        )
         fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
-        domains = df(f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "
-                     f"WHERE {where} GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?", [int(top_n)])
+        domains = df(
+            f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "
+            f"WHERE {where} GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
+            [int(top_n)],
+        )
         matching = "" if where == "TRUE" else f"WHERE invocation_id IN (SELECT id FROM tool_invocation WHERE {where}) "
-        keywords = df(f"SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword {matching}"
-                      "GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?", [int(top_n)])
-        return Dashboard(int(total), int(fallbacks), None if median is None else float(median), rows, over_time,
-                         latency, samples, fallback, domains, keywords, unit)
+        keywords = df(
+            f"SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword {matching}"
+            "GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
+            [int(top_n)],
+        )
+        return Dashboard(
+            int(total),
+            int(fallbacks),
+            None if median is None else float(median),
+            rows,
+            over_time,
+            latency,
+            samples,
+            fallback,
+            domains,
+            keywords,
+            unit,
+        )
 
     return _read(store, run)
 
@@ -186,15 +239,20 @@ def export_frame(store: InvocationStore, flt: InvocationFilter) -> pd.DataFrame:
     """Every matching row with every column (JSON columns as text), oldest first, for CSV/Parquet export."""
     where, params = flt.where()
     columns = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" if c in ("result", "retrieval_details") else c for c in COLUMNS)
-    return _read(store, lambda con: con.execute(
-        f"SELECT {columns} FROM tool_invocation WHERE {where} ORDER BY created_at, id", params).df())
+    return _read(
+        store,
+        lambda con: con.execute(f"SELECT {columns} FROM tool_invocation WHERE {where} ORDER BY created_at, id", params).df(),
+    )
 
 
 def details_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | None:
     """The parsed retrieval_details of one invocation (None if there is no such id)."""
-    row = store.with_connection(lambda con: con.execute(
-        "SELECT CAST(retrieval_details AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
-        read_only=True)
+    row = store.with_connection(
+        lambda con: con.execute(
+            "SELECT CAST(retrieval_details AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]
+        ).fetchone(),
+        read_only=True,
+    )
     if row is None:
         return None
     return json.loads(row[0]) if row[0] else {}
@@ -202,9 +260,10 @@ def details_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | 
 
 def result_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | None:
     """The parsed result (results and relevance) of one invocation (None if there is no such id)."""
-    row = store.with_connection(lambda con: con.execute(
-        "SELECT CAST(result AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
-        read_only=True)
+    row = store.with_connection(
+        lambda con: con.execute("SELECT CAST(result AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
+        read_only=True,
+    )
     if row is None:
         return None
     return json.loads(row[0]) if row[0] else {}

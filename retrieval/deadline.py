@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -19,7 +20,7 @@ class TimedOut(Exception):
 
 
 class _Job:
-    __slots__ = ("fn", "value", "error", "done")
+    __slots__ = ("done", "error", "fn", "value")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
@@ -53,7 +54,7 @@ class _Workers:
             job = self._jobs.get()
             try:
                 job.value = job.fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            except BaseException as exc:
                 job.error = exc
             with self._lock:  # idle before the caller wakes, so its next call finds this thread
                 self._idle += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -38,12 +38,18 @@ class Embedder:
         self.model = SentenceTransformer(model_path(), device="cpu")
         self.tokenizer = self.model.tokenizer
         self.max_tokens = int(self.model.max_seq_length)
-        self.dimensions = int(self.model.get_embedding_dimension()) if hasattr(self.model, "get_embedding_dimension") else int(self.model.get_sentence_embedding_dimension())
+        self.dimensions = (
+            int(self.model.get_embedding_dimension())
+            if hasattr(self.model, "get_embedding_dimension")
+            else int(self.model.get_sentence_embedding_dimension())
+        )
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = 32, progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    def embed(
+        self, texts: Sequence[str], *, batch_size: int = 32, progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
         """Vectors for many texts, in order; `progress(done, total)` after each batch."""
         out = []
         total = len(texts)

@@ -53,8 +53,9 @@ class EntryNotFound(LookupLabError):
 
     def __init__(self, entry_id: str, known: int) -> None:
         self.entry_id = entry_id
-        super().__init__(f"entry_id {entry_id!r} is not in the corpus ({known} entries): "
-                         "pass an entry_id from a lookup_knowledge result")
+        super().__init__(
+            f"entry_id {entry_id!r} is not in the corpus ({known} entries): pass an entry_id from a lookup_knowledge result"
+        )
 
 
 class ServeError(LookupLabError):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -66,10 +67,18 @@ class EvalReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "eval_set": self.eval_set, "run_tag": self.run_tag, "created_at": self.created_at,
-            "settings": self.settings, "configs": self.metrics, "significance": self.significance,
-            "routing": self.routing, "confusion": self.confusion, "latency": self.latency,
-            "cases": self.cases, "warnings": self.warnings, "filter_effect": self.filter_effect,
+            "eval_set": self.eval_set,
+            "run_tag": self.run_tag,
+            "created_at": self.created_at,
+            "settings": self.settings,
+            "configs": self.metrics,
+            "significance": self.significance,
+            "routing": self.routing,
+            "confusion": self.confusion,
+            "latency": self.latency,
+            "cases": self.cases,
+            "warnings": self.warnings,
+            "filter_effect": self.filter_effect,
         }
 
     def metrics_table(self) -> list[dict[str, Any]]:
@@ -78,8 +87,19 @@ class EvalReport:
         for name in self.configs:
             row = {"config": name, **{k: self.metrics[name][k] for k in METRICS}}
             r = self.routing.get(name, {})
-            row.update({k: r.get(k) for k in ("filter_applied_rate", "routing_accuracy", "filter_excluded_rate", "fallback_rate",
-                                              "correct_supported_rate", "unanswerable_unsupported_rate")})
+            row.update(
+                {
+                    k: r.get(k)
+                    for k in (
+                        "filter_applied_rate",
+                        "routing_accuracy",
+                        "filter_excluded_rate",
+                        "fallback_rate",
+                        "correct_supported_rate",
+                        "unanswerable_unsupported_rate",
+                    )
+                }
+            )
             rows.append(row)
         return rows
 
@@ -92,9 +112,18 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
     query = clean_query(case.query)
     if config == "lookup":
         res = lookup_knowledge(query, services, settings, session_tag=run_tag)
-        return ConfigRun(case.id, config, tuple(r.entry_id for r in res.results), res.l1.category, res.layer,
-                         res.l1.status, res.fallback, res.relevance.semantic_support, dict(res.timings_ms),
-                         res.results[0].l1_score if res.results else None)
+        return ConfigRun(
+            case.id,
+            config,
+            tuple(r.entry_id for r in res.results),
+            res.l1.category,
+            res.layer,
+            res.l1.status,
+            res.fallback,
+            res.relevance.semantic_support,
+            dict(res.timings_ms),
+            res.results[0].l1_score if res.results else None,
+        )
     t0 = time.perf_counter()
     hints = services.l0.match(query)
     timings = {"l0": (time.perf_counter() - t0) * 1000}
@@ -107,13 +136,24 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     mode = {"bm25": "bm25", "hybrid": "hybrid"}.get(config, "near_vector")
-    found = services.store.search(vector, k=settings.top_k, category=category, mode=mode,
-                                  query_text=query, alpha=settings.hybrid_alpha)
+    found = services.store.search(
+        vector, k=settings.top_k, category=category, mode=mode, query_text=query, alpha=settings.hybrid_alpha
+    )
     timings["l1"] = (time.perf_counter() - t0) * 1000
     sim = found[0].similarity if found else None
     supported = sim is not None and sim >= settings.strong_support_similarity  # one signal: no agreement to add
-    return ConfigRun(case.id, config, tuple(c.entry_id for c in found), category, "L1" if found else "none",
-                     "ok" if found else "empty", False, supported, timings, sim)
+    return ConfigRun(
+        case.id,
+        config,
+        tuple(c.entry_id for c in found),
+        category,
+        "L1" if found else "none",
+        "ok" if found else "empty",
+        False,
+        supported,
+        timings,
+        sim,
+    )
 
 
 def _ranx_runs(eval_set: EvalSet, runs: dict[str, list[ConfigRun]]):
@@ -149,16 +189,30 @@ def compute_significance(qrels, ranx_runs: dict, *, stat_test: str = "student") 
     names = list(ranx_runs)
     if len(names) < 2:
         return {"stat_test": stat_test, "alpha": ALPHA, "pairs": []}
-    report = compare(qrels, runs=[ranx_runs[n] for n in names], metrics=list(METRICS.values()),
-                     stat_test=stat_test, max_p=ALPHA, make_comparable=True).to_dict()
+    report = compare(
+        qrels,
+        runs=[ranx_runs[n] for n in names],
+        metrics=list(METRICS.values()),
+        stat_test=stat_test,
+        max_p=ALPHA,
+        make_comparable=True,
+    ).to_dict()
     pairs = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             for short, long in METRICS.items():
                 p = float(report[a]["comparisons"][b][long])
-                pairs.append({"a": a, "b": b, "metric": short, "p_value": None if math.isnan(p) else p,
-                              "significant": (not math.isnan(p)) and p < ALPHA,
-                              "a_score": float(report[a]["scores"][long]), "b_score": float(report[b]["scores"][long])})
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": short,
+                        "p_value": None if math.isnan(p) else p,
+                        "significant": (not math.isnan(p)) and p < ALPHA,
+                        "a_score": float(report[a]["scores"][long]),
+                        "b_score": float(report[b]["scores"][long]),
+                    }
+                )
     return {"stat_test": stat_test, "alpha": ALPHA, "pairs": pairs}
 
 
@@ -178,10 +232,12 @@ def run_eval(
         raise EvalSetError(f"unknown configuration(s): {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
     needs_l1 = any(c != "l0_only" for c in configs)
     if needs_l1 and (services.store is None or services.embedder is None):
-        raise EvalSetError(f"configurations {', '.join(c for c in configs if c != 'l0_only')} need L1, which is unavailable: "
-                           f"{services.l1_unavailable or 'not connected'}")
+        raise EvalSetError(
+            f"configurations {', '.join(c for c in configs if c != 'l0_only')} need L1, which is unavailable: "
+            f"{services.l1_unavailable or 'not connected'}"
+        )
     settings = settings.with_(top_k=max(DEPTH, settings.top_k))
-    run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}"
+    run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     if needs_l1:
         services.embedder.prime([c.query for c in eval_set.cases])
     runs: dict[str, list[ConfigRun]] = {c: [] for c in configs}
@@ -203,44 +259,96 @@ def run_eval(
     cases_by_id = {c.id: c for c in eval_set.cases}
     routing, latency = {}, {}
     for config, case_runs in runs.items():
-        obs = [RoutingObservation(r.case_id, cases_by_id[r.case_id].domain,
-                                  tuple(e for e, g in cases_by_id[r.case_id].expected.items() if g > 0),
-                                  r.category, r.fallback, r.semantic_support, r.ranking[0] if r.ranking else None)
-               for r in case_runs]
+        obs = [
+            RoutingObservation(
+                r.case_id,
+                cases_by_id[r.case_id].domain,
+                tuple(e for e, g in cases_by_id[r.case_id].expected.items() if g > 0),
+                r.category,
+                r.fallback,
+                r.semantic_support,
+                r.ranking[0] if r.ranking else None,
+            )
+            for r in case_runs
+        ]
         routing[config] = routing_metrics(obs, entry_domains)
         stages = sorted({s for r in case_runs for s in r.timings_ms})
-        latency[config] = {f"{s}_{name}": _percentile([r.timings_ms[s] for r in case_runs if s in r.timings_ms], q)
-                           for s in stages for name, q in (("p50", 50), ("p95", 95))}
-    conf = confusion(RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
-                     for r in runs.get("l1_filtered") or runs.get("lookup") or [])
+        latency[config] = {
+            f"{s}_{name}": _percentile([r.timings_ms[s] for r in case_runs if s in r.timings_ms], q)
+            for s in stages
+            for name, q in (("p50", 50), ("p95", 95))
+        }
+    conf = confusion(
+        RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
+        for r in runs.get("l1_filtered") or runs.get("lookup") or []
+    )
     cases_out = []
     for i, case in enumerate(eval_set.cases):
         per = {}
         for config in configs:
             r = runs[config][i]
             rank = r.rank_of(case.expected)
-            per[config] = {"rank": rank, "rr": 0.0 if rank is None else 1.0 / rank, "ranking": list(r.ranking),
-                           "category": r.category, "layer": r.layer, "l1_status": r.l1_status, "fallback": r.fallback,
-                           "semantic_support": r.semantic_support,
-                           "support_score": None if r.support_score is None else round(float(r.support_score), 5)}
+            per[config] = {
+                "rank": rank,
+                "rr": 0.0 if rank is None else 1.0 / rank,
+                "ranking": list(r.ranking),
+                "category": r.category,
+                "layer": r.layer,
+                "l1_status": r.l1_status,
+                "fallback": r.fallback,
+                "semantic_support": r.semantic_support,
+                "support_score": None if r.support_score is None else round(float(r.support_score), 5),
+            }
         l0_domains = list(services.l0.match(case.query).domains)
-        cases_out.append({"id": case.id, "query": case.query, "expected": dict(case.expected),
-                          "domain": case.domain, "routing": {"l0_domains": l0_domains, "filter": category_filter(l0_domains)},
-                          "layer": per.get("lookup", {}).get("layer"), "configs": per})
+        cases_out.append(
+            {
+                "id": case.id,
+                "query": case.query,
+                "expected": dict(case.expected),
+                "domain": case.domain,
+                "routing": {"l0_domains": l0_domains, "filter": category_filter(l0_domains)},
+                "layer": per.get("lookup", {}).get("layer"),
+                "configs": per,
+            }
+        )
     effect = {}
     if {"l1_unfiltered", "l1_filtered"} <= set(configs):
-        effect = filter_effect((c["id"], c["configs"]["l1_filtered"]["category"] is not None,
-                                c["configs"]["l1_unfiltered"]["rr"], c["configs"]["l1_filtered"]["rr"])
-                               for c in cases_out if c["expected"])
+        effect = filter_effect(
+            (
+                c["id"],
+                c["configs"]["l1_filtered"]["category"] is not None,
+                c["configs"]["l1_unfiltered"]["rr"],
+                c["configs"]["l1_filtered"]["rr"],
+            )
+            for c in cases_out
+            if c["expected"]
+        )
     return EvalReport(
-        eval_set=eval_set.name, run_tag=run_tag, created_at=datetime.now(timezone.utc).isoformat(),
-        settings={"top_k": settings.top_k, "search_mode": settings.search_mode, "hybrid_alpha": settings.hybrid_alpha,
-                  "vector_weight": settings.vector_weight, "lexical_weight": settings.lexical_weight,
-                  "l0_weight": settings.l0_weight, "min_support_similarity": settings.min_support_similarity,
-                  "strong_support_similarity": settings.strong_support_similarity,
-                  "collection": settings.collection, "cases": len(eval_set.cases), "answerable": answerable},
-        configs=tuple(configs), metrics=metrics, significance=significance, routing=routing, confusion=conf,
-        latency=latency, cases=cases_out, warnings=warnings, filter_effect=effect,
+        eval_set=eval_set.name,
+        run_tag=run_tag,
+        created_at=datetime.now(UTC).isoformat(),
+        settings={
+            "top_k": settings.top_k,
+            "search_mode": settings.search_mode,
+            "hybrid_alpha": settings.hybrid_alpha,
+            "vector_weight": settings.vector_weight,
+            "lexical_weight": settings.lexical_weight,
+            "l0_weight": settings.l0_weight,
+            "min_support_similarity": settings.min_support_similarity,
+            "strong_support_similarity": settings.strong_support_similarity,
+            "collection": settings.collection,
+            "cases": len(eval_set.cases),
+            "answerable": answerable,
+        },
+        configs=tuple(configs),
+        metrics=metrics,
+        significance=significance,
+        routing=routing,
+        confusion=conf,
+        latency=latency,
+        cases=cases_out,
+        warnings=warnings,
+        filter_effect=effect,
     )
 
 
@@ -256,8 +364,14 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
             outcome = "unanswerable"
         else:
             outcome = "right" if run["rank"] == 1 else "wrong"
-        out.append({"case": case["id"], "outcome": outcome, "support_score": run.get("support_score"),
-                    "semantic_support": run.get("semantic_support")})
+        out.append(
+            {
+                "case": case["id"],
+                "outcome": outcome,
+                "support_score": run.get("support_score"),
+                "semantic_support": run.get("semantic_support"),
+            }
+        )
     return out
 
 
@@ -274,8 +388,9 @@ def parse_threshold(text: str) -> tuple[str, str, float]:
     return config, metric, number
 
 
-def check_gates(report: EvalReport, thresholds: Sequence[str], baseline: dict[str, Any] | None = None,
-                eval_set: EvalSet | None = None) -> list[str]:
+def check_gates(
+    report: EvalReport, thresholds: Sequence[str], baseline: dict[str, Any] | None = None, eval_set: EvalSet | None = None
+) -> list[str]:
     """Failures: thresholds not met, and configurations significantly worse than a saved baseline run."""
     failures = []
     for text in thresholds:
@@ -311,8 +426,9 @@ def _baseline_regressions(report: EvalReport, baseline: dict[str, Any], eval_set
         new = run_from(report.cases, config, "current")
         if old is None or new is None:
             continue
-        cmp = compare(qrels, runs=[old, new], metrics=list(METRICS.values()), stat_test="student",
-                      max_p=ALPHA, make_comparable=True).to_dict()
+        cmp = compare(
+            qrels, runs=[old, new], metrics=list(METRICS.values()), stat_test="student", max_p=ALPHA, make_comparable=True
+        ).to_dict()
         for short, long in METRICS.items():
             p = float(cmp["current"]["comparisons"]["baseline"][long])
             before, after = cmp["baseline"]["scores"][long], cmp["current"]["scores"][long]

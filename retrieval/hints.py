@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import ahocorasick
 import numpy as np
@@ -152,8 +153,9 @@ class L0Index:
         self._by_row = list(self.entries.values())
         row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
         self._domain_codes: dict[str, int] = {}
-        self._domain_of_row = np.array([self._domain_codes.setdefault(_key(e.domain), len(self._domain_codes))
-                                        for e in self._by_row], dtype=np.int32)
+        self._domain_of_row = np.array(
+            [self._domain_codes.setdefault(_key(e.domain), len(self._domain_codes)) for e in self._by_row], dtype=np.int32
+        )
         raw_codes: dict[str, int] = {}  # the domain as written, for the hint list
         self._raw_domain_of_row = np.array([raw_codes.setdefault(e.domain, len(raw_codes)) for e in self._by_row], dtype=np.int32)
         self._raw_domains = list(raw_codes)
@@ -178,9 +180,16 @@ class L0Index:
             idf = math.log(1 + n / len(df[pattern]))
             weight = FIELD_WEIGHT[field_name] * idf * (1 + 0.5 * (len(words) - 1))
             display = sorted(ids.values())[0]
-            by_pattern[pattern].append(_Pattern(display, field_name, tuple(sorted(ids)), weight,
-                                                TermMatch(display, field_name, weight, pattern),
-                                                np.array(sorted(row_of[i] for i in ids), dtype=np.int32)))
+            by_pattern[pattern].append(
+                _Pattern(
+                    display,
+                    field_name,
+                    tuple(sorted(ids)),
+                    weight,
+                    TermMatch(display, field_name, weight, pattern),
+                    np.array(sorted(row_of[i] for i in ids), dtype=np.int32),
+                )
+            )
         for pattern, pats in by_pattern.items():
             self._automaton.add_word(f" {pattern} ", (pattern, tuple(pats)))
         self.pattern_count = len(by_pattern)
@@ -202,8 +211,9 @@ class L0Index:
             _, pats = self._automaton.get(f" {pattern} ", (None, ()))
             for p in pats:
                 if entry_id in p.entry_ids:
-                    out.append({"term": written[(pattern, p.field)], "field": p.field, "weight": round(p.weight, 3),
-                                "key": pattern})
+                    out.append(
+                        {"term": written[(pattern, p.field)], "field": p.field, "weight": round(p.weight, 3), "key": pattern}
+                    )
         return sorted(out, key=lambda d: (-d["weight"], d["key"], d["field"]))
 
     def match(self, query: str, *, keep_ratio: float = KEEP_RATIO, max_matches: int = MAX_MATCHES) -> L0Hints:
@@ -230,8 +240,9 @@ class L0Index:
             scored = [m for m in scored if m.score >= keep_ratio * best]
         return _hints(query, scored, self._named_domains(found), beyond)
 
-    def _candidates(self, pats: list[_Pattern], domain_terms: dict[int, TermMatch], keep_ratio: float,
-                    max_matches: int) -> tuple[dict[int, list[TermMatch]], _Beyond | None]:
+    def _candidates(
+        self, pats: list[_Pattern], domain_terms: dict[int, TermMatch], keep_ratio: float, max_matches: int
+    ) -> tuple[dict[int, list[TermMatch]], _Beyond | None]:
         """Row -> matched terms, for the entries whose rough score reaches keep_ratio of the best (the best
         max_matches of them), and, when there were more, what all of them add up to.
 
@@ -240,8 +251,11 @@ class L0Index:
             return {}, None
         # One dense score per entry of the corpus: O(entries + postings), no sort (np.unique sorted the
         # postings, which at 100k entries cost more than the rest of the match). Weights are positive.
-        dense = np.bincount(np.concatenate([p.rows for p in pats]), minlength=len(self._by_row),
-                            weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]))
+        dense = np.bincount(
+            np.concatenate([p.rows for p in pats]),
+            minlength=len(self._by_row),
+            weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]),
+        )
         touched = dense > 0
         for code, term in domain_terms.items():
             dense[touched & (self._domain_of_row == code)] += term.weight
@@ -261,8 +275,9 @@ class L0Index:
                     terms.append(term)
         return out, beyond
 
-    def _cap(self, keep: np.ndarray, scores: np.ndarray, pats: list[_Pattern], domain_terms: dict[int, TermMatch],
-             max_matches: int) -> tuple[np.ndarray, _Beyond]:
+    def _cap(
+        self, keep: np.ndarray, scores: np.ndarray, pats: list[_Pattern], domain_terms: dict[int, TermMatch], max_matches: int
+    ) -> tuple[np.ndarray, _Beyond]:
         """The best max_matches rows (sorted by row), and the domains and terms of all of `keep`."""
         order = np.lexsort((self._id_rank[keep], -scores))  # best first, then by entry id
         codes = self._raw_domain_of_row[keep[order]]
@@ -276,8 +291,10 @@ class L0Index:
     @staticmethod
     def _named_domains(found: dict[str, tuple[_Pattern, ...]]) -> list[str]:
         """Domains the query names outright ('prometheus', 'etcd'), longest names first, none inside another."""
-        named = sorted(((pattern, p.display) for pattern, pats in found.items() for p in pats if p.field == "domain"),
-                       key=lambda pd: (-len(pd[0]), pd[0]))
+        named = sorted(
+            ((pattern, p.display) for pattern, pats in found.items() for p in pats if p.field == "domain"),
+            key=lambda pd: (-len(pd[0]), pd[0]),
+        )
         kept: list[tuple[str, str]] = []
         for pattern, display in named:
             if not any(f" {pattern} " in f" {longer} " for longer, _ in kept):
@@ -316,5 +333,6 @@ def _hints(query: str, matches: list[EntryMatch], named_domains: list[str], beyo
     if matches:
         domains.extend(d for d in named_domains if d not in domains)
     ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.key, t.field)))
-    return L0Hints(query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches),
-                   beyond.total if beyond else -1)
+    return L0Hints(
+        query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches), beyond.total if beyond else -1
+    )

@@ -20,11 +20,12 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 import duckdb
 import orjson
@@ -54,8 +55,23 @@ CREATE TABLE IF NOT EXISTS tool_invocation (
     top_entry_id VARCHAR
 );
 """
-COLUMNS = ("id", "created_at", "tool_name", "input", "status", "layer", "latency_ms", "result",
-           "retrieval_details", "error", "session_tag", "domain", "l1_status", "fallback", "top_entry_id")
+COLUMNS = (
+    "id",
+    "created_at",
+    "tool_name",
+    "input",
+    "status",
+    "layer",
+    "latency_ms",
+    "result",
+    "retrieval_details",
+    "error",
+    "session_tag",
+    "domain",
+    "l1_status",
+    "fallback",
+    "top_entry_id",
+)
 STAGES = ("l0", "embed", "l1", "fuse")  # the per-stage timings lookup_knowledge keeps in retrieval_details
 STAGE_COLUMNS = tuple(f"{s}_ms" for s in STAGES)  # ... and typed copies of them in tool_invocation
 CHILD_SCHEMA = """
@@ -88,11 +104,13 @@ def _derive_children(con: duckdb.DuckDBPyConnection, source: str) -> None:
     con.execute(
         "INSERT INTO invocation_keyword SELECT id, k.term, k.field, k.weight FROM ("
         f"SELECT id, unnest(from_json(json_extract(retrieval_details, '$.l0.matched_keywords'), '{_KEYWORD_TYPE}')) AS k "
-        f"FROM {source}) WHERE k.term IS NOT NULL")
+        f"FROM {source}) WHERE k.term IS NOT NULL"
+    )
     con.execute(
         "INSERT INTO invocation_result SELECT id, r.rank, r.item.entry_id, r.item.domain, r.item.source, r.item.score "
         "FROM (SELECT id, unnest(list_transform(from_json(json_extract(result, '$.results'), "
-        f"'{_RESULT_TYPE}'), lambda x, i: {{'rank': i, 'item': x}})) AS r FROM {source}) WHERE r.item.entry_id IS NOT NULL")
+        f"'{_RESULT_TYPE}'), lambda x, i: {{'rank': i, 'item': x}})) AS r FROM {source}) WHERE r.item.entry_id IS NOT NULL"
+    )
 
 
 @contextmanager
@@ -111,16 +129,19 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the tables; bring a file written before the typed tables up to date (backfilled from the JSON)."""
     with _transaction(con):
         con.execute(SCHEMA)
-        have = {r[0] for r in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE table_name = 'tool_invocation' AND schema_name = 'main'").fetchall()}
+        have = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = 'tool_invocation' AND schema_name = 'main'"
+            ).fetchall()
+        }
         missing = [c for c in STAGE_COLUMNS if c not in have]
         for column in missing:
             con.execute(f"ALTER TABLE tool_invocation ADD COLUMN {column} DOUBLE")
         if missing:
             sets = ", ".join(f"{c} = {e}" for c, e in zip(STAGE_COLUMNS, _stage_exprs("retrieval_details")))
             con.execute(f"UPDATE tool_invocation SET {sets}")
-        tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
         con.execute(CHILD_SCHEMA)
         if not {"invocation_keyword", "invocation_result"} <= tables:
             con.execute("DELETE FROM invocation_keyword")
@@ -135,10 +156,13 @@ def insert_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE fresh_invocation AS SELECT {', '.join(COLUMNS)} FROM {source} s "
             "WHERE NOT EXISTS (SELECT 1 FROM tool_invocation t WHERE t.id = s.id) "
-            "QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY s.created_at) = 1")
+            "QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY s.created_at) = 1"
+        )
         added = con.execute("SELECT count(*) FROM fresh_invocation").fetchone()[0]
-        con.execute(f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
-                    f"SELECT {', '.join(COLUMNS + tuple(_stage_exprs('retrieval_details')))} FROM fresh_invocation")
+        con.execute(
+            f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
+            f"SELECT {', '.join(COLUMNS + tuple(_stage_exprs('retrieval_details')))} FROM fresh_invocation"
+        )
         _derive_children(con, "fresh_invocation")
         con.execute("DROP TABLE fresh_invocation")
     return int(added)
@@ -184,7 +208,7 @@ def new_invocation_id() -> str:
 
 
 def utc_now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def is_lock_error(exc: BaseException) -> bool:
@@ -236,8 +260,14 @@ class InvocationStore:
         self.with_connection(ensure_schema, read_only=False)
 
     # --- connections ------------------------------------------------------------------------------
-    def with_connection(self, fn: Callable[[duckdb.DuckDBPyConnection], T], *, read_only: bool,
-                         config: dict[str, Any] | None = None, timeout_s: float | None = None) -> T:
+    def with_connection(
+        self,
+        fn: Callable[[duckdb.DuckDBPyConnection], T],
+        *,
+        read_only: bool,
+        config: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> T:
         """Open, run `fn`, close; retry while another process holds the file."""
         deadline = time.monotonic() + (self.lock_timeout_s if timeout_s is None else timeout_s)
         delay = 0.02
@@ -370,7 +400,7 @@ class InvocationStore:
             while not self._stop.wait(interval_s):
                 try:
                     self.flush(timeout_s=interval_s)
-                except Exception:  # noqa: BLE001 - the flusher must outlive any one failed round
+                except Exception:
                     pass  # rows stay in the spool; the next round tries again
 
         self._flusher = threading.Thread(target=loop, name="invocation-flusher", daemon=True)

@@ -116,8 +116,9 @@ def layer_for(l0_matched: bool, l1_answered: bool) -> str:
     return "none"
 
 
-def _run_l1(query: str, category: str | None, services: LookupServices, settings: Settings,
-            timings: dict[str, float]) -> L1Outcome:
+def _run_l1(
+    query: str, category: str | None, services: LookupServices, settings: Settings, timings: dict[str, float]
+) -> L1Outcome:
     mode = settings.search_mode
     if not settings.l1_enabled:
         return L1Outcome("disabled", category, mode=mode)
@@ -129,10 +130,22 @@ def _run_l1(query: str, category: str | None, services: LookupServices, settings
     t0 = time.perf_counter()
     depth = candidate_depth(settings.top_k)
     try:
-        found = services.store.search(vector, k=depth, category=category, mode="hybrid" if mode == "hybrid" else "near_vector",
-                                      query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s)
-        lexical = services.store.search(vector, k=depth, category=category, mode="bm25", query_text=query,
-                                        timeout_s=settings.l1_timeout_s) if mode == "fusion" else []
+        found = services.store.search(
+            vector,
+            k=depth,
+            category=category,
+            mode="hybrid" if mode == "hybrid" else "near_vector",
+            query_text=query,
+            alpha=settings.hybrid_alpha,
+            timeout_s=settings.l1_timeout_s,
+        )
+        lexical = (
+            services.store.search(
+                vector, k=depth, category=category, mode="bm25", query_text=query, timeout_s=settings.l1_timeout_s
+            )
+            if mode == "fusion"
+            else []
+        )
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
         return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)
@@ -165,8 +178,13 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     l1 = _run_l1(text, category, services, settings, timings)
     t0 = time.perf_counter()
     results = tuple(fuse(hints.matches, l1.candidates, l1.lexical, k=settings.top_k, weights=weights_of(settings)))
-    relevance = assess(results, l1.status, min_support=settings.min_support_similarity,
-                       strong_support=settings.strong_support_similarity, l1_signals=l1.signals)
+    relevance = assess(
+        results,
+        l1.status,
+        min_support=settings.min_support_similarity,
+        strong_support=settings.strong_support_similarity,
+        l1_signals=l1.signals,
+    )
     timings["fuse"] = (time.perf_counter() - t0) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     result = LookupResult(

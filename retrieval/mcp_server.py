@@ -36,10 +36,18 @@ WORKERS = 8  # lookups running at once; the embedder and DuckDB spool serialise 
 LOOKUP_INPUT = {
     "type": "object",
     "properties": {
-        "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                  "description": "A question, an alert summary or keywords, in plain text."},
-        "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K,
-                  "description": "How many entries to return (default: the server's top_k setting)."},
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "A question, an alert summary or keywords, in plain text.",
+        },
+        "top_k": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TOP_K,
+            "description": "How many entries to return (default: the server's top_k setting).",
+        },
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -61,23 +69,37 @@ LOOKUP_OUTPUT = {
     },
     "required": ["invocation_id", "layer", "results", "relevance", "hints"],
 }
-ENTRY_OUTPUT = {"type": "object", "properties": {"entry_id": {"type": "string"}, "text": {"type": "string"}},
-                "required": ["entry_id", "title", "domain", "text"]}
+ENTRY_OUTPUT = {
+    "type": "object",
+    "properties": {"entry_id": {"type": "string"}, "text": {"type": "string"}},
+    "required": ["entry_id", "title", "domain", "text"],
+}
 
 TOOLS = [
     types.Tool(
-        name="lookup_knowledge", title="Look up the knowledge base", input_schema=LOOKUP_INPUT, output_schema=LOOKUP_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+        name="lookup_knowledge",
+        title="Look up the knowledge base",
+        input_schema=LOOKUP_INPUT,
+        output_schema=LOOKUP_OUTPUT,
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
         description=(
             "Search the operations knowledge base (runbooks) for entries that answer a question or an alert. "
             "Returns ranked entries (entry_id, title, domain, score, source: L0 keyword match, L1 semantic match or "
             f"both, and an excerpt of up to {EXCERPT_CHARS} characters), a relevance assessment (semantic_support: "
             "false means nothing in the base is semantically close, so do not rely on the results), the layer "
-            "that answered, the L0 keyword hints and the invocation_id of the recorded call. Read a whole entry with read_entry."),
+            "that answered, the L0 keyword hints and the invocation_id of the recorded call. Read a whole entry with read_entry."
+        ),
     ),
     types.Tool(
-        name="read_entry", title="Read a knowledge base entry", input_schema=READ_INPUT, output_schema=ENTRY_OUTPUT,
-        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+        name="read_entry",
+        title="Read a knowledge base entry",
+        input_schema=READ_INPUT,
+        output_schema=ENTRY_OUTPUT,
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
         description="The whole text of one knowledge base entry (markdown), with its title, domain, keywords and entities.",
     ),
 ]
@@ -164,47 +186,74 @@ def build_server(kb: KnowledgeLookup, *, workers: int = WORKERS) -> Server:
                 query = _text_argument(params.name, args, "query")
                 tag = client_name(ctx)
                 return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
-                    lambda: _ok(lookup_payload(kb.lookup(query, args.get("top_k"), session_tag=tag), kb)), limiter=limiter)
+                    lambda: _ok(lookup_payload(kb.lookup(query, args.get("top_k"), session_tag=tag), kb)), limiter=limiter
+                )
             if params.name == "read_entry":
                 args = _check_arguments(params.name, params.arguments, READ_INPUT)
                 return _ok(entry_payload(kb, _text_argument(params.name, args, "entry_id")))
             return _refused(f"unknown tool {params.name!r}: this server has {', '.join(t.name for t in TOOLS)}")
         except LookupLabError as exc:
             return _refused(str(exc))
-        except Exception as exc:  # noqa: BLE001 - one broken call must not take the server down
+        except Exception as exc:
             log.exception("tool %s failed", params.name)
             return _refused(f"{params.name} failed inside the server: {type(exc).__name__}: {exc}")
 
     async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         entries = kb.entries()
         start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
-        page = entries[start:start + LIST_PAGE]
+        page = entries[start : start + LIST_PAGE]
         more = start + LIST_PAGE < len(entries)
         return types.ListResourcesResult(
-            resources=[types.Resource(uri=ENTRY_URI + e.entry_id, name=e.entry_id, title=e.title, mime_type="text/markdown",
-                                      description=f"{e.domain}: {e.title}") for e in page],
-            next_cursor=str(start + LIST_PAGE) if more else None)
+            resources=[
+                types.Resource(
+                    uri=ENTRY_URI + e.entry_id,
+                    name=e.entry_id,
+                    title=e.title,
+                    mime_type="text/markdown",
+                    description=f"{e.domain}: {e.title}",
+                )
+                for e in page
+            ],
+            next_cursor=str(start + LIST_PAGE) if more else None,
+        )
 
-    async def list_templates(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
-            uri_template=ENTRY_URI + "{+entry_id}", name="entry", title="Knowledge base entry", mime_type="text/markdown",
-            description="One entry of the knowledge base by its entry_id, e.g. from a lookup_knowledge result.")])
+    async def list_templates(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=ENTRY_URI + "{+entry_id}",
+                    name="entry",
+                    title="Knowledge base entry",
+                    mime_type="text/markdown",
+                    description="One entry of the knowledge base by its entry_id, e.g. from a lookup_knowledge result.",
+                )
+            ]
+        )
 
     async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if not uri.startswith(ENTRY_URI):
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}: entries are {ENTRY_URI}<entry_id>")
         try:
-            entry = kb.entry(uri[len(ENTRY_URI):])
+            entry = kb.entry(uri[len(ENTRY_URI) :])
         except LookupLabError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
-        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=entry.text, mime_type="text/markdown")])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=entry.text, mime_type="text/markdown")]
+        )
 
     return Server(
-        SERVER_NAME, version="1", title="Lookup Lab knowledge base",
+        SERVER_NAME,
+        version="1",
+        title="Lookup Lab knowledge base",
         instructions="Call lookup_knowledge before answering questions about operations alerts and runbooks; "
-                     "trust the results only when relevance.semantic_support is true; read_entry gives the whole runbook.",
+        "trust the results only when relevance.semantic_support is true; read_entry gives the whole runbook.",
         get_tool_input_schema=lambda name: next((t.input_schema for t in TOOLS if t.name == name), None),
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-        on_list_resource_templates=list_templates, on_read_resource=read_resource,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
     )

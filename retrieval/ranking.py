@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .hints import EntryMatch
 from .weaviate_store import Candidate
@@ -39,8 +40,11 @@ class ResultItem:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "entry_id": self.entry_id, "title": self.title, "domain": self.domain,
-            "score": round(self.score, 5), "source": self.source,
+            "entry_id": self.entry_id,
+            "title": self.title,
+            "domain": self.domain,
+            "score": round(self.score, 5),
+            "source": self.source,
             "l0_score": None if self.l0_score is None else round(self.l0_score, 4),
             "l1_score": None if self.l1_score is None else round(self.l1_score, 5),
             "lexical_score": None if self.lexical_score is None else round(self.lexical_score, 4),
@@ -73,8 +77,14 @@ def _scaled(scores: dict[str, float]) -> dict[str, float]:
     return {e: max(v, 0.0) / best for e, v in scores.items()} if best > 0 else {e: 0.0 for e in scores}
 
 
-def fuse(l0: Sequence[EntryMatch], vector: Sequence[Candidate], lexical: Sequence[Candidate] = (), *, k: int,
-         weights: FusionWeights = FusionWeights()) -> list[ResultItem]:
+def fuse(
+    l0: Sequence[EntryMatch],
+    vector: Sequence[Candidate],
+    lexical: Sequence[Candidate] = (),
+    *,
+    k: int,
+    weights: FusionWeights = FusionWeights(),
+) -> list[ResultItem]:
     """Per-query scaled scores of each signal, weighted and summed: a signal whose raw scale is larger
     (BM25 against a cosine) counts no more for it. Entries only L0 found come after every entry that L1
     (vector or lexical) found; with no L1 candidates at all, the ranking is L0's own.
@@ -82,8 +92,10 @@ def fuse(l0: Sequence[EntryMatch], vector: Sequence[Candidate], lexical: Sequenc
     best_l0 = max((m.score for m in l0), default=0.0) or 1.0
     l0_by_id = {m.entry_id: m for m in l0}
     if not vector and not lexical:
-        items = [ResultItem(m.entry_id, m.title, m.domain, m.score / best_l0, "L0", l0_score=m.score,
-                            ranks=(("l0", i + 1),)) for i, m in enumerate(l0)]
+        items = [
+            ResultItem(m.entry_id, m.title, m.domain, m.score / best_l0, "L0", l0_score=m.score, ranks=(("l0", i + 1),))
+            for i, m in enumerate(l0)
+        ]
         return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
     signals = {"vector": list(vector), "bm25": list(lexical)}
     scaled = {name: _scaled({c.entry_id: c.score for c in found}) for name, found in signals.items()}
@@ -101,16 +113,34 @@ def fuse(l0: Sequence[EntryMatch], vector: Sequence[Candidate], lexical: Sequenc
     for entry_id, c in first.items():
         m = l0_by_id.get(entry_id)
         score = sum(weight[name] * scaled[name].get(entry_id, 0.0) for name in weight)
-        items.append(ResultItem(entry_id, c.title, c.domain, score, "both" if m else "L1",
-                                l0_score=m.score if m else None, l1_score=sims.get(entry_id), lexical_score=lex_scores.get(entry_id),
-                                ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0")
-                                            if entry_id in ranks[name])))
+        items.append(
+            ResultItem(
+                entry_id,
+                c.title,
+                c.domain,
+                score,
+                "both" if m else "L1",
+                l0_score=m.score if m else None,
+                l1_score=sims.get(entry_id),
+                lexical_score=lex_scores.get(entry_id),
+                ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0") if entry_id in ranks[name]),
+            )
+        )
     floor = min(i.score for i in items)
     for i, m in enumerate(l0):
         if m.entry_id not in first:
             # Below every L1-supported result: L0 alone never outranks semantic evidence.
-            items.append(ResultItem(m.entry_id, m.title, m.domain, floor * (m.score / best_l0) * 0.5, "L0",
-                                    l0_score=m.score, ranks=(("l0", i + 1),)))
+            items.append(
+                ResultItem(
+                    m.entry_id,
+                    m.title,
+                    m.domain,
+                    floor * (m.score / best_l0) * 0.5,
+                    "L0",
+                    l0_score=m.score,
+                    ranks=(("l0", i + 1),),
+                )
+            )
     return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
 
 
@@ -129,8 +159,14 @@ def explain(item: ResultItem, weights: FusionWeights) -> str:
     return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
 
 
-def assess(results: Sequence[ResultItem], l1_status: str, *, min_support: float = MIN_SUPPORT_SIMILARITY,
-           strong_support: float = STRONG_SUPPORT_SIMILARITY, l1_signals: Sequence[str] = ("vector",)) -> Relevance:
+def assess(
+    results: Sequence[ResultItem],
+    l1_status: str,
+    *,
+    min_support: float = MIN_SUPPORT_SIMILARITY,
+    strong_support: float = STRONG_SUPPORT_SIMILARITY,
+    l1_signals: Sequence[str] = ("vector",),
+) -> Relevance:
     """Relevance of the top result, from a real similarity (the query vector against the entry's best
     chunk, whatever ranked it). Semantic support is claimed when that similarity reaches `strong_support`,
     or reaches `min_support` while every L1 signal that ran (`l1_signals`: vector, bm25) ranked the
@@ -143,8 +179,11 @@ def assess(results: Sequence[ResultItem], l1_status: str, *, min_support: float 
     sim = top.l1_score
     ranks = dict(top.ranks)
     agree = bool(l1_signals) and all(ranks.get(name) == 1 for name in l1_signals)
-    how = f"{' and '.join(l1_signals)} both rank it first" if agree and len(l1_signals) > 1 else (
-        "first in every L1 signal" if agree else "the L1 signals disagree on the first entry")
+    how = (
+        f"{' and '.join(l1_signals)} both rank it first"
+        if agree and len(l1_signals) > 1
+        else ("first in every L1 signal" if agree else "the L1 signals disagree on the first entry")
+    )
     l0 = "; L0 agrees" if top.source == "both" else ""
     if sim >= strong_support:
         level = "high" if agree else "medium"
@@ -153,5 +192,6 @@ def assess(results: Sequence[ResultItem], l1_status: str, *, min_support: float 
         level = "high" if sim >= max(HIGH_SIMILARITY, min_support) else "medium"
         return Relevance(True, level, f"similarity {sim:.2f} for the top result and {how}{l0}")
     need = f"below {min_support:.2f}" if sim < min_support else f"below {strong_support:.2f} while {how}"
-    return Relevance(False, "low", f"similarity {sim:.2f} is {need}: a neighbour, not semantic support; "
-                                   f"the corpus may not answer this{l0}")
+    return Relevance(
+        False, "low", f"similarity {sim:.2f} is {need}: a neighbour, not semantic support; the corpus may not answer this{l0}"
+    )

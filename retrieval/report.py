@@ -10,7 +10,6 @@ import plotly.graph_objects as go
 
 from .evaluation import METRICS, EvalReport
 
-
 REPORT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")  # one per metric, distinct
 
 
@@ -19,11 +18,22 @@ def metrics_frame(report: EvalReport) -> pd.DataFrame:
 
 
 HIGHER, LOWER = "▲", "▼"
-ROUTING_COLUMNS = ("filter_applied_rate", "routing_accuracy", "filter_excluded_rate", "fallback_rate",
-                   "correct_supported_rate", "unanswerable_unsupported_rate")
-COLUMN_LABELS = {"filter_applied_rate": "filter applied", "routing_accuracy": "routing accuracy",
-                 "filter_excluded_rate": "filter excluded all", "fallback_rate": "fallback",
-                 "correct_supported_rate": "right + supported", "unanswerable_unsupported_rate": "unanswerable unsupported"}
+ROUTING_COLUMNS = (
+    "filter_applied_rate",
+    "routing_accuracy",
+    "filter_excluded_rate",
+    "fallback_rate",
+    "correct_supported_rate",
+    "unanswerable_unsupported_rate",
+)
+COLUMN_LABELS = {
+    "filter_applied_rate": "filter applied",
+    "routing_accuracy": "routing accuracy",
+    "filter_excluded_rate": "filter excluded all",
+    "fallback_rate": "fallback",
+    "correct_supported_rate": "right + supported",
+    "unanswerable_unsupported_rate": "unanswerable unsupported",
+}
 COLUMN_HELP = {
     "filter_applied_rate": "cases run with an L0-derived category filter / all cases",
     "routing_accuracy": "of the filtered cases naming an expected domain, share filtered on that domain",
@@ -45,8 +55,10 @@ def significance_marks(report: EvalReport, reference: str = "lookup") -> dict[tu
 
 
 def significance_legend(report: EvalReport, reference: str = "lookup") -> str:
-    return (f"{HIGHER} / {LOWER}: significantly higher / lower than {reference} (paired "
-            f"{report.significance.get('stat_test', '')} test, p < 0.05); a blank cell does not apply")
+    return (
+        f"{HIGHER} / {LOWER}: significantly higher / lower than {reference} (paired "
+        f"{report.significance.get('stat_test', '')} test, p < 0.05); a blank cell does not apply"
+    )
 
 
 def metrics_display(report: EvalReport) -> pd.DataFrame:
@@ -56,8 +68,9 @@ def metrics_display(report: EvalReport) -> pd.DataFrame:
     rows = {}
     for row in report.metrics_table():
         config = row["config"]
-        rows[config] = {COLUMN_LABELS.get(c, c): _cell(row.get(c), marks.get((config, c), ""))
-                        for c in (*METRICS, *ROUTING_COLUMNS)}
+        rows[config] = {
+            COLUMN_LABELS.get(c, c): _cell(row.get(c), marks.get((config, c), "")) for c in (*METRICS, *ROUTING_COLUMNS)
+        }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "config"
     return frame
@@ -72,15 +85,20 @@ def _cell(value, mark: str) -> str:
 def metrics_text(report: EvalReport) -> str:
     table = metrics_display(report)
     widths = [max(len(c), 7) + 2 for c in table.columns]
-    lines = [f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
-             f"{'config':<14}" + "".join(f"{c:>{w}}" for c, w in zip(table.columns, widths))]
+    lines = [
+        f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
+        f"{'config':<14}" + "".join(f"{c:>{w}}" for c, w in zip(table.columns, widths)),
+    ]
     for config, row in table.iterrows():
         lines.append(f"{config:<14}" + "".join(f"{v:>{w}}" for v, w in zip(row, widths)))
     lines.append(significance_legend(report))
     if report.filter_effect:
         counts, hurt = report.filter_effect["counts"], report.filter_effect["hurt_cases"]
-        lines.append("L0 filter (l1_filtered against l1_unfiltered): " + ", ".join(f"{k} {v}" for k, v in counts.items())
-                     + (f"; hurt cases: {', '.join(hurt)}" if hurt else ""))
+        lines.append(
+            "L0 filter (l1_filtered against l1_unfiltered): "
+            + ", ".join(f"{k} {v}" for k, v in counts.items())
+            + (f"; hurt cases: {', '.join(hurt)}" if hurt else "")
+        )
     for w in report.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
@@ -94,8 +112,14 @@ def metrics_figure(report: EvalReport) -> go.Figure:
         fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
     # Its own template and colours: the default template is whatever the process set (Streamlit's, whose colours
     # are the app's theme variables and draw black outside the app).
-    fig.update_layout(barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=420,
-                      template="plotly_white", colorway=list(REPORT_COLORS))
+    fig.update_layout(
+        barmode="group",
+        title="Metrics per configuration",
+        yaxis_range=[0, 1],
+        height=420,
+        template="plotly_white",
+        colorway=list(REPORT_COLORS),
+    )
     return fig
 
 
@@ -104,11 +128,19 @@ def render_html(report: EvalReport) -> str:
     fig = metrics_figure(report)
     chart = fig.to_html(include_plotlyjs=True, full_html=False)
     sig = pd.DataFrame(report.significance.get("pairs", []))
-    cases = pd.DataFrame([
-        {"case": c["id"], "query": c["query"], "expected": ", ".join(c["expected"]), "domain": c["domain"],
-         "filter": c["routing"]["filter"], **{f"rank {k}": v["rank"] for k, v in c["configs"].items()}}
-        for c in report.cases
-    ])
+    cases = pd.DataFrame(
+        [
+            {
+                "case": c["id"],
+                "query": c["query"],
+                "expected": ", ".join(c["expected"]),
+                "domain": c["domain"],
+                "filter": c["routing"]["filter"],
+                **{f"rank {k}": v["rank"] for k, v in c["configs"].items()},
+            }
+            for c in report.cases
+        ]
+    )
     conf = pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame()
     e = html.escape
     parts = [
@@ -119,15 +151,18 @@ def render_html(report: EvalReport) -> str:
         f"<h1>Eval set {e(report.eval_set)}</h1>",
         f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}. Settings: <code>{e(json.dumps(report.settings))}</code></p>",
         "".join(f"<p><b>Warning:</b> {e(w)}</p>" for w in report.warnings),
-        "<h2>Metrics and routing</h2>", metrics_display(report).to_html(),
+        "<h2>Metrics and routing</h2>",
+        metrics_display(report).to_html(),
         f"<p>{e(significance_legend(report))}</p>",
         chart,
         f"<h2>Significance ({e(str(report.significance.get('stat_test')))}, p &lt; 0.05)</h2>",
         sig.to_html(index=False) if not sig.empty else "<p>none</p>",
         "<h2>Routing confusion: expected domain (rows) against the L0 filter (columns)</h2>",
         conf.to_html() if not conf.empty else "<p>none</p>",
-        "<h2>Latency (ms)</h2>", pd.DataFrame(report.latency).T.to_html(float_format=lambda v: f"{v:.2f}", na_rep="-"),
-        "<h2>Cases</h2>", cases.to_html(index=False, na_rep="-"),
+        "<h2>Latency (ms)</h2>",
+        pd.DataFrame(report.latency).T.to_html(float_format=lambda v: f"{v:.2f}", na_rep="-"),
+        "<h2>Cases</h2>",
+        cases.to_html(index=False, na_rep="-"),
         "</body></html>",
     ]
     return "\n".join(parts)

@@ -3,8 +3,9 @@ helps or hurts, falls back."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,9 @@ def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: M
         "routing_accuracy": _rate(sum(o.applied_category == o.expected_domain for o in with_domain), len(with_domain)),
         "filter_excluded_rate": _rate(len(excluded), len(answerable_applied)),
         "fallback_rate": _rate(sum(o.fallback for o in observations), n),
-        "correct_supported_rate": _rate(sum(o.semantic_support and o.top_entry in o.expected_ids for o in answerable),
-                                        len(answerable)),
+        "correct_supported_rate": _rate(
+            sum(o.semantic_support and o.top_entry in o.expected_ids for o in answerable), len(answerable)
+        ),
         "unanswerable_unsupported_rate": _rate(sum(not o.semantic_support for o in unanswerable), len(unanswerable)),
         "filter_excluded_cases": [o.case_id for o in excluded],
     }

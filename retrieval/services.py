@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .config import Settings
 from .corpus import Corpus, load_corpus
@@ -44,8 +44,14 @@ def open_store(settings: Settings) -> tuple[object | None, KnowledgeStore | None
     return client, KnowledgeStore(client, settings.collection), None
 
 
-def open_runtime(settings: Settings, *, embedder: Embedder | None = None, record: bool = True,
-                 connect_l1: bool = True, log: Callable[[str], None] | None = None) -> Runtime:
+def open_runtime(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    record: bool = True,
+    connect_l1: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> Runtime:
     corpus = load_corpus(settings.corpus_dir)
     if log:
         for problem in corpus.problems:

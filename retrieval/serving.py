@@ -16,7 +16,8 @@ import json
 import signal
 import socket
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import uvicorn
@@ -52,11 +53,15 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse a bind reachable from other machines without a token, and a token too short to be one."""
     if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ServeError(f"{TOKEN_ENV} is {len(token)} characters: use at least {MIN_TOKEN_CHARS} "
-                         "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        raise ServeError(
+            f"{TOKEN_ENV} is {len(token)} characters: use at least {MIN_TOKEN_CHARS} "
+            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
     if not token and not is_loopback(host):
-        raise ServeError(f"--host {host} is reachable from other machines: set {TOKEN_ENV} to a bearer token that "
-                         f"clients must send (Authorization: Bearer <token>), or listen on {DEFAULT_HOST}")
+        raise ServeError(
+            f"--host {host} is reachable from other machines: set {TOKEN_ENV} to a bearer token that "
+            f"clients must send (Authorization: Bearer <token>), or listen on {DEFAULT_HOST}"
+        )
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -86,11 +91,20 @@ class BearerAuth:
         if scope["type"] == "http":
             got = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
             if not hmac.compare_digest(got, self.expected):
-                body = json.dumps({"error": "unauthorized",
-                                   "error_description": f"send Authorization: Bearer <the server's {TOKEN_ENV}>"}).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="lookup-lab"')]})
+                body = json.dumps(
+                    {"error": "unauthorized", "error_description": f"send Authorization: Bearer <the server's {TOKEN_ENV}>"}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"www-authenticate", b'Bearer realm="lookup-lab"'),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -102,9 +116,17 @@ def http_app(kb: KnowledgeLookup, *, host: str, token: str | None) -> Any:
     return BearerAuth(app, token) if token else app
 
 
-def serve(settings: Settings, *, transport: str = "stdio", host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          token: str | None = None, ingest: bool = False, embedder: Embedder | None = None,
-          log: Callable[[str], None] = stderr_log) -> None:
+def serve(
+    settings: Settings,
+    *,
+    transport: str = "stdio",
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    ingest: bool = False,
+    embedder: Embedder | None = None,
+    log: Callable[[str], None] = stderr_log,
+) -> None:
     """Run the server until stdin closes (stdio), or SIGTERM/SIGINT. Raises ServeError before loading
     anything when the transport, address or token cannot be used."""
     if transport not in TRANSPORTS:
@@ -143,8 +165,14 @@ def _signals_ignored():
             signal.signal(s, handler)
 
 
-async def _serve(transport: str, open_services: Callable[[], KnowledgeLookup], sock: socket.socket | None,
-                 host: str, token: str | None, log: Callable[[str], None]) -> None:
+async def _serve(
+    transport: str,
+    open_services: Callable[[], KnowledgeLookup],
+    sock: socket.socket | None,
+    host: str,
+    token: str | None,
+    log: Callable[[str], None],
+) -> None:
     async with anyio.create_task_group() as tg:
         state: dict[str, Any] = {"signals": 0}
 
@@ -177,8 +205,13 @@ async def _serve(transport: str, open_services: Callable[[], KnowledgeLookup], s
                 state["cancel"] = scope
                 tg.start_soon(watch_signals)
                 kb = await anyio.to_thread.run_sync(open_services)
-                config = uvicorn.Config(http_app(kb, host=host, token=token), log_level="warning", access_log=False,
-                                        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, lifespan="on")
+                config = uvicorn.Config(
+                    http_app(kb, host=host, token=token),
+                    log_level="warning",
+                    access_log=False,
+                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+                    lifespan="on",
+                )
                 web = state["uvicorn"] = _UvicornServer(config)
                 tg.start_soon(_announce, web, f"ready: MCP over streamable HTTP at {_url(sock)} ({_describe(kb)})", log)
                 await web.serve(sockets=[sock])

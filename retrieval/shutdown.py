@@ -100,7 +100,7 @@ def stop_own_server(port: int, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
     if own.server is not None:
         try:
             own.server.stop()  # the client's bookkeeping (and the data-directory lock): the process is gone already
-        except Exception:  # noqa: BLE001 - stopping is best effort at this point
+        except Exception:
             pass
     return sorted(pids)
 

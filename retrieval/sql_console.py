@@ -50,7 +50,7 @@ def _explained_statement(text: str) -> str | None:
         return None
 
     def word(i: int) -> str:
-        m = re.match(r"[A-Za-z_]+", text[tokens[i]:])
+        m = re.match(r"[A-Za-z_]+", text[tokens[i] :])
         return m.group(0).upper() if m else text[tokens[i]]
 
     if not tokens or word(0) != "EXPLAIN":
@@ -69,7 +69,7 @@ def _explained_statement(text: str) -> str | None:
                 break
         else:
             return None
-    return text[tokens[i]:] if i < len(tokens) else None
+    return text[tokens[i] :] if i < len(tokens) else None
 
 
 def check_statement(sql: str) -> str:
@@ -152,8 +152,10 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
             frame = _fetch_frame(cur, row_limit + 1)
         except duckdb.InterruptException as exc:
             if timeout_ms and "execution time" in str(exc):
-                raise SqlRefused(f"the query was stopped at the time limit of {int(timeout_ms)} ms: "
-                                 "narrow it (WHERE, LIMIT) or raise the time limit") from exc
+                raise SqlRefused(
+                    f"the query was stopped at the time limit of {int(timeout_ms)} ms: "
+                    "narrow it (WHERE, LIMIT) or raise the time limit"
+                ) from exc
             raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
         except duckdb.Error as exc:
             raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc

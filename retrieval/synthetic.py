@@ -37,27 +37,116 @@ DOMAINS: dict[str, tuple[str, ...]] = {
     "s3": ("s3 bucket", "multipart upload", "lifecycle policy", "object replication"),
 }
 SYMPTOMS = (
-    "high latency", "crash loop", "disk full", "memory pressure", "replication lag", "connection refused",
-    "certificate expired", "request timeouts", "throttling", "leader election churn", "split brain",
-    "slow queries", "queue backlog", "error rate spike", "out of memory", "too many open files",
-    "authentication failure", "quota exceeded", "packet loss", "cpu saturation", "stuck rollout",
-    "data corruption", "clock skew", "write stall", "read only mode", "backup failure", "snapshot failure",
-    "rebalance storm", "under replication", "evictions", "deadlocks", "pool exhaustion", "gc pauses",
-    "config drift", "schema mismatch", "health check flapping",
+    "high latency",
+    "crash loop",
+    "disk full",
+    "memory pressure",
+    "replication lag",
+    "connection refused",
+    "certificate expired",
+    "request timeouts",
+    "throttling",
+    "leader election churn",
+    "split brain",
+    "slow queries",
+    "queue backlog",
+    "error rate spike",
+    "out of memory",
+    "too many open files",
+    "authentication failure",
+    "quota exceeded",
+    "packet loss",
+    "cpu saturation",
+    "stuck rollout",
+    "data corruption",
+    "clock skew",
+    "write stall",
+    "read only mode",
+    "backup failure",
+    "snapshot failure",
+    "rebalance storm",
+    "under replication",
+    "evictions",
+    "deadlocks",
+    "pool exhaustion",
+    "gc pauses",
+    "config drift",
+    "schema mismatch",
+    "health check flapping",
 )
 OPS_TERMS = (
-    "failover", "rollback", "capacity", "saturation", "retry storm", "backpressure", "throughput",
-    "p99 latency", "noisy neighbour", "rolling restart", "cordon", "drain", "scale out", "upgrade",
-    "migration", "maintenance window", "canary", "paging", "runbook", "postmortem", "hotfix", "tuning",
+    "failover",
+    "rollback",
+    "capacity",
+    "saturation",
+    "retry storm",
+    "backpressure",
+    "throughput",
+    "p99 latency",
+    "noisy neighbour",
+    "rolling restart",
+    "cordon",
+    "drain",
+    "scale out",
+    "upgrade",
+    "migration",
+    "maintenance window",
+    "canary",
+    "paging",
+    "runbook",
+    "postmortem",
+    "hotfix",
+    "tuning",
 )
 SERVICES = (
-    "orders", "billing", "checkout", "payments", "search", "catalog", "inventory", "shipping", "auth",
-    "profile", "ledger", "pricing", "reports", "notifier", "gateway", "media", "ratings", "cart",
-    "invoice", "fraud", "session", "analytics", "feeds", "export",
+    "orders",
+    "billing",
+    "checkout",
+    "payments",
+    "search",
+    "catalog",
+    "inventory",
+    "shipping",
+    "auth",
+    "profile",
+    "ledger",
+    "pricing",
+    "reports",
+    "notifier",
+    "gateway",
+    "media",
+    "ratings",
+    "cart",
+    "invoice",
+    "fraud",
+    "session",
+    "analytics",
+    "feeds",
+    "export",
 )
 ROLES = ("api", "worker", "db", "cache", "stream", "cron", "proxy", "batch")
-ROMAN = ("north", "south", "east", "west", "blue", "green", "amber", "violet", "coral", "slate",
-         "delta", "gamma", "sigma", "omega", "lambda", "kappa", "alpha", "bravo", "echo", "tango")
+ROMAN = (
+    "north",
+    "south",
+    "east",
+    "west",
+    "blue",
+    "green",
+    "amber",
+    "violet",
+    "coral",
+    "slate",
+    "delta",
+    "gamma",
+    "sigma",
+    "omega",
+    "lambda",
+    "kappa",
+    "alpha",
+    "bravo",
+    "echo",
+    "tango",
+)
 SECTIONS = ("Meaning", "Impact", "Diagnosis", "Mitigation")
 SENTENCES = (
     "When {c} reports {s}, the {svc} service degrades within minutes.",
@@ -74,9 +163,14 @@ SENTENCES = (
     "If the {d} cluster is also short of capacity, plan a {op} during the next maintenance window.",
 )
 QUERY_TEMPLATES = (
-    ("entity", "{s} on {svc}"), ("entity", "{svc} {s} since this morning"), ("entity", "why does {svc} show {s}"),
-    ("component", "{c} {s}"), ("component", "{c} {s} after the deploy"), ("component", "how to fix {s} in {c}"),
-    ("domain", "{d} {s}"), ("domain", "{d} cluster {s} during peak traffic"),
+    ("entity", "{s} on {svc}"),
+    ("entity", "{svc} {s} since this morning"),
+    ("entity", "why does {svc} show {s}"),
+    ("component", "{c} {s}"),
+    ("component", "{c} {s} after the deploy"),
+    ("component", "how to fix {s} in {c}"),
+    ("domain", "{d} {s}"),
+    ("domain", "{d} cluster {s} during peak traffic"),
     ("free", "users say the {svcword} page is slow and sometimes times out"),
     ("free", "everything went red after yesterday's change and nobody knows why"),
     ("free", "requests to the {svcword} backend fail intermittently with server errors"),
@@ -153,15 +247,17 @@ def make_entries(n: int, *, seed: int, body: BodyPolicy = FULL) -> list[Entry]:
         keywords = [c, s, svc] + rng.sample(OPS_TERMS, rng.randint(0, 7))
         entities = [svc, m] + ([rng.choice(DOMAINS[d])] if rng.random() < 0.5 else [])
         title = f"{c.capitalize()} {s} on {svc}"
-        entries.append(Entry(
-            entry_id=f"{d}/{_camel(c)}{_camel(s)}-{i:06d}",
-            title=title,
-            domain=d,
-            text=_body(rng, rng.randint(body.low, body.high), d, c, s, svc, m),
-            keywords=tuple(dict.fromkeys(keywords)),
-            entities=tuple(dict.fromkeys(entities)),
-            metadata={"severity": rng.choice(("critical", "warning", "info"))},
-        ))
+        entries.append(
+            Entry(
+                entry_id=f"{d}/{_camel(c)}{_camel(s)}-{i:06d}",
+                title=title,
+                domain=d,
+                text=_body(rng, rng.randint(body.low, body.high), d, c, s, svc, m),
+                keywords=tuple(dict.fromkeys(keywords)),
+                entities=tuple(dict.fromkeys(entities)),
+                metadata={"severity": rng.choice(("critical", "warning", "info"))},
+            )
+        )
     return entries
 
 
@@ -189,8 +285,9 @@ def make_queries(entries: list[Entry], count: int, *, seed: int, exclude: set[st
     return out
 
 
-def invocation_rows(templates: pa.Table, n: int, *, seed: int, start_s: float, span_days: float = 30.0,
-                    offset: int = 0) -> pa.Table:
+def invocation_rows(
+    templates: pa.Table, n: int, *, seed: int, start_s: float, span_days: float = 30.0, offset: int = 0
+) -> pa.Table:
     """`n` tool_invocation rows: real recorded rows (`templates`) repeated, with new ids, times and tags."""
     gen = np.random.default_rng(seed)
     picked = templates.take(pa.array(gen.integers(0, templates.num_rows, n)))
@@ -201,10 +298,18 @@ def invocation_rows(templates: pa.Table, n: int, *, seed: int, start_s: float, s
     cols = {
         "id": pa.array(ids),
         "created_at": pa.array((times * 1e6).astype("int64"), pa.timestamp("us", tz="UTC")),
-        "tool_name": picked["tool_name"], "input": picked["input"], "status": picked["status"],
-        "layer": picked["layer"], "latency_ms": pa.array(latency), "result": picked["result"],
-        "retrieval_details": picked["retrieval_details"], "error": picked["error"],
-        "session_tag": pa.array(tags), "domain": picked["domain"], "l1_status": picked["l1_status"],
-        "fallback": picked["fallback"], "top_entry_id": picked["top_entry_id"],
+        "tool_name": picked["tool_name"],
+        "input": picked["input"],
+        "status": picked["status"],
+        "layer": picked["layer"],
+        "latency_ms": pa.array(latency),
+        "result": picked["result"],
+        "retrieval_details": picked["retrieval_details"],
+        "error": picked["error"],
+        "session_tag": pa.array(tags),
+        "domain": picked["domain"],
+        "l1_status": picked["l1_status"],
+        "fallback": picked["fallback"],
+        "top_entry_id": picked["top_entry_id"],
     }
     return pa.table(cols)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,8 +76,16 @@ def collect_signals(eval_set: EvalSet, services: LookupServices, settings: Setti
         vector = services.embedder.embed_query(query)
         found = services.store.search(vector, k=depth, category=category, query_text=query)
         lexical = services.store.search(vector, k=depth, category=category, mode="bm25", query_text=query)
-        out.append(CaseSignals(eval_set.name, case.id, frozenset(e for e, g in case.expected.items() if g > 0),
-                               hints.matches, tuple(found), tuple(lexical)))
+        out.append(
+            CaseSignals(
+                eval_set.name,
+                case.id,
+                frozenset(e for e, g in case.expected.items() if g > 0),
+                hints.matches,
+                tuple(found),
+                tuple(lexical),
+            )
+        )
     return out
 
 
@@ -95,9 +104,16 @@ def _macro(rr: np.ndarray, sets: np.ndarray, rows: np.ndarray) -> float:
     return float(np.mean([rr[rows][sets[rows] == name].mean() for name in np.unique(sets[rows])]))
 
 
-def cross_validate(signals: Sequence[CaseSignals], grid: Sequence[dict[str, float]], base: Settings, *,
-                   folds: int = 5, repeats: int = 5, seed: int = 7,
-                   progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def cross_validate(
+    signals: Sequence[CaseSignals],
+    grid: Sequence[dict[str, float]],
+    base: Settings,
+    *,
+    folds: int = 5,
+    repeats: int = 5,
+    seed: int = 7,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
     """Every grid point on every case; per repeat and fold, the point with the best training macro mrr@10
     and its held-out score. Returns the points, the in-sample best, and the CV figures."""
     if folds < 2:
@@ -106,12 +122,18 @@ def cross_validate(signals: Sequence[CaseSignals], grid: Sequence[dict[str, floa
     smallest = min(int((sets == name).sum()) for name in np.unique(sets))
     if smallest < folds:
         raise EvalSetError(f"--folds {folds}: a set has only {smallest} answerable cases")
-    scores = np.vstack([(progress(i, len(grid)) if progress else None, reciprocal_ranks(signals, p, base))[1]
-                        for i, p in enumerate(grid)])
+    scores = np.vstack(
+        [(progress(i, len(grid)) if progress else None, reciprocal_ranks(signals, p, base))[1] for i, p in enumerate(grid)]
+    )
     everything = np.arange(len(signals))
-    points = [{"settings": p, "mrr@10": _macro(scores[i], sets, everything),
-               "per_set": {name: float(scores[i][sets == name].mean()) for name in np.unique(sets)}}
-              for i, p in enumerate(grid)]
+    points = [
+        {
+            "settings": p,
+            "mrr@10": _macro(scores[i], sets, everything),
+            "per_set": {name: float(scores[i][sets == name].mean()) for name in np.unique(sets)},
+        }
+        for i, p in enumerate(grid)
+    ]
     best = max(range(len(grid)), key=lambda i: points[i]["mrr@10"])
     rng = random.Random(seed)
     held, trained, picks = [], [], []
@@ -132,9 +154,14 @@ def cross_validate(signals: Sequence[CaseSignals], grid: Sequence[dict[str, floa
     return {
         "points": points,
         "best": {"settings": grid[best], "in_sample": points[best]["mrr@10"], "per_set": points[best]["per_set"]},
-        "cv": {"folds": folds, "repeats": repeats, "in_sample_mean": float(np.mean(trained)),
-               "in_sample_sd": float(np.std(trained)), "held_out_mean": float(np.mean(held)),
-               "held_out_sd": float(np.std(held)),
-               "chosen": [{"settings": grid[i], "times": n} for i, n in sorted(counts.items(), key=lambda kv: -kv[1])]},
+        "cv": {
+            "folds": folds,
+            "repeats": repeats,
+            "in_sample_mean": float(np.mean(trained)),
+            "in_sample_sd": float(np.std(trained)),
+            "held_out_mean": float(np.mean(held)),
+            "held_out_sd": float(np.std(held)),
+            "chosen": [{"settings": grid[i], "times": n} for i, n in sorted(counts.items(), key=lambda kv: -kv[1])],
+        },
         "cases": {name: int((sets == name).sum()) for name in np.unique(sets)},
     }

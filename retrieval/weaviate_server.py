@@ -46,7 +46,7 @@ class Endpoint:
     suspect: bool = False
 
 
-_ENDPOINTS: "weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint]" = weakref.WeakKeyDictionary()
+_ENDPOINTS: weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint] = weakref.WeakKeyDictionary()
 
 
 def endpoint_of(client) -> Endpoint | None:
@@ -87,8 +87,10 @@ GRPC_CHANNEL_OPTIONS = [
 
 def _config(settings: Settings) -> AdditionalConfig:
     t = settings.l1_timeout_s
-    return AdditionalConfig(timeout=Timeout(init=max(t, 5.0), query=t, insert=max(t, 60.0)),
-                            grpc_config=GrpcConfig(channel_options=GRPC_CHANNEL_OPTIONS))
+    return AdditionalConfig(
+        timeout=Timeout(init=max(t, 5.0), query=t, insert=max(t, 60.0)),
+        grpc_config=GrpcConfig(channel_options=GRPC_CHANNEL_OPTIONS),
+    )
 
 
 @contextmanager
@@ -139,9 +141,15 @@ def _connect_url(settings: Settings) -> weaviate.WeaviateClient:
     auth = Auth.api_key(settings.weaviate_api_key) if settings.weaviate_api_key else None
     grpc_port = _remote_grpc_port(settings)
     client = weaviate.connect_to_custom(
-        http_host=url.hostname, http_port=port, http_secure=secure,
-        grpc_host=url.hostname, grpc_port=grpc_port, grpc_secure=secure,
-        auth_credentials=auth, additional_config=_config(settings), skip_init_checks=False,
+        http_host=url.hostname,
+        http_port=port,
+        http_secure=secure,
+        grpc_host=url.hostname,
+        grpc_port=grpc_port,
+        grpc_secure=secure,
+        auth_credentials=auth,
+        additional_config=_config(settings),
+        skip_init_checks=False,
     )
     return client
 
@@ -195,7 +203,7 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
 # --- one server per data directory ----------------------------------------------------------------------
 _HELD_LOCK = threading.Lock()
 _STARTING: dict[int, threading.Lock] = {}
-_HELD: dict[Path, "DataDirLock"] = {}  # data directories whose lock this process holds
+_HELD: dict[Path, DataDirLock] = {}  # data directories whose lock this process holds
 
 
 class DataDirLock:
@@ -207,7 +215,7 @@ class DataDirLock:
         self.path, self.fd, self.users = path, fd, 0
 
     @classmethod
-    def acquire(cls, data_dir: Path, port: int) -> "DataDirLock":
+    def acquire(cls, data_dir: Path, port: int) -> DataDirLock:
         path = (data_dir / LOCK_FILE).resolve()
         with _HELD_LOCK:
             lock = _HELD.get(path)

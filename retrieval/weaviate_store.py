@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from weaviate import WeaviateClient
@@ -20,8 +20,19 @@ from .deadline import TimedOut, call_within
 from .errors import L1Error
 from .weaviate_server import endpoint_of, port_open
 
-PROPERTIES = ("entry_id", "chunk_index", "chunk_count", "content_hash", "title", "category", "heading", "keywords", "entities",
-              "body", "text")
+PROPERTIES = (
+    "entry_id",
+    "chunk_index",
+    "chunk_count",
+    "content_hash",
+    "title",
+    "category",
+    "heading",
+    "keywords",
+    "entities",
+    "body",
+    "text",
+)
 # BM25F fields. Only an entry's card (chunk 0) carries them, so lexical search scores whole entries: the
 # title and file name as words, the frontmatter keywords and entities, and the whole body.
 LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
@@ -207,8 +218,18 @@ class KnowledgeStore:
             chunks_done += len(chunks)
             if progress:
                 progress("embedding", min(i + batch_entries, total), total)
-        return IngestReport(len(corpus.entries), added, updated, unchanged, removed, chunks_done,
-                            time.perf_counter() - start, embed_seconds, repaired, rebuilt)
+        return IngestReport(
+            len(corpus.entries),
+            added,
+            updated,
+            unchanged,
+            removed,
+            chunks_done,
+            time.perf_counter() - start,
+            embed_seconds,
+            repaired,
+            rebuilt,
+        )
 
     def missing_vectors(self, sample: int = 32) -> int:
         """How many of up to `sample` stored chunks the vector index cannot find by their own vector.
@@ -218,13 +239,15 @@ class KnowledgeStore:
         objects again does not re-index them. Each check is exact: filtered to the one chunk."""
         if not self.client.collections.exists(self.name):
             return 0
-        found = self.collection.query.fetch_objects(limit=sample, include_vector=True,
-                                                    return_properties=["entry_id", "chunk_index"])
+        found = self.collection.query.fetch_objects(
+            limit=sample, include_vector=True, return_properties=["entry_id", "chunk_index"]
+        )
         missing = 0
         for obj in found.objects:
             vector = obj.vector.get("default") if isinstance(obj.vector, dict) else None
-            where = (Filter.by_property("entry_id").equal(obj.properties["entry_id"])
-                     & Filter.by_property("chunk_index").equal(int(obj.properties["chunk_index"])))
+            where = Filter.by_property("entry_id").equal(obj.properties["entry_id"]) & Filter.by_property("chunk_index").equal(
+                int(obj.properties["chunk_index"])
+            )
             hits = self.collection.query.near_vector(near_vector=vector, limit=1, filters=where).objects if vector else []
             missing += not hits or hits[0].uuid != obj.uuid
         return missing
@@ -237,16 +260,25 @@ class KnowledgeStore:
         for chunk, vec in zip(chunks, vectors):
             e = by_id[chunk.entry_id]
             card = chunk.card
-            objects.append(DataObject(
-                properties={
-                    "entry_id": e.entry_id, "chunk_index": chunk.index, "chunk_count": chunk.count,
-                    "content_hash": stored_hash(e), "title": e.title, "category": e.domain,
-                    "heading": heading_words(e) if card else "", "keywords": list(e.keywords) if card else [],
-                    "entities": list(e.entities) if card else [], "body": e.text if card else "", "text": chunk.text,
-                },
-                uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
-                vector=vec.tolist(),
-            ))
+            objects.append(
+                DataObject(
+                    properties={
+                        "entry_id": e.entry_id,
+                        "chunk_index": chunk.index,
+                        "chunk_count": chunk.count,
+                        "content_hash": stored_hash(e),
+                        "title": e.title,
+                        "category": e.domain,
+                        "heading": heading_words(e) if card else "",
+                        "keywords": list(e.keywords) if card else [],
+                        "entities": list(e.entities) if card else [],
+                        "body": e.text if card else "",
+                        "text": chunk.text,
+                    },
+                    uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
+                    vector=vec.tolist(),
+                )
+            )
         for start in range(0, len(objects), INSERT_SLICE):
             try:
                 res = self.collection.data.insert_many(objects[start : start + INSERT_SLICE])
@@ -286,7 +318,11 @@ class KnowledgeStore:
         if timeout_s is None and endpoint is not None:
             timeout_s = endpoint.timeout_s
         failed = f"Weaviate {mode} query on '{self.name}' failed"
-        if endpoint is not None and endpoint.suspect and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0)):
+        if (
+            endpoint is not None
+            and endpoint.suspect
+            and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0))
+        ):
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
 
         floats = None if vector is None else list(map(float, vector))  # once, even when the search asks again
@@ -296,14 +332,29 @@ class KnowledgeStore:
         def query(limit: int):
             q = self.collection.query
             if mode == "hybrid":
-                return q.hybrid(query=query_text, vector=floats, alpha=alpha, limit=limit, filters=where,
-                                query_properties=list(LEXICAL_FIELDS), fusion_type=HybridFusion.RELATIVE_SCORE,
-                                return_metadata=meta, return_properties=props, include_vector=True)
+                return q.hybrid(
+                    query=query_text,
+                    vector=floats,
+                    alpha=alpha,
+                    limit=limit,
+                    filters=where,
+                    query_properties=list(LEXICAL_FIELDS),
+                    fusion_type=HybridFusion.RELATIVE_SCORE,
+                    return_metadata=meta,
+                    return_properties=props,
+                    include_vector=True,
+                )
             if mode == "bm25":
-                return q.bm25(query=query_text, query_properties=list(LEXICAL_FIELDS), limit=limit, filters=where,
-                              return_metadata=meta, return_properties=props, include_vector=floats is not None)
-            return q.near_vector(near_vector=floats, limit=limit, filters=where,
-                                 return_metadata=meta, return_properties=props)
+                return q.bm25(
+                    query=query_text,
+                    query_properties=list(LEXICAL_FIELDS),
+                    limit=limit,
+                    filters=where,
+                    return_metadata=meta,
+                    return_properties=props,
+                    include_vector=floats is not None,
+                )
+            return q.near_vector(near_vector=floats, limit=limit, filters=where, return_metadata=meta, return_properties=props)
 
         # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
         # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
@@ -345,8 +396,9 @@ def _why(exc: BaseException, timeout_s: float | None) -> str:
     return text
 
 
-def fold_chunks(objects: Iterable[Any], *, k: int, mode: str = "near_vector",
-                vector: Sequence[float] | None = None) -> list[Candidate]:
+def fold_chunks(
+    objects: Iterable[Any], *, k: int, mode: str = "near_vector", vector: Sequence[float] | None = None
+) -> list[Candidate]:
     """Keep each entry's best chunk, in rank order (by the search's score); ties broken by entry id.
     The similarity is 1 - distance for near_vector, else the cosine of `vector` to the returned chunk
     vectors (stored vectors are normalised), the best of the entry's chunks."""
@@ -366,8 +418,16 @@ def fold_chunks(objects: Iterable[Any], *, k: int, mode: str = "near_vector",
         entry_id = p["entry_id"]
         if sim is not None:
             sims[entry_id] = max(sims.get(entry_id, -1.0), sim)
-        cand = Candidate(entry_id, p["title"], p["category"], None if distance is None else float(distance),
-                         score, int(p["chunk_index"]), p["text"], sim)
+        cand = Candidate(
+            entry_id,
+            p["title"],
+            p["category"],
+            None if distance is None else float(distance),
+            score,
+            int(p["chunk_index"]),
+            p["text"],
+            sim,
+        )
         if entry_id not in best or cand.score > best[entry_id].score:
             best[entry_id] = cand
     ranked = sorted(best.values(), key=lambda c: (-c.score, c.entry_id))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -41,8 +41,10 @@ def shared_verdict(missing: Sequence[Path], *, ci: str | None) -> tuple[str, str
         return None
     names = ", ".join(str(p) for p in missing)
     if ci_enabled(ci):
-        return "fail", (f"CI=true but ../shared (corpora and eval sets beside the repository) is missing here "
-                        f"({names}): CI must run the tests that read it, not skip them")
+        return "fail", (
+            f"CI=true but ../shared (corpora and eval sets beside the repository) is missing here "
+            f"({names}): CI must run the tests that read it, not skip them"
+        )
     return "skip", f"needs ../shared beside the repository, which is missing here ({names}); under CI=true this fails"
 
 

@@ -37,6 +37,7 @@ def test_one_open_lookup_serves_many_threads(settings, embedder):
     queries = ["disk is full", "pod keeps restarting", "certificate expired", "DNS lookups fail"] * 5
     found: list[str] = []
     with open_lookup(settings, embedder=embedder) as kb:
+
         def work(q: str) -> None:
             found.append(kb.lookup(q, top_k=2).invocation_id)
 
@@ -49,15 +50,18 @@ def test_one_open_lookup_serves_many_threads(settings, embedder):
     assert InvocationStore(settings.db_path).count() == len(queries)
 
 
-@pytest.mark.parametrize("query, top_k, message", [
-    ("", None, "query is empty"),
-    ("x" * 2001, None, "over the 2000 character limit"),
-    (5, None, "query must be text, got int"),
-    ("disk full", 0, "top_k must be between 1 and 50, got 0"),
-    ("disk full", MAX_TOP_K + 1, "top_k must be between 1 and 50, got 51"),
-    ("disk full", "2", "top_k must be a whole number"),
-    ("disk full", False, "got bool False"),
-])
+@pytest.mark.parametrize(
+    "query, top_k, message",
+    [
+        ("", None, "query is empty"),
+        ("x" * 2001, None, "over the 2000 character limit"),
+        (5, None, "query must be text, got int"),
+        ("disk full", 0, "top_k must be between 1 and 50, got 0"),
+        ("disk full", MAX_TOP_K + 1, "top_k must be between 1 and 50, got 51"),
+        ("disk full", "2", "top_k must be a whole number"),
+        ("disk full", False, "got bool False"),
+    ],
+)
 def test_refused_input_raises_query_error_naming_it_and_records_nothing(settings, embedder, query, top_k, message):
     with open_lookup(settings, embedder=embedder) as kb:
         with pytest.raises(QueryError, match=message):
@@ -67,8 +71,20 @@ def test_refused_input_raises_query_error_naming_it_and_records_nothing(settings
     assert InvocationStore(settings.db_path).count() == 0
 
 
-@pytest.mark.parametrize("value, ok", [(None, True), (1, True), (MAX_TOP_K, True), (0, False), (-1, False),
-                                       (MAX_TOP_K + 1, False), (2.0, False), ("3", False), (True, False)])
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        (None, True),
+        (1, True),
+        (MAX_TOP_K, True),
+        (0, False),
+        (-1, False),
+        (MAX_TOP_K + 1, False),
+        (2.0, False),
+        ("3", False),
+        (True, False),
+    ],
+)
 def test_check_top_k(value, ok):
     if ok:
         assert check_top_k(value) == value
@@ -77,12 +93,15 @@ def test_check_top_k(value, ok):
             check_top_k(value)
 
 
-@pytest.mark.parametrize("text, limit, expected", [
-    ("# Title\n\n## Meaning\n\nThe disk is full.\n", 50, "The disk is full."),
-    ("Intro line.\n```bash\ndf -h\n```\nMore   text here.", 100, "Intro line. df -h More text here."),
-    ("one two three four five six", 14, "one two three…"),
-    ("abcdefghijklmnopqrstuvwxyz", 10, "abcdefghij…"),
-    ("", 10, ""),
-])
+@pytest.mark.parametrize(
+    "text, limit, expected",
+    [
+        ("# Title\n\n## Meaning\n\nThe disk is full.\n", 50, "The disk is full."),
+        ("Intro line.\n```bash\ndf -h\n```\nMore   text here.", 100, "Intro line. df -h More text here."),
+        ("one two three four five six", 14, "one two three…"),
+        ("abcdefghijklmnopqrstuvwxyz", 10, "abcdefghij…"),
+        ("", 10, ""),
+    ],
+)
 def test_excerpt(text, limit, expected):
     assert excerpt(text, limit) == expected

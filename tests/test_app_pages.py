@@ -7,8 +7,8 @@ import json
 import os
 import re
 import socket
-import threading
 import textwrap
+import threading
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -75,8 +75,9 @@ def served_on(request):
     config.set_option("server.address", before)
 
 
-def point_app_at(monkeypatch, tmp_path: Path, *, url: str, grpc_port: int | None, collection: str = "TestSample",
-                 corpus: Path | None = None) -> None:
+def point_app_at(
+    monkeypatch, tmp_path: Path, *, url: str, grpc_port: int | None, collection: str = "TestSample", corpus: Path | None = None
+) -> None:
     for name in [n for n in os.environ if n.startswith("LOOKUP_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("LOOKUP_CONFIG", str(tmp_path / "no-lookup.yaml"))  # ignore a developer's ./lookup.yaml
@@ -93,8 +94,9 @@ def point_app_at(monkeypatch, tmp_path: Path, *, url: str, grpc_port: int | None
 @pytest.fixture
 def app_env(monkeypatch, tmp_path, base_settings, sample_store):
     """The app on the session's Weaviate, collection TestSample (the sample corpus, indexed once)."""
-    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
-                 grpc_port=base_settings.embedded_grpc_port)
+    point_app_at(
+        monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}", grpc_port=base_settings.embedded_grpc_port
+    )
     return tmp_path
 
 
@@ -143,8 +145,13 @@ KEY_WIDGETS = {
     "Lookup": [("text_input", "q")],
     "Filter comparison": [("text_input", "cq"), ("selectbox", "eval")],
     "Evaluate": [("selectbox", "es"), ("multiselect", "eval_configs-True"), ("button", "run_eval")],
-    "Invocations": [("selectbox", "sql_example"), ("text_area", "sql_text"), ("number_input", "sql_rows"),
-                    ("number_input", "sql_timeout_ms"), ("button", "sql_run")],
+    "Invocations": [
+        ("selectbox", "sql_example"),
+        ("text_area", "sql_text"),
+        ("number_input", "sql_rows"),
+        ("number_input", "sql_timeout_ms"),
+        ("button", "sql_run"),
+    ],
     "Corpus": [("button", "corpus_ingest"), ("button", "corpus_reindex"), ("selectbox", "corpus_entry")],
 }
 
@@ -176,7 +183,9 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     # matched keywords as the entries write them, the normalised match key beside each
     keywords = at.dataframe[0].value
     assert list(keywords.columns) == ["term", "field", "weight", "key"]
-    assert ("PostgreSQL replication", "title", "postgr sql replication") in set(zip(keywords["term"], keywords["field"], keywords["key"]))
+    assert ("PostgreSQL replication", "title", "postgr sql replication") in set(
+        zip(keywords["term"], keywords["field"], keywords["key"])
+    )
     assert "postgr sql replication" not in set(keywords["term"])
     # the matched words are highlighted, in the query and in the matched title, as escaped HTML
     bodies = html_bodies(at)
@@ -245,8 +254,13 @@ def test_lookup_before_the_first_ingest_says_so_and_ingests_in_place(monkeypatch
     from retrieval.weaviate_store import KnowledgeStore
 
     KnowledgeStore(weaviate_client, "TestLookupUnindexed").drop()
-    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
-                 grpc_port=base_settings.embedded_grpc_port, collection="TestLookupUnindexed")
+    point_app_at(
+        monkeypatch,
+        tmp_path,
+        url=f"http://127.0.0.1:{base_settings.embedded_port}",
+        grpc_port=base_settings.embedded_grpc_port,
+        collection="TestLookupUnindexed",
+    )
     at = open_app(q="Vault is sealed")
     shown = texts(at.warning) + texts(at.error) + texts(at.caption)
     assert any("Collection TestLookupUnindexed is not indexed yet" in t for t in texts(at.warning))
@@ -397,8 +411,15 @@ def test_the_api_key_is_never_shown(monkeypatch, tmp_path):
     assert [w for w in texts(at.warning) if "L1 unavailable" in w]
     for page in PAGES:
         at.switch_page(PAGES[page]).run()
-        shown = [e.value for kind in ("markdown", "caption", "warning", "error", "info", "success", "title")
-                 for e in getattr(at, kind)] + [j.proto.body for j in at.json] + html_bodies(at)
+        shown = (
+            [
+                e.value
+                for kind in ("markdown", "caption", "warning", "error", "info", "success", "title")
+                for e in getattr(at, kind)
+            ]
+            + [j.proto.body for j in at.json]
+            + html_bodies(at)
+        )
         assert shown and not [t for t in shown if secret in t], page
 
 
@@ -451,17 +472,31 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
     from retrieval.comparison import compare_filter
 
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, None)
-    for query in ("Pod keeps restarting", "Pod is crash looping.", "Node disk is filling up", "Vault is sealed",
-                  "PostgreSQL replication lag on the standby", "Kafka consumer lag is growing"):
+    for query in (
+        "Pod keeps restarting",
+        "Pod is crash looping.",
+        "Node disk is filling up",
+        "Vault is sealed",
+        "PostgreSQL replication lag on the standby",
+        "Kafka consumer lag is growing",
+    ):
         cmp = compare_filter(query, services, base_settings.with_(collection="TestSample", top_k=4))
         if cmp.category is not None and cmp.removed:
             break
     assert cmp.category is not None and cmp.removed, "no query of the list is filtered away from a top-4 hit"
     path = app_env / "hurt.yaml"
-    path.write_text(json.dumps({"name": "hurt-once", "corpus": str(REPO_ROOT / "sample_corpus"), "cases": [
-        {"id": "Hurt1", "query": query, "expected": [cmp.removed[0]]},
-        {"id": "Kept", "query": query, "expected": [cmp.filtered[0].entry_id]},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "name": "hurt-once",
+                "corpus": str(REPO_ROOT / "sample_corpus"),
+                "cases": [
+                    {"id": "Hurt1", "query": query, "expected": [cmp.removed[0]]},
+                    {"id": "Kept", "query": query, "expected": [cmp.filtered[0].entry_id]},
+                ],
+            }
+        )
+    )
     listed = catalog.eval_set_files()
     monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: listed + [catalog.EvalSetFile("tmp/hurt.yaml", path)])
 
@@ -503,16 +538,22 @@ def test_an_eval_set_fits_by_its_expected_ids_not_its_corpus_path(app_env, monke
     sample = load_eval_set(REPO_ROOT / SAMPLE_EVAL)
     cases = [c.to_dict() for c in sample.cases[:3]]
     elsewhere = app_env / "elsewhere.yaml"
-    elsewhere.write_text(json.dumps({"name": "elsewhere", "corpus": str(app_env / "mounted" / "sample_corpus"),
-                                     "cases": cases}))
+    elsewhere.write_text(json.dumps({"name": "elsewhere", "corpus": str(app_env / "mounted" / "sample_corpus"), "cases": cases}))
     add_eval_set(monkeypatch, elsewhere, "tmp/elsewhere.yaml")
     at = open_app(page, eval="tmp/elsewhere.yaml", es="tmp/elsewhere.yaml")
     assert not [w for w in texts(at.warning) if "does not fit" in w]
     assert at.button(key=run_key) is not None and "switch_corpus" not in {b.key for b in at.button}
     # two expected ids the corpus does not have: refused, saying how many of how many
     partial = app_env / "partial.yaml"
-    partial.write_text(json.dumps({"name": "partial", "corpus": str(app_env / "mounted" / "sample_corpus"), "cases": cases + [
-        {"id": "gone", "query": "Something else", "expected": ["nowhere/Missing", "nowhere/Gone"]}]}))
+    partial.write_text(
+        json.dumps(
+            {
+                "name": "partial",
+                "corpus": str(app_env / "mounted" / "sample_corpus"),
+                "cases": cases + [{"id": "gone", "query": "Something else", "expected": ["nowhere/Missing", "nowhere/Gone"]}],
+            }
+        )
+    )
     add_eval_set(monkeypatch, partial, "tmp/partial.yaml")
     at = open_app(page, eval="tmp/partial.yaml", es="tmp/partial.yaml")
     (warning,) = [w for w in texts(at.warning) if "does not fit" in w]
@@ -557,7 +598,8 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     assert {b.label for b in at.get("download_button")} == {"Download JSON", "Download HTML report"}
     # the lookups were recorded under the run tag, 48 cases
     tags = InvocationStore(app_env / "invocations.duckdb").query(
-        "SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL")
+        "SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL"
+    )
     assert len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts") and tags["n"][0] == 48
     # a setting changes: the results stay, marked, until the next run
     at.number_input(key="k").set_value(6).run()
@@ -656,19 +698,27 @@ def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, b
 
     corpus = tmp_path / "kb"
     (corpus / "net").mkdir(parents=True)
-    (corpus / "net" / "DnsDown.md").write_text(textwrap.dedent("""\
+    (corpus / "net" / "DnsDown.md").write_text(
+        textwrap.dedent("""\
         ---
         title: DNS resolution fails
         keywords: [dns, resolver]
         entities: [CoreDNS]
         ---
         Lookups time out; check the CoreDNS pods and the upstream resolver.
-        """))
+        """)
+    )
     (corpus / "net" / "PacketLoss.md").write_text("---\ntitle: Packet loss between zones\n---\nLoss over 2 percent.\n")
     (corpus / "net" / "Broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
     KnowledgeStore(weaviate_client, "TestAppIngest").drop()
-    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
-                 grpc_port=base_settings.embedded_grpc_port, collection="TestAppIngest", corpus=corpus)
+    point_app_at(
+        monkeypatch,
+        tmp_path,
+        url=f"http://127.0.0.1:{base_settings.embedded_port}",
+        grpc_port=base_settings.embedded_grpc_port,
+        collection="TestAppIngest",
+        corpus=corpus,
+    )
     at = open_app("Corpus")
     m = metrics(at)
     assert (m["Entries"], m["Indexed"], m["To (re)index"], m["Skipped files"]) == ("2", "0", "2", "1")
@@ -704,13 +754,16 @@ def read_only_badge(at: AppTest) -> bool:
     return any("Read-only" in t for t in texts(at.sidebar.markdown))
 
 
-@pytest.mark.parametrize("setting, address, read_only", [
-    ("true", "127.0.0.1", True),  # LOOKUP_READ_ONLY=true
-    (None, "0.0.0.0", True),  # unset, and the app listens beyond this machine
-    (None, None, True),  # unset, and no address: Streamlit listens on every interface
-    ("false", "0.0.0.0", False),  # said explicitly
-    (None, "127.0.0.1", False),  # unset, on loopback: a developer's own app
-])
+@pytest.mark.parametrize(
+    "setting, address, read_only",
+    [
+        ("true", "127.0.0.1", True),  # LOOKUP_READ_ONLY=true
+        (None, "0.0.0.0", True),  # unset, and the app listens beyond this machine
+        (None, None, True),  # unset, and no address: Streamlit listens on every interface
+        ("false", "0.0.0.0", False),  # said explicitly
+        (None, "127.0.0.1", False),  # unset, on loopback: a developer's own app
+    ],
+)
 def test_read_only_offers_no_write_and_says_so(app_env, monkeypatch, served_on, setting, address, read_only):
     if setting is not None:
         monkeypatch.setenv("LOOKUP_READ_ONLY", setting)
@@ -745,8 +798,13 @@ def test_read_only_offers_no_ingest_for_an_eval_set(monkeypatch, tmp_path, base_
     from retrieval.weaviate_store import KnowledgeStore
 
     KnowledgeStore(weaviate_client, "TestReadOnlyEmpty").drop()
-    point_app_at(monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}",
-                 grpc_port=base_settings.embedded_grpc_port, collection="TestReadOnlyEmpty")
+    point_app_at(
+        monkeypatch,
+        tmp_path,
+        url=f"http://127.0.0.1:{base_settings.embedded_port}",
+        grpc_port=base_settings.embedded_grpc_port,
+        collection="TestReadOnlyEmpty",
+    )
     at = open_app("Filter comparison", eval=SAMPLE_EVAL)
     assert any("holds 0 of 48" in w for w in texts(at.warning))
     assert "ingest_for_eval" in button_keys(at)  # writable: offered

@@ -43,18 +43,25 @@ def test_queries_are_distinct_and_avoid_excluded_ones():
     assert not set(first) & set(again)
 
 
-@pytest.mark.parametrize("values, met", [
-    ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, True),
-    ({"l0": 3.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
-    ({"l0": 1.0, "look": 14.0, "floor": 10.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
-    ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.80, "dash": 150.0}, False),
-    ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 200.0}, False),
-])
+@pytest.mark.parametrize(
+    "values, met",
+    [
+        ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, True),
+        ({"l0": 3.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
+        ({"l0": 1.0, "look": 14.0, "floor": 10.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
+        ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.80, "dash": 150.0}, False),
+        ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 200.0}, False),
+    ],
+)
 def test_goals_follow_the_figures(values, met):
     def size(l0):
-        return {"l0": {"p50_ms": l0}, "lookup": {"p50_ms": values["look"], "stages_p50_ms": {"record": values["rec"]}},
-                "floor": {"p50_ms": values["floor"]}, "l1": {"filtered_p50_ms": values["fil"], "unfiltered_p50_ms": values["unf"]},
-                "ingest": {"over_raw": values["raw"], "reingest": {"seconds": 1.0, "chunks_embedded": 0}}}
+        return {
+            "l0": {"p50_ms": l0},
+            "lookup": {"p50_ms": values["look"], "stages_p50_ms": {"record": values["rec"]}},
+            "floor": {"p50_ms": values["floor"]},
+            "l1": {"filtered_p50_ms": values["fil"], "unfiltered_p50_ms": values["unf"]},
+            "ingest": {"over_raw": values["raw"], "reingest": {"seconds": 1.0, "chunks_embedded": 0}},
+        }
 
     ratios, goals = ratios_and_goals({10: size(1.0), 100: size(values["l0"])}, {"query_max_ms": values["dash"]})
     assert ratios["l0_p50_growth"] == values["l0"]
@@ -64,8 +71,18 @@ def test_goals_follow_the_figures(values, met):
 
 @pytest.mark.slow
 def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings, weaviate_client, embedder, tmp_path):
-    result = run_bench(base_settings, sizes=[40, 200], queries=8, out_dir=tmp_path, client=weaviate_client,
-                       embedder=embedder, invocation_rows=3000, full_bodies_up_to=40, raw_sample_chunks=60, seed=11)
+    result = run_bench(
+        base_settings,
+        sizes=[40, 200],
+        queries=8,
+        out_dir=tmp_path,
+        client=weaviate_client,
+        embedder=embedder,
+        invocation_rows=3000,
+        full_bodies_up_to=40,
+        raw_sample_chunks=60,
+        seed=11,
+    )
     assert set(result["ratios"]) == {"l0_p50_growth", "lookup_over_floor", "filtered_over_unfiltered", "record_ms"}
     for name, value in result["ratios"].items():
         assert isinstance(value, (int, float)) and math.isfinite(value), name

@@ -13,8 +13,9 @@ from retrieval.bench_server import run_server_bench
 
 @pytest.mark.slow
 def test_server_bench_prints_the_added_p50_and_calls_per_second(base_settings, weaviate_client, embedder, tmp_path):
-    result = run_server_bench(base_settings, out_dir=tmp_path, repeats=1, clients=2, max_queries=12,
-                              client=weaviate_client, embedder=embedder)
+    result = run_server_bench(
+        base_settings, out_dir=tmp_path, repeats=1, clients=2, max_queries=12, client=weaviate_client, embedder=embedder
+    )
     for transport in ("http", "stdio"):
         fig = result[transport]
         assert fig["calls"] == 12 and fig["exit_code"] == 0

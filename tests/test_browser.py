@@ -24,17 +24,38 @@ from .conftest import RUNBOOKS, RUNBOOKS_EVAL, free_port, needs_shared
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 SHOTS = REPO_ROOT / "test-artifacts" / "screenshots"
-PAGES = {"lookup": "", "filter-comparison": "filter_comparison", "evaluate": "evaluate",
-         "invocations": "invocations", "corpus": "corpus"}
-SAMPLE_VIEWS = {"lookup": "?q=" + quote_plus("Vault is sealed"),
-                "filter-comparison": "filter_comparison?cq=" + quote_plus("Pod keeps restarting")}
-RUNBOOKS_VIEWS = {"lookup": "?q=" + quote_plus("Pod is crash looping."),
-                  "filter-comparison": "filter_comparison?cq=" + quote_plus("Pod is crash looping.")}
-TITLES = {"lookup": "Lookup", "filter-comparison": "Filter comparison", "evaluate": "Evaluate",
-          "invocations": "Invocations", "corpus": "Corpus"}
+PAGES = {
+    "lookup": "",
+    "filter-comparison": "filter_comparison",
+    "evaluate": "evaluate",
+    "invocations": "invocations",
+    "corpus": "corpus",
+}
+SAMPLE_VIEWS = {
+    "lookup": "?q=" + quote_plus("Vault is sealed"),
+    "filter-comparison": "filter_comparison?cq=" + quote_plus("Pod keeps restarting"),
+}
+RUNBOOKS_VIEWS = {
+    "lookup": "?q=" + quote_plus("Pod is crash looping."),
+    "filter-comparison": "filter_comparison?cq=" + quote_plus("Pod is crash looping."),
+}
+TITLES = {
+    "lookup": "Lookup",
+    "filter-comparison": "Filter comparison",
+    "evaluate": "Evaluate",
+    "invocations": "Invocations",
+    "corpus": "Corpus",
+}
 UNEXPECTED = "Something went wrong on this page"
 WAIT_MS = 180_000  # the upper bound of every wait on state below; none of them waits for time to pass
 # Counts script runs: a MutationObserver on stApp's data-test-script-state sees every change, however short,
@@ -73,31 +94,63 @@ class RunningApp:
             self.proc.wait(timeout=5)
 
 
-def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None = None,
-              weaviate_env: dict[str, str] | None = None, env_extra: dict[str, str] | None = None) -> RunningApp:
+def start_app(
+    tmp: Path,
+    base_settings,
+    *,
+    collection: str,
+    corpus: Path | None = None,
+    weaviate_env: dict[str, str] | None = None,
+    env_extra: dict[str, str] | None = None,
+) -> RunningApp:
     """`streamlit run app.py` on a free port. Weaviate: the session's server by URL, or what `weaviate_env`
     says (e.g. an embedded server's ports and data directory); `env_extra` goes into the environment last."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update({
-        "LOOKUP_CONFIG": str(tmp / "no-lookup.yaml"),
-        "LOOKUP_COLLECTION": collection,
-        "LOOKUP_DATA_DIR": str(tmp / "data"),
-        "LOOKUP_DB_PATH": str(tmp / "invocations.duckdb"),
-    })
-    env.update(weaviate_env if weaviate_env is not None else {
-        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
-        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
-    })
+    env.update(
+        {
+            "LOOKUP_CONFIG": str(tmp / "no-lookup.yaml"),
+            "LOOKUP_COLLECTION": collection,
+            "LOOKUP_DATA_DIR": str(tmp / "data"),
+            "LOOKUP_DB_PATH": str(tmp / "invocations.duckdb"),
+        }
+    )
+    env.update(
+        weaviate_env
+        if weaviate_env is not None
+        else {
+            "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+            "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
+        }
+    )
     if corpus is not None:
         env["LOOKUP_CORPUS_DIR"] = str(corpus)
     env.update(env_extra or {})
     log = tmp / "streamlit.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     app = RunningApp(f"http://127.0.0.1:{port}", proc, log)
     deadline = time.monotonic() + WAIT_MS / 1000
     while time.monotonic() < deadline:
@@ -111,7 +164,9 @@ def start_app(tmp: Path, base_settings, *, collection: str, corpus: Path | None 
             pass
         time.sleep(0.3)
     app.stop()
-    raise AssertionError(f"streamlit did not answer /_stcore/health in {WAIT_MS / 1000:.0f} s:\n{log.read_text(errors='replace')}")
+    raise AssertionError(
+        f"streamlit did not answer /_stcore/health in {WAIT_MS / 1000:.0f} s:\n{log.read_text(errors='replace')}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -296,8 +351,9 @@ def test_sql_console_and_row_details_in_the_browser(page, sample_app):
 
 def test_read_only_corpus_page_in_the_browser(page, tmp_path_factory, base_settings, sample_store):
     """LOOKUP_READ_ONLY=true: the Corpus page offers no Ingest, Re-index or Reload, and the sidebar says why."""
-    app = start_app(tmp_path_factory.mktemp("app-read-only"), base_settings, collection="TestSample",
-                    env_extra={"LOOKUP_READ_ONLY": "true"})
+    app = start_app(
+        tmp_path_factory.mktemp("app-read-only"), base_settings, collection="TestSample", env_extra={"LOOKUP_READ_ONLY": "true"}
+    )
     try:
         open_page(page, app, "corpus")
         assert_no_exception(page, "read-only corpus")
@@ -328,8 +384,9 @@ def test_runbooks_crash_looping_in_the_browser(page, runbooks_app):
     type_query(page, "Pod is crash looping.")
     assert_no_exception(page, "runbooks lookup")
     expect(alert(page, "Routing: one domain: kubernetes → L1 filtered on category = kubernetes")).to_be_visible()
-    expect(page.locator('[data-testid="stCaptionContainer"]').filter(
-        has_text="filtered on category = kubernetes, status ok")).to_be_visible()
+    expect(
+        page.locator('[data-testid="stCaptionContainer"]').filter(has_text="filtered on category = kubernetes, status ok")
+    ).to_be_visible()
     candidates = column(page, 0, "domain")
     assert candidates and set(candidates) == {"kubernetes"}
     assert column(page, -1, "entry_id")[0] == "kubernetes/KubePodCrashLooping"

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from retrieval.catalog import (
-    SAMPLE_CORPUS, CorpusChoice, EvalSetFile, eval_set_files, known_corpora, preferred_eval_set, same_path,
+    SAMPLE_CORPUS,
+    CorpusChoice,
+    EvalSetFile,
+    eval_set_files,
+    known_corpora,
+    preferred_eval_set,
+    same_path,
 )
 from retrieval.config import collection_for
 
@@ -27,14 +33,17 @@ def eval_yaml(corpus: str | None, *, answerable: bool) -> str:
 
 
 # --- same_path ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("a, b, same", [
-    (None, None, False),
-    (None, "x", False),
-    ("x", None, False),
-    (SAMPLE_CORPUS, SAMPLE_CORPUS, True),
-    (SAMPLE_CORPUS, str(SAMPLE_CORPUS / ".." / "sample_corpus"), True),
-    (SAMPLE_CORPUS, SAMPLE_CORPUS.parent, False),
-])
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        (None, None, False),
+        (None, "x", False),
+        ("x", None, False),
+        (SAMPLE_CORPUS, SAMPLE_CORPUS, True),
+        (SAMPLE_CORPUS, str(SAMPLE_CORPUS / ".." / "sample_corpus"), True),
+        (SAMPLE_CORPUS, SAMPLE_CORPUS.parent, False),
+    ],
+)
 def test_same_path(a, b, same):
     assert same_path(a, b) is same
 
@@ -58,7 +67,9 @@ def test_eval_set_files_repo_first_then_shared_each_sorted(tmp_path):
 
 def test_eval_set_files_without_shared_or_anything(tmp_path):
     write(tmp_path / "repo" / "eval_sets" / "only.yaml")
-    assert [f.label for f in eval_set_files(repo_root=tmp_path / "repo", shared_dir=tmp_path / "absent")] == ["eval_sets/only.yaml"]
+    assert [f.label for f in eval_set_files(repo_root=tmp_path / "repo", shared_dir=tmp_path / "absent")] == [
+        "eval_sets/only.yaml"
+    ]
     assert eval_set_files(repo_root=tmp_path / "none", shared_dir=tmp_path / "absent") == []
 
 
@@ -70,16 +81,19 @@ def test_eval_set_files_of_this_repo():
 
 # --- preferred_eval_set ------------------------------------------------------------------------------
 # Each file: (corpus it names, relative to the eval_sets folder; has an answerable case) or "broken".
-@pytest.mark.parametrize("files, index", [
-    ([], 0),
-    ([("../other", True), ("../target", False), ("../target", True)], 2),  # first for the corpus with an answer
-    ([("../target", False), ("../other", True)], 0),  # only an unanswerable set fits: still the one for it
-    ([("../other", True), ("../target", False)], 1),
-    ([("../other", True), "broken", ("../target", True)], 2),  # an unreadable file is passed over
-    ([("../other", True), ("../other", False)], 0),  # none fits: the first
-    ([(None, True), ("../target/", True)], 1),  # a set that names no corpus fits none
-    ([("../target/../target", False), ("../target", False)], 0),
-])
+@pytest.mark.parametrize(
+    "files, index",
+    [
+        ([], 0),
+        ([("../other", True), ("../target", False), ("../target", True)], 2),  # first for the corpus with an answer
+        ([("../target", False), ("../other", True)], 0),  # only an unanswerable set fits: still the one for it
+        ([("../other", True), ("../target", False)], 1),
+        ([("../other", True), "broken", ("../target", True)], 2),  # an unreadable file is passed over
+        ([("../other", True), ("../other", False)], 0),  # none fits: the first
+        ([(None, True), ("../target/", True)], 1),  # a set that names no corpus fits none
+        ([("../target/../target", False), ("../target", False)], 0),
+    ],
+)
 def test_preferred_eval_set(tmp_path, files, index):
     folder = tmp_path / "eval_sets"
     listed = []
@@ -93,8 +107,10 @@ def test_preferred_eval_set(tmp_path, files, index):
 def test_preferred_eval_set_by_expected_ids(tmp_path):
     """A set naming the corpus by another path still fits when the corpus has every entry it expects."""
     folder = tmp_path / "eval_sets"
-    listed = [EvalSetFile("eval_sets/0.yaml", write(folder / "0.yaml", eval_yaml("../elsewhere", answerable=True))),
-              EvalSetFile("eval_sets/1.yaml", write(folder / "1.yaml", eval_yaml("../elsewhere", answerable=True)))]
+    listed = [
+        EvalSetFile("eval_sets/0.yaml", write(folder / "0.yaml", eval_yaml("../elsewhere", answerable=True))),
+        EvalSetFile("eval_sets/1.yaml", write(folder / "1.yaml", eval_yaml("../elsewhere", answerable=True))),
+    ]
     (tmp_path / "target").mkdir()
     assert preferred_eval_set(listed, tmp_path / "target", known_ids=["x/Other"]) == 0  # none fits: the first
     listed[0] = EvalSetFile("eval_sets/0.yaml", write(folder / "0.yaml", eval_yaml("../elsewhere", answerable=False)))
@@ -108,7 +124,8 @@ def test_preferred_eval_set_of_the_real_files():
     # the unanswerable runbooks set sorts first ('-' < '.'), but the one with right answers is preferred
     labels = [f.label for f in files]
     assert labels.index("shared/eval_sets/runbooks-alert-summaries-unanswerable.yaml") < labels.index(
-        "shared/eval_sets/runbooks-alert-summaries.yaml")
+        "shared/eval_sets/runbooks-alert-summaries.yaml"
+    )
     assert files[preferred_eval_set(files, RUNBOOKS)].label == "shared/eval_sets/runbooks-alert-summaries.yaml"
 
 
@@ -141,8 +158,14 @@ def test_extras_are_deduplicated_skipped_when_missing_and_get_unique_labels(base
     (tmp_path / "a" / "runbooks").mkdir(parents=True)
     (tmp_path / "b" / "runbooks").mkdir(parents=True)
     (tmp_path / "c" / "sample_corpus").mkdir(parents=True)
-    extra = [tmp_path / "a" / "runbooks", tmp_path / "gone", shared / "corpora" / "runbooks",
-             str(tmp_path / "b" / "runbooks"), tmp_path / "c" / "sample_corpus", tmp_path / "a" / "x" / ".." / "runbooks"]
+    extra = [
+        tmp_path / "a" / "runbooks",
+        tmp_path / "gone",
+        shared / "corpora" / "runbooks",
+        str(tmp_path / "b" / "runbooks"),
+        tmp_path / "c" / "sample_corpus",
+        tmp_path / "a" / "x" / ".." / "runbooks",
+    ]
     got = known_corpora(base_settings, shared_dir=shared, extra=extra)
     assert [(c.label, c.path) for c in got] == [
         ("sample_corpus", SAMPLE_CORPUS.resolve()),
@@ -152,8 +175,13 @@ def test_extras_are_deduplicated_skipped_when_missing_and_get_unique_labels(base
         ("sample_corpus-2", (tmp_path / "c" / "sample_corpus").resolve()),
     ]
     # each in its own collection: same-named folders must not share (and overwrite) one
-    assert [c.collection for c in got] == [base_settings.collection, "Kb_runbooks", "Kb_runbooks_2", "Kb_runbooks_3",
-                                           f"{base_settings.collection}_2"]
+    assert [c.collection for c in got] == [
+        base_settings.collection,
+        "Kb_runbooks",
+        "Kb_runbooks_2",
+        "Kb_runbooks_3",
+        f"{base_settings.collection}_2",
+    ]
 
 
 def test_the_configured_corpus_keeps_its_collection_over_a_same_named_folder(base_settings, tmp_path):
@@ -162,8 +190,10 @@ def test_the_configured_corpus_keeps_its_collection_over_a_same_named_folder(bas
     settings = base_settings.with_(corpus_dir=mine)
     assert settings.collection == collection_for(SAMPLE_CORPUS)
     got = known_corpora(settings, shared_dir=tmp_path / "no-shared")
-    assert got == [CorpusChoice("sample_corpus", mine.resolve(), settings.collection),
-                   CorpusChoice("sample_corpus-2", SAMPLE_CORPUS.resolve(), f"{settings.collection}_2")]
+    assert got == [
+        CorpusChoice("sample_corpus", mine.resolve(), settings.collection),
+        CorpusChoice("sample_corpus-2", SAMPLE_CORPUS.resolve(), f"{settings.collection}_2"),
+    ]
 
 
 def test_known_corpora_with_the_real_shared_folder(base_settings):

@@ -19,8 +19,11 @@ def test_sections_split_before_every_heading():
 def test_chunks_of_a_sectioned_entry(embedder):
     e = Entry("k/KubePodCrashLooping", "Kube Pod Crash Looping", "k", "## Meaning\nPod restarts.\n\n## Impact\nOutage.")
     chunks = chunk_entry(e, embedder.tokenizer, embedder.max_tokens)
-    assert [c.text for c in chunks] == ["Kube Pod Crash Looping", "Kube Pod Crash Looping\n## Meaning\nPod restarts.",
-                                        "Kube Pod Crash Looping\n## Impact\nOutage."]
+    assert [c.text for c in chunks] == [
+        "Kube Pod Crash Looping",
+        "Kube Pod Crash Looping\n## Meaning\nPod restarts.",
+        "Kube Pod Crash Looping\n## Impact\nOutage.",
+    ]
     assert [(c.index, c.count, c.card) for c in chunks] == [(0, 3, True), (1, 3, False), (2, 3, False)]
 
 

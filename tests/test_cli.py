@@ -17,8 +17,9 @@ from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port, needs_shared
 def cli(*args, env=None, timeout=300):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture

@@ -80,29 +80,35 @@ def test_zero_domain_query_is_not_filtered(services, settings):
     assert cmp.filtered == cmp.unfiltered and cmp.removed == cmp.let_in == []
 
 
-@pytest.mark.parametrize("ranking, expected, rr", [
-    ([], {"a": 1}, 0.0),
-    (["a", "b"], {}, 0.0),
-    (["a", "b", "c"], {"a": 1}, 1.0),
-    (["x", "a", "b"], {"a": 1, "b": 1}, 0.5),
-    (["x", "y", "z", "b"], {"a": 1, "b": 2}, 0.25),
-    (["a", "b", "c"], {"a": 0, "c": 3}, 1 / 3),  # grade 0 is not relevant
-    (["x", "y"], {"a": 1}, 0.0),
-])
+@pytest.mark.parametrize(
+    "ranking, expected, rr",
+    [
+        ([], {"a": 1}, 0.0),
+        (["a", "b"], {}, 0.0),
+        (["a", "b", "c"], {"a": 1}, 1.0),
+        (["x", "a", "b"], {"a": 1, "b": 1}, 0.5),
+        (["x", "y", "z", "b"], {"a": 1, "b": 2}, 0.25),
+        (["a", "b", "c"], {"a": 0, "c": 3}, 1 / 3),  # grade 0 is not relevant
+        (["x", "y"], {"a": 1}, 0.0),
+    ],
+)
 def test_reciprocal_rank(ranking, expected, rr):
     assert reciprocal_rank(ranking, expected) == pytest.approx(rr)
 
 
-@pytest.mark.parametrize("category, rr_u, rr_f, verdict", [
-    (None, 0.0, 1.0, "not applied"),  # rr values cannot matter when the filter did not apply
-    (None, 0.5, 0.5, "not applied"),
-    ("kubernetes", 0.5, 1.0, "helped"),
-    ("kubernetes", 0.0, 0.2, "helped"),
-    ("kubernetes", 1.0, 0.0, "hurt"),
-    ("kubernetes", 0.5, 1 / 3, "hurt"),
-    ("kubernetes", 0.5, 0.5, "no change"),
-    ("kubernetes", 0.0, 0.0, "no change"),
-])
+@pytest.mark.parametrize(
+    "category, rr_u, rr_f, verdict",
+    [
+        (None, 0.0, 1.0, "not applied"),  # rr values cannot matter when the filter did not apply
+        (None, 0.5, 0.5, "not applied"),
+        ("kubernetes", 0.5, 1.0, "helped"),
+        ("kubernetes", 0.0, 0.2, "helped"),
+        ("kubernetes", 1.0, 0.0, "hurt"),
+        ("kubernetes", 0.5, 1 / 3, "hurt"),
+        ("kubernetes", 0.5, 0.5, "no change"),
+        ("kubernetes", 0.0, 0.0, "no change"),
+    ],
+)
 def test_case_filter_delta_verdict(category, rr_u, rr_f, verdict):
     delta = CaseFilterDelta("c1", "q", "kubernetes", category, rr_u, rr_f)
     assert delta.verdict == verdict
@@ -116,8 +122,10 @@ def test_compare_filter_on_the_sample_alerts(services, settings, tmp_path):
     answerable = [c for c in eval_set.cases if c.answerable]
     # one case without a right answer, which must be left out
     extra = tmp_path / "mixed.yaml"
-    extra.write_text(ALERTS.read_text(encoding="utf-8") + "  - id: NoAnswer\n    query: Kafka partitions under-replicated\n"
-                     "    expected: []\n", encoding="utf-8")
+    extra.write_text(
+        ALERTS.read_text(encoding="utf-8") + "  - id: NoAnswer\n    query: Kafka partitions under-replicated\n    expected: []\n",
+        encoding="utf-8",
+    )
     mixed = load_eval_set(extra)
     assert len(mixed.cases) == len(answerable) + 1
     calls = []
@@ -139,8 +147,10 @@ def test_compare_filter_on_the_sample_alerts(services, settings, tmp_path):
     case = eval_set.case("PodCrashLoopBackOff")
     one = compare_filter(case.query, services, settings)
     d = next(x for x in deltas if x.case_id == case.id)
-    assert (d.rr_unfiltered, d.rr_filtered) == (reciprocal_rank(ids(one.unfiltered), case.expected),
-                                                reciprocal_rank(ids(one.filtered), case.expected))
+    assert (d.rr_unfiltered, d.rr_filtered) == (
+        reciprocal_rank(ids(one.unfiltered), case.expected),
+        reciprocal_rank(ids(one.filtered), case.expected),
+    )
     assert d.category == "kubernetes" and d.rr_filtered == 1.0
 
 

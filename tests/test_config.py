@@ -1,4 +1,3 @@
-from pathlib import Path
 
 import pytest
 
@@ -9,8 +8,10 @@ from retrieval.errors import ConfigError
 def test_env_overrides_yaml_and_defaults(tmp_path):
     cfg = tmp_path / "lookup.yaml"
     cfg.write_text("top_k: 7\ncollection: FromYaml\nl1_enabled: true\n")
-    s = load_settings(config_file=cfg, env={"LOOKUP_COLLECTION": "FromEnv", "LOOKUP_L1_ENABLED": "false",
-                                            "LOOKUP_DB_PATH": str(tmp_path / "x.duckdb")})
+    s = load_settings(
+        config_file=cfg,
+        env={"LOOKUP_COLLECTION": "FromEnv", "LOOKUP_L1_ENABLED": "false", "LOOKUP_DB_PATH": str(tmp_path / "x.duckdb")},
+    )
     assert (s.top_k, s.collection, s.l1_enabled) == (7, "FromEnv", False)
     assert s.invocation_db == tmp_path / "x.duckdb"
 
@@ -56,8 +57,9 @@ def test_api_key_is_not_in_repr():
     assert "sekret-123" not in repr(s)
 
 
-@pytest.mark.parametrize("value, read_only", [("true", True), ("1", True), ("yes", True), ("false", False),
-                                              ("off", False), ("", None)])
+@pytest.mark.parametrize(
+    "value, read_only", [("true", True), ("1", True), ("yes", True), ("false", False), ("off", False), ("", None)]
+)
 def test_read_only_setting(value, read_only, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert load_settings(env={"LOOKUP_READ_ONLY": value}).read_only is read_only

@@ -1,5 +1,4 @@
 import ast
-from pathlib import Path
 
 from retrieval.config import REPO_ROOT
 
@@ -9,7 +8,13 @@ def test_retrieval_never_imports_streamlit():
     for path in sorted((REPO_ROOT / "retrieval").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(n == "streamlit" or n.startswith("streamlit.") for n in names):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
     assert offenders == []

@@ -3,7 +3,7 @@ import pytest
 from retrieval.corpus import load_corpus, parse_entry
 from retrieval.errors import CorpusError
 
-from .conftest import SAMPLE_CORPUS, needs_shared, RUNBOOKS
+from .conftest import RUNBOOKS, SAMPLE_CORPUS, needs_shared
 
 
 def write(root, rel, content):
@@ -23,7 +23,11 @@ def test_sample_corpus_is_rich():
 
 
 def test_entry_ids_domains_and_fields(tmp_path):
-    write(tmp_path, "kubernetes/KubePodCrashLooping.md", "---\ntitle: Pod crash looping\nkeywords: [crashloop]\ntags: restart, backoff\naliases: [KPCL]\nentities: [kubelet]\n---\nBody text.")
+    write(
+        tmp_path,
+        "kubernetes/KubePodCrashLooping.md",
+        "---\ntitle: Pod crash looping\nkeywords: [crashloop]\ntags: restart, backoff\naliases: [KPCL]\nentities: [kubelet]\n---\nBody text.",
+    )
     write(tmp_path, "databases/pg/Lag.md", "---\ntitle: Lag\ncategory: postgres\n---\nBody.")
     write(tmp_path, "Top.md", "---\ntitle: Top level\n---\nBody.")
     corpus = load_corpus(tmp_path)

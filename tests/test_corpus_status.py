@@ -22,27 +22,33 @@ ENTRY = Entry("db/Lag", "Replica lag", "databases", "The standby falls behind.",
 HASH = stored_hash(ENTRY)
 
 
-@pytest.mark.parametrize("state, expected", [
-    (None, "unknown"),  # L1 unreachable
-    ({}, "missing"),
-    ({"db/Other": (HASH, 1, 1)}, "missing"),
-    ({"db/Lag": (HASH, 3, 3)}, "indexed"),
-    ({"db/Lag": (HASH, 2, 3)}, "partial"),
-    ({"db/Lag": (HASH, 0, 3)}, "partial"),
-    ({"db/Lag": ("0123456789abcdef", 3, 3)}, "stale"),
-    ({"db/Lag": ("mixed", 1, 3)}, "stale"),  # chunks of two versions
-])
+@pytest.mark.parametrize(
+    "state, expected",
+    [
+        (None, "unknown"),  # L1 unreachable
+        ({}, "missing"),
+        ({"db/Other": (HASH, 1, 1)}, "missing"),
+        ({"db/Lag": (HASH, 3, 3)}, "indexed"),
+        ({"db/Lag": (HASH, 2, 3)}, "partial"),
+        ({"db/Lag": (HASH, 0, 3)}, "partial"),
+        ({"db/Lag": ("0123456789abcdef", 3, 3)}, "stale"),
+        ({"db/Lag": ("mixed", 1, 3)}, "stale"),  # chunks of two versions
+    ],
+)
 def test_index_state(state, expected):
     assert index_state(ENTRY, state) == expected
     assert expected in INDEX_STATES
 
 
-@pytest.mark.parametrize("state, expected", [
-    (None, []),
-    ({}, []),
-    ({"db/Lag": (HASH, 1, 1)}, []),
-    ({"z/Gone": ("h", 1, 1), "db/Lag": (HASH, 1, 1), "a/Gone": ("h", 2, 2)}, ["a/Gone", "z/Gone"]),
-])
+@pytest.mark.parametrize(
+    "state, expected",
+    [
+        (None, []),
+        ({}, []),
+        ({"db/Lag": (HASH, 1, 1)}, []),
+        ({"z/Gone": ("h", 1, 1), "db/Lag": (HASH, 1, 1), "a/Gone": ("h", 2, 2)}, ["a/Gone", "z/Gone"]),
+    ],
+)
 def test_orphans(state, expected):
     assert orphans(Corpus("x", (ENTRY,)), state) == expected
 
@@ -50,15 +56,20 @@ def test_orphans(state, expected):
 def test_the_indexed_sample_corpus(sample_store, sample_corpus, embedder):
     l0 = L0Index(sample_corpus.entries)
     state = sample_store.indexed_state()
-    statuses = entry_statuses(sample_corpus, l0, tokenizer=embedder.tokenizer, max_tokens=embedder.max_tokens,
-                              indexed_state=state)
+    statuses = entry_statuses(
+        sample_corpus, l0, tokenizer=embedder.tokenizer, max_tokens=embedder.max_tokens, indexed_state=state
+    )
     assert [s.entry_id for s in statuses] == [e.entry_id for e in sample_corpus.entries]
     assert {s.indexed for s in statuses} == {"indexed"}
     assert orphans(sample_corpus, state) == []
     for status, entry in zip(statuses, sample_corpus.entries):
         assert status.chunks == state[entry.entry_id][2]  # the same chunking the ingest did
         assert (status.title, status.domain, status.keywords, status.entities) == (
-            entry.title, entry.domain, entry.keywords, entry.entities)
+            entry.title,
+            entry.domain,
+            entry.keywords,
+            entry.entities,
+        )
         assert status.frontmatter == entry.metadata and status.frontmatter["title"] == entry.title
         assert list(status.index_terms) == l0.index_terms(entry.entry_id) and status.index_terms
     vault = next(s for s in statuses if s.entry_id == "security/VaultSealed")
@@ -74,7 +85,8 @@ def test_edited_corpus_on_disk(sample_store, tmp_path):
     vault.write_text(vault.read_text(encoding="utf-8") + "\n\nAlso check the auto-unseal KMS key.\n", encoding="utf-8")
     (root / "quantum").mkdir()
     (root / "quantum" / "QubitDecoherence.md").write_text(
-        "---\ntitle: Qubit decoherence alarm\nkeywords: [qubit decoherence]\n---\nCryostat temperature rose.\n", encoding="utf-8")
+        "---\ntitle: Qubit decoherence alarm\nkeywords: [qubit decoherence]\n---\nCryostat temperature rose.\n", encoding="utf-8"
+    )
     (root / "databases" / "RedisMemoryEvictions.md").unlink()
     corpus = load_corpus(root)
     state = sample_store.indexed_state()
@@ -82,7 +94,9 @@ def test_edited_corpus_on_disk(sample_store, tmp_path):
     assert statuses["security/VaultSealed"].indexed == "stale"
     assert statuses["quantum/QubitDecoherence"].indexed == "missing"
     assert statuses["quantum/QubitDecoherence"].domain == "quantum"  # from the folder
-    assert {s.indexed for k, s in statuses.items() if k not in ("security/VaultSealed", "quantum/QubitDecoherence")} == {"indexed"}
+    assert {s.indexed for k, s in statuses.items() if k not in ("security/VaultSealed", "quantum/QubitDecoherence")} == {
+        "indexed"
+    }
     assert len(statuses) == 48 and "databases/RedisMemoryEvictions" not in statuses
     assert orphans(corpus, state) == ["databases/RedisMemoryEvictions"]
     assert {s.chunks for s in statuses.values()} == {None}  # no tokenizer given
@@ -99,11 +113,16 @@ def test_partial_when_a_chunk_is_lost(weaviate_client, embedder, sample_corpus):
         store.ingest(corpus, embedder)
         chunks = len(chunk_entry(entry, embedder.tokenizer, embedder.max_tokens))
         assert chunks > 1
-        store.collection.data.delete_many(where=Filter.by_property("entry_id").equal(entry.entry_id)
-                                          & Filter.by_property("chunk_index").equal(chunks - 1))
+        store.collection.data.delete_many(
+            where=Filter.by_property("entry_id").equal(entry.entry_id) & Filter.by_property("chunk_index").equal(chunks - 1)
+        )
         state = store.indexed_state()
-        got = {s.entry_id: (s.indexed, s.chunks) for s in entry_statuses(
-            corpus, L0Index(corpus.entries), tokenizer=embedder.tokenizer, max_tokens=embedder.max_tokens, indexed_state=state)}
+        got = {
+            s.entry_id: (s.indexed, s.chunks)
+            for s in entry_statuses(
+                corpus, L0Index(corpus.entries), tokenizer=embedder.tokenizer, max_tokens=embedder.max_tokens, indexed_state=state
+            )
+        }
         assert got[entry.entry_id] == ("partial", chunks)
         assert got[other.entry_id][0] == "indexed"
         # a changed entry with a chunk missing counts as stale: the next ingest redoes it either way

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
 
 from retrieval.corpus import load_corpus
 from retrieval.dashboard import (
-    SAMPLE_CALLS, STAGES, InvocationFilter, details_for, export_frame, filter_options, load_dashboard, pick_bucket,
+    SAMPLE_CALLS,
+    STAGES,
+    InvocationFilter,
+    details_for,
+    export_frame,
+    filter_options,
+    load_dashboard,
+    pick_bucket,
 )
 from retrieval.hints import L0Index
 from retrieval.invocations import COLUMNS, TOOL_NAME, InvocationRecord, InvocationStore
@@ -21,7 +28,7 @@ from retrieval.lookup import LookupServices, lookup_knowledge, to_record
 
 from .conftest import SAMPLE_CORPUS
 
-UTC = timezone.utc
+UTC = UTC
 PLUS_ONE = timezone(timedelta(hours=1))
 TS = "created_at >= CAST(? AS TIMESTAMPTZ)"
 TU = "created_at < CAST(? AS TIMESTAMPTZ)"
@@ -29,39 +36,58 @@ TEXT = "contains(lower(input), lower(?))"
 
 
 # --- InvocationFilter.where(): inputs -> (where_sql, params) -----------------------------------------
-@pytest.mark.parametrize("flt, sql, params", [
-    (InvocationFilter(), "TRUE", []),
-    (InvocationFilter(since=datetime(2024, 3, 1, 12)), TS, ["2024-03-01T12:00:00+00:00"]),  # naive = UTC
-    (InvocationFilter(until=datetime(2024, 3, 3, 0, 0, tzinfo=PLUS_ONE)), TU, ["2024-03-03T00:00:00+01:00"]),
-    (InvocationFilter(since=datetime(2024, 3, 1, tzinfo=UTC), until=datetime(2024, 3, 2, tzinfo=UTC)),
-     f"{TS} AND {TU}", ["2024-03-01T00:00:00+00:00", "2024-03-02T00:00:00+00:00"]),
-    (InvocationFilter(layers=("L0",)), "layer IN (?)", ["L0"]),
-    (InvocationFilter(layers=("L0", "L1")), "layer IN (?, ?)", ["L0", "L1"]),
-    (InvocationFilter(domains=("storage", "security")), "domain IN (?, ?)", ["storage", "security"]),
-    (InvocationFilter(statuses=("empty",)), "status IN (?)", ["empty"]),
-    (InvocationFilter(session_tags=("ci", "manual")), "session_tag IN (?, ?)", ["ci", "manual"]),
-    (InvocationFilter(fallback_only=True), "fallback", []),
-    (InvocationFilter(text="  Disk "), TEXT, ["Disk"]),
-    (InvocationFilter(text="   "), "TRUE", []),
-    (InvocationFilter(text="100%"), TEXT, ["100%"]),
-    (InvocationFilter(since=datetime(2024, 1, 1), layers=("L0",), domains=("d",), statuses=("ok",),
-                      session_tags=("s",), fallback_only=True, text="x", until=datetime(2024, 2, 1)),
-     f"{TS} AND {TU} AND layer IN (?) AND domain IN (?) AND status IN (?) AND session_tag IN (?) AND fallback AND {TEXT}",
-     ["2024-01-01T00:00:00+00:00", "2024-02-01T00:00:00+00:00", "L0", "d", "ok", "s", "x"]),
-])
+@pytest.mark.parametrize(
+    "flt, sql, params",
+    [
+        (InvocationFilter(), "TRUE", []),
+        (InvocationFilter(since=datetime(2024, 3, 1, 12)), TS, ["2024-03-01T12:00:00+00:00"]),  # naive = UTC
+        (InvocationFilter(until=datetime(2024, 3, 3, 0, 0, tzinfo=PLUS_ONE)), TU, ["2024-03-03T00:00:00+01:00"]),
+        (
+            InvocationFilter(since=datetime(2024, 3, 1, tzinfo=UTC), until=datetime(2024, 3, 2, tzinfo=UTC)),
+            f"{TS} AND {TU}",
+            ["2024-03-01T00:00:00+00:00", "2024-03-02T00:00:00+00:00"],
+        ),
+        (InvocationFilter(layers=("L0",)), "layer IN (?)", ["L0"]),
+        (InvocationFilter(layers=("L0", "L1")), "layer IN (?, ?)", ["L0", "L1"]),
+        (InvocationFilter(domains=("storage", "security")), "domain IN (?, ?)", ["storage", "security"]),
+        (InvocationFilter(statuses=("empty",)), "status IN (?)", ["empty"]),
+        (InvocationFilter(session_tags=("ci", "manual")), "session_tag IN (?, ?)", ["ci", "manual"]),
+        (InvocationFilter(fallback_only=True), "fallback", []),
+        (InvocationFilter(text="  Disk "), TEXT, ["Disk"]),
+        (InvocationFilter(text="   "), "TRUE", []),
+        (InvocationFilter(text="100%"), TEXT, ["100%"]),
+        (
+            InvocationFilter(
+                since=datetime(2024, 1, 1),
+                layers=("L0",),
+                domains=("d",),
+                statuses=("ok",),
+                session_tags=("s",),
+                fallback_only=True,
+                text="x",
+                until=datetime(2024, 2, 1),
+            ),
+            f"{TS} AND {TU} AND layer IN (?) AND domain IN (?) AND status IN (?) AND session_tag IN (?) AND fallback AND {TEXT}",
+            ["2024-01-01T00:00:00+00:00", "2024-02-01T00:00:00+00:00", "L0", "d", "ok", "s", "x"],
+        ),
+    ],
+)
 def test_where(flt, sql, params):
     assert flt.where() == (sql, params)
 
 
-@pytest.mark.parametrize("span, bucket", [
-    (None, "hour"),
-    (timedelta(0), "minute"),
-    (timedelta(hours=3), "minute"),
-    (timedelta(hours=3, seconds=1), "hour"),
-    (timedelta(days=7), "hour"),
-    (timedelta(days=7, seconds=1), "day"),
-    (timedelta(days=90), "day"),
-])
+@pytest.mark.parametrize(
+    "span, bucket",
+    [
+        (None, "hour"),
+        (timedelta(0), "minute"),
+        (timedelta(hours=3), "minute"),
+        (timedelta(hours=3, seconds=1), "hour"),
+        (timedelta(days=7), "hour"),
+        (timedelta(days=7, seconds=1), "day"),
+        (timedelta(days=90), "day"),
+    ],
+)
 def test_pick_bucket(span, bucket):
     first = datetime(2024, 3, 1, tzinfo=UTC)
     assert pick_bucket(first, None if span is None else first + span) == bucket
@@ -70,30 +96,112 @@ def test_pick_bucket(span, bucket):
 
 
 # --- a real file of hand-made rows --------------------------------------------------------------------
-def _row(rid, created_at, text, *, layer, status="ok", domain, session, fallback, l1_status="ok", error=None,
-         latency, timings, keywords=()):
-    details = {"layer": layer, "fallback": fallback, "timings_ms": timings,
-               "l0": {"matched_keywords": [{"term": t, "field": f, "weight": 1.0} for t, f in keywords]}}
-    return InvocationRecord(rid, created_at, TOOL_NAME, text, status, layer, latency, {"results": []}, details, error,
-                            session, domain, l1_status, fallback, None)
+def _row(
+    rid,
+    created_at,
+    text,
+    *,
+    layer,
+    status="ok",
+    domain,
+    session,
+    fallback,
+    l1_status="ok",
+    error=None,
+    latency,
+    timings,
+    keywords=(),
+):
+    details = {
+        "layer": layer,
+        "fallback": fallback,
+        "timings_ms": timings,
+        "l0": {"matched_keywords": [{"term": t, "field": f, "weight": 1.0} for t, f in keywords]},
+    }
+    return InvocationRecord(
+        rid,
+        created_at,
+        TOOL_NAME,
+        text,
+        status,
+        layer,
+        latency,
+        {"results": []},
+        details,
+        error,
+        session,
+        domain,
+        l1_status,
+        fallback,
+        None,
+    )
 
 
 ROWS = [
-    _row("a", "2024-03-01T09:00:00+00:00", "Pod keeps restarting", layer="L0+L1", domain="kubernetes", session="ci",
-         fallback=False, latency=10.0, timings={"l0": 1.0, "embed": 3.0, "l1": 5.0, "fuse": 0.5, "total": 99.0},
-         keywords=[("pod", "keyword"), ("restarting", "title")]),
-    _row("b", "2024-03-01T09:30:00+00:00", "Disk 100% full on /var", layer="L0", domain="storage", session="ci",
-         fallback=True, l1_status="failed", error="timed out", latency=20.0, timings={"l0": 2.0, "fuse": 0.5},
-         keywords=[("disk", "keyword")]),
-    _row("c", "2024-03-02T10:00:00+00:00", "disk_usage high", layer="L1", domain=None, session="manual",
-         fallback=False, latency=30.0, timings={"l0": 3.0, "embed": 5.0, "l1": 7.0, "fuse": 1.5},
-         keywords=[("disk", "keyword")]),
+    _row(
+        "a",
+        "2024-03-01T09:00:00+00:00",
+        "Pod keeps restarting",
+        layer="L0+L1",
+        domain="kubernetes",
+        session="ci",
+        fallback=False,
+        latency=10.0,
+        timings={"l0": 1.0, "embed": 3.0, "l1": 5.0, "fuse": 0.5, "total": 99.0},
+        keywords=[("pod", "keyword"), ("restarting", "title")],
+    ),
+    _row(
+        "b",
+        "2024-03-01T09:30:00+00:00",
+        "Disk 100% full on /var",
+        layer="L0",
+        domain="storage",
+        session="ci",
+        fallback=True,
+        l1_status="failed",
+        error="timed out",
+        latency=20.0,
+        timings={"l0": 2.0, "fuse": 0.5},
+        keywords=[("disk", "keyword")],
+    ),
+    _row(
+        "c",
+        "2024-03-02T10:00:00+00:00",
+        "disk_usage high",
+        layer="L1",
+        domain=None,
+        session="manual",
+        fallback=False,
+        latency=30.0,
+        timings={"l0": 3.0, "embed": 5.0, "l1": 7.0, "fuse": 1.5},
+        keywords=[("disk", "keyword")],
+    ),
     # 23:00 UTC on 2 March, written with an offset
-    _row("d", "2024-03-03T00:00:00+01:00", "Vault is sealed", layer="L0", domain="security", session="manual",
-         fallback=True, l1_status="empty", latency=40.0, timings={"l0": 4.0, "fuse": 0.5, "l1": "n/a"},
-         keywords=[("vault", "entity"), ("disk", "title")]),
-    _row("e", "2024-03-04T12:00:00+00:00", "nothing here", layer="none", status="empty", domain=None, session="ci",
-         fallback=False, latency=50.0, timings={}),
+    _row(
+        "d",
+        "2024-03-03T00:00:00+01:00",
+        "Vault is sealed",
+        layer="L0",
+        domain="security",
+        session="manual",
+        fallback=True,
+        l1_status="empty",
+        latency=40.0,
+        timings={"l0": 4.0, "fuse": 0.5, "l1": "n/a"},
+        keywords=[("vault", "entity"), ("disk", "title")],
+    ),
+    _row(
+        "e",
+        "2024-03-04T12:00:00+00:00",
+        "nothing here",
+        layer="none",
+        status="empty",
+        domain=None,
+        session="ci",
+        fallback=False,
+        latency=50.0,
+        timings={},
+    ),
 ]
 
 
@@ -107,25 +215,28 @@ def made(tmp_path_factory):
     store.close()
 
 
-@pytest.mark.parametrize("flt, ids", [
-    (InvocationFilter(), "abcde"),
-    (InvocationFilter(since=datetime(2024, 3, 2)), "cde"),
-    (InvocationFilter(since=datetime(2024, 3, 3, 0, 0, tzinfo=PLUS_ONE)), "de"),  # since is inclusive
-    (InvocationFilter(until=datetime(2024, 3, 2, 23, 0)), "abc"),  # until is exclusive
-    (InvocationFilter(since=datetime(2024, 3, 1, 9, 30), until=datetime(2024, 3, 2, 10, 0, 1)), "bc"),
-    (InvocationFilter(layers=("L0",)), "bd"),
-    (InvocationFilter(layers=("L0", "L1")), "bcd"),
-    (InvocationFilter(domains=("storage", "security")), "bd"),
-    (InvocationFilter(statuses=("empty",)), "e"),
-    (InvocationFilter(session_tags=("manual",)), "cd"),
-    (InvocationFilter(fallback_only=True), "bd"),
-    (InvocationFilter(text="DISK"), "bc"),
-    (InvocationFilter(text="%"), "b"),  # a plain substring: not a LIKE wildcard
-    (InvocationFilter(text="_"), "c"),
-    (InvocationFilter(session_tags=("ci",), fallback_only=True), "b"),
-    (InvocationFilter(layers=("L0",), text="vault"), "d"),
-    (InvocationFilter(domains=("kubernetes",), statuses=("empty",)), ""),
-])
+@pytest.mark.parametrize(
+    "flt, ids",
+    [
+        (InvocationFilter(), "abcde"),
+        (InvocationFilter(since=datetime(2024, 3, 2)), "cde"),
+        (InvocationFilter(since=datetime(2024, 3, 3, 0, 0, tzinfo=PLUS_ONE)), "de"),  # since is inclusive
+        (InvocationFilter(until=datetime(2024, 3, 2, 23, 0)), "abc"),  # until is exclusive
+        (InvocationFilter(since=datetime(2024, 3, 1, 9, 30), until=datetime(2024, 3, 2, 10, 0, 1)), "bc"),
+        (InvocationFilter(layers=("L0",)), "bd"),
+        (InvocationFilter(layers=("L0", "L1")), "bcd"),
+        (InvocationFilter(domains=("storage", "security")), "bd"),
+        (InvocationFilter(statuses=("empty",)), "e"),
+        (InvocationFilter(session_tags=("manual",)), "cd"),
+        (InvocationFilter(fallback_only=True), "bd"),
+        (InvocationFilter(text="DISK"), "bc"),
+        (InvocationFilter(text="%"), "b"),  # a plain substring: not a LIKE wildcard
+        (InvocationFilter(text="_"), "c"),
+        (InvocationFilter(session_tags=("ci",), fallback_only=True), "b"),
+        (InvocationFilter(layers=("L0",), text="vault"), "d"),
+        (InvocationFilter(domains=("kubernetes",), statuses=("empty",)), ""),
+    ],
+)
 def test_filtered_rows_are_exactly_the_expected_ones(made, flt, ids):
     dash = load_dashboard(made, flt)
     assert sorted(dash.rows["id"]) == list(ids)
@@ -149,13 +260,26 @@ def test_frames_of_the_whole_file(made):
     fb = [(b.tz_convert("UTC"), c, f, r) for b, c, f, r in dash.fallback_over_time.itertuples(index=False)]
     assert fb == [(day(1), 2, 1, 0.5), (day(2), 2, 1, 0.5), (day(4), 1, 0, 0.0)]
     assert list(dash.top_domains.itertuples(index=False, name=None)) == [
-        ("(none)", 2), ("kubernetes", 1), ("security", 1), ("storage", 1)]
+        ("(none)", 2),
+        ("kubernetes", 1),
+        ("security", 1),
+        ("storage", 1),
+    ]
     assert list(dash.top_keywords.itertuples(index=False, name=None)) == [
-        ("disk", "keyword", 2), ("disk", "title", 1), ("pod", "keyword", 1), ("restarting", "title", 1), ("vault", "entity", 1)]
+        ("disk", "keyword", 2),
+        ("disk", "title", 1),
+        ("pod", "keyword", 1),
+        ("restarting", "title", 1),
+        ("vault", "entity", 1),
+    ]
     # by hand: l0 [1,2,3,4]; embed [3,5]; l1 [5,7] ("n/a" is skipped); fuse [.5,.5,1.5,.5]; "total" is no stage
     latency = dash.stage_latency.round(6)
     assert list(latency.itertuples(index=False, name=None)) == [
-        ("l0", 4, 2.5, 3.85, 2.5), ("embed", 2, 4.0, 4.9, 4.0), ("l1", 2, 6.0, 6.9, 6.0), ("fuse", 4, 0.5, 1.35, 0.75)]
+        ("l0", 4, 2.5, 3.85, 2.5),
+        ("embed", 2, 4.0, 4.9, 4.0),
+        ("l1", 2, 6.0, 6.9, 6.0),
+        ("fuse", 4, 0.5, 1.35, 0.75),
+    ]
     assert len(dash.stage_samples) == 12 and set(dash.stage_samples["stage"]) == set(STAGES)
 
 
@@ -169,12 +293,20 @@ def test_frames_follow_the_filter(made):
     assert list(dash.top_keywords.itertuples(index=False, name=None)) == [("disk", "keyword", 1), ("pod", "keyword", 1)]
 
 
-@pytest.mark.parametrize("flt", [InvocationFilter(fallback_only=True), InvocationFilter(text="disk"),
-                                 InvocationFilter(layers=("L0",), session_tags=("manual",)), InvocationFilter(text="none")])
+@pytest.mark.parametrize(
+    "flt",
+    [
+        InvocationFilter(fallback_only=True),
+        InvocationFilter(text="disk"),
+        InvocationFilter(layers=("L0",), session_tags=("manual",)),
+        InvocationFilter(text="none"),
+    ],
+)
 def test_top_keywords_count_only_matching_calls(made, flt):
     ids = set(load_dashboard(made, flt).rows["id"])
-    want = Counter(k["term"] + "/" + k["field"] for r in ROWS if r.id in ids
-                   for k in r.retrieval_details["l0"]["matched_keywords"])
+    want = Counter(
+        k["term"] + "/" + k["field"] for r in ROWS if r.id in ids for k in r.retrieval_details["l0"]["matched_keywords"]
+    )
     got = {f"{k}/{f}": n for k, f, n in load_dashboard(made, flt, top_n=50).top_keywords.itertuples(index=False)}
     assert got == dict(want)
 
@@ -200,9 +332,19 @@ def test_stage_samples_are_capped_but_stage_figures_cover_every_call(tmp_path):
     store = InvocationStore(tmp_path / "many.duckdb")
     n = SAMPLE_CALLS + 500
     for i in range(n):
-        store.record(_row(f"r{i:05d}", "2024-03-01T09:00:00+00:00", "q7" if i % 10 == 7 and i % 3 == 0 else "q",
-                          layer="L0", domain=None, session="s",
-                          fallback=False, latency=1.0, timings={"l0": float(i)}))
+        store.record(
+            _row(
+                f"r{i:05d}",
+                "2024-03-01T09:00:00+00:00",
+                "q7" if i % 10 == 7 and i % 3 == 0 else "q",
+                layer="L0",
+                domain=None,
+                session="s",
+                fallback=False,
+                latency=1.0,
+                timings={"l0": float(i)},
+            )
+        )
     dash = load_dashboard(store, InvocationFilter())
     store.close()
     assert dash.total == n
@@ -217,14 +359,23 @@ def test_short_spans_get_minute_buckets(made):
     dash = load_dashboard(made, InvocationFilter(until=datetime(2024, 3, 1, 10)))
     assert dash.bucket == "minute"
     assert [b.tz_convert("UTC") for b in dash.calls_over_time["bucket"]] == [
-        pd.Timestamp("2024-03-01 09:00", tz="UTC"), pd.Timestamp("2024-03-01 09:30", tz="UTC")]
+        pd.Timestamp("2024-03-01 09:00", tz="UTC"),
+        pd.Timestamp("2024-03-01 09:30", tz="UTC"),
+    ]
 
 
 def test_nothing_matches(made):
     dash = load_dashboard(made, InvocationFilter(text="no such words"))
     assert (dash.total, dash.fallbacks, dash.median_latency_ms, dash.fallback_rate, dash.bucket) == (0, 0, None, None, "hour")
-    for frame in (dash.rows, dash.calls_over_time, dash.stage_latency, dash.stage_samples, dash.fallback_over_time,
-                  dash.top_domains, dash.top_keywords):
+    for frame in (
+        dash.rows,
+        dash.calls_over_time,
+        dash.stage_latency,
+        dash.stage_samples,
+        dash.fallback_over_time,
+        dash.top_domains,
+        dash.top_keywords,
+    ):
         assert frame.empty
     assert list(dash.stage_latency.columns) == ["stage", "calls", "p50_ms", "p95_ms", "mean_ms"]
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from retrieval.embedding import Embedder, model_path
+from retrieval.embedding import model_path
 
 
 def test_model_loads_offline_from_the_package(embedder):

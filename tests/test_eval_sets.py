@@ -1,9 +1,9 @@
 import pytest
 
+from retrieval.config import REPO_ROOT
+from retrieval.corpus import load_corpus
 from retrieval.errors import EvalSetError
 from retrieval.eval_sets import load_eval_set
-from retrieval.corpus import load_corpus
-from retrieval.config import REPO_ROOT
 
 from .conftest import RUNBOOKS, RUNBOOKS_EVAL, SAMPLE_CORPUS, needs_shared
 
@@ -67,16 +67,22 @@ def test_missing_file(tmp_path):
         load_eval_set(tmp_path / "nope.yaml")
 
 
-@pytest.mark.parametrize("expected, known, fit", [
-    (["x/A", "x/B"], ["x/A", "x/B", "y/C"], (2, ())),  # every expected entry is there: fits
-    (["x/A", "x/B"], ["x/A"], (2, ("x/B",))),  # one of two missing
-    (["x/A", "x/A"], [], (1, ("x/A",))),  # counted once
-    ([], ["x/A"], (0, ())),  # nothing expected: nothing can be missing
-])
+@pytest.mark.parametrize(
+    "expected, known, fit",
+    [
+        (["x/A", "x/B"], ["x/A", "x/B", "y/C"], (2, ())),  # every expected entry is there: fits
+        (["x/A", "x/B"], ["x/A"], (2, ("x/B",))),  # one of two missing
+        (["x/A", "x/A"], [], (1, ("x/A",))),  # counted once
+        ([], ["x/A"], (0, ())),  # nothing expected: nothing can be missing
+    ],
+)
 def test_corpus_fit_is_decided_by_expected_ids(tmp_path, expected, known, fit):
     from retrieval.eval_sets import corpus_fit
 
-    cases = "".join(f"- id: c{i}\n  query: q\n  expected: [{e}]\n" for i, e in enumerate(expected)) or "- id: c\n  query: q\n  expected: []\n"
+    cases = (
+        "".join(f"- id: c{i}\n  query: q\n  expected: [{e}]\n" for i, e in enumerate(expected))
+        or "- id: c\n  query: q\n  expected: []\n"
+    )
     es = load_eval_set(write(tmp_path, f"name: f\ncorpus: /nowhere/else\ncases:\n{cases}"))
     got = corpus_fit(es, known)
     assert (got.expected, got.missing) == fit

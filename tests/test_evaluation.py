@@ -11,15 +11,15 @@ import sys
 import pytest
 
 from retrieval.config import REPO_ROOT
+from retrieval.errors import EvalSetError
 from retrieval.eval_sets import load_eval_set
 from retrieval.evaluation import CONFIGS, check_gates, parse_threshold, run_eval
-from retrieval.errors import EvalSetError
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices
 from retrieval.report import metrics_text, render_html
 
-from .conftest import RUNBOOKS_EVAL, SAMPLE_CORPUS
+from .conftest import RUNBOOKS_EVAL
 
 
 @pytest.fixture(scope="module")
@@ -125,17 +125,25 @@ def test_html_report_is_self_contained(runbooks_run, tmp_path):
 
 def test_cli_gate_fails_above_and_passes_below(sample_store, base_settings, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update({
-        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
-        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
-        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
-        "LOOKUP_COLLECTION": "TestSample",
-    })
+    env.update(
+        {
+            "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+            "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+            "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
+            "LOOKUP_COLLECTION": "TestSample",
+        }
+    )
     eval_set = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "retrieval", "eval", str(eval_set), "--configs", "l1_unfiltered,lookup", *extra],
-                              cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            [sys.executable, "-m", "retrieval", "eval", str(eval_set), "--configs", "l1_unfiltered,lookup", *extra],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     out = run("--json", "--report", str(tmp_path / "r.html"))
     assert out.returncode == 0, out.stderr
@@ -159,9 +167,17 @@ def test_html_report_opens_in_the_browser(runbooks_run, tmp_path):
     shots = REPO_ROOT / "test-artifacts" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                    args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                                          "--disable-background-networking", "--disable-component-update"])
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-dev-shm-usage",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1600})
             errors = []

@@ -114,8 +114,13 @@ class FaultServer:
     """An embedded Weaviate of the test's own (free ports, tmp data), holding part of the sample corpus."""
 
     def __init__(self, base_settings, tmp_path: Path, name: str, sample_corpus: Corpus, embedder) -> None:
-        self.settings = base_settings.with_(data_dir=tmp_path / name, embedded_port=free_port(),
-                                            embedded_grpc_port=free_port(), collection=name, l1_timeout_s=TIMEOUT_S)
+        self.settings = base_settings.with_(
+            data_dir=tmp_path / name,
+            embedded_port=free_port(),
+            embedded_grpc_port=free_port(),
+            collection=name,
+            l1_timeout_s=TIMEOUT_S,
+        )
         self.clients = []
         self.sample_corpus, self.embedder = sample_corpus, embedder
 
@@ -164,7 +169,7 @@ class FaultServer:
         for client in reversed(self.clients):
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - cleanup
+            except Exception:
                 pass
         stop_servers(self.port)
 
@@ -223,9 +228,11 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
         assert_answered_from_l0(result, rows)
         assert result.l1.status == "failed"
     slowest = max(s for s, _ in timed)
-    print(f"\nlookups answered during a stopped server: {len(timed)} / {len(timed)} "
-          f"(all L0, l1 failed; slowest {slowest:.2f} s, then {sorted(s for s, _ in timed)[-2]:.3f} s; "
-          f"error: {timed[-1][1].l1.error})")
+    print(
+        f"\nlookups answered during a stopped server: {len(timed)} / {len(timed)} "
+        f"(all L0, l1 failed; slowest {slowest:.2f} s, then {sorted(s for s, _ in timed)[-2]:.3f} s; "
+        f"error: {timed[-1][1].l1.error})"
+    )
     assert slowest < BOUND_S, f"a lookup took {slowest:.1f} s with the server down (time-out {TIMEOUT_S} s)"
 
     # Back without restarting anything of ours: the app's connection check (client.is_live()) makes the
@@ -236,8 +243,10 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
     assert early.results and early.layer in ("L0", "L0+L1")
     wait_until(client.is_ready, 60, "the restarted server is ready")
     back = [lookup_knowledge(q, services, server.settings) for q in queries[:5]]
-    print(f"after the server is back: {sum(r.layer == 'L0+L1' for r in back)} / {len(back)} lookups L0+L1 on the same "
-          f"client (one right after the restart, before it was ready: {early.layer}, l1 {early.l1.status})")
+    print(
+        f"after the server is back: {sum(r.layer == 'L0+L1' for r in back)} / {len(back)} lookups L0+L1 on the same "
+        f"client (one right after the restart, before it was ready: {early.layer}, l1 {early.l1.status})"
+    )
     assert all(r.l1.status == "ok" and r.layer == "L0+L1" for r in back)
 
 
@@ -256,7 +265,7 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
             start = time.monotonic()
             try:
                 result = lookup_knowledge(queries[i % len(queries)], services, server.settings)
-            except BaseException as exc:  # noqa: BLE001 - counted and reported
+            except BaseException as exc:
                 errors.append(exc)
                 return
             done.append((start, time.monotonic(), result))
@@ -285,9 +294,11 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
         assert_answered_from_l0(result, rows)
     slowest = max(d for d, _ in after)
     answered = sum(bool(r.results) for r in flying) + sum(bool(r.results) for _, r in after)
-    print(f"\nlookups answered during SIGKILL of the server: {answered} / {len(flying) + len(after)} "
-          f"({len(flying)} in flight at the kill, {len(after)} after it, from 4 threads; "
-          f"slowest after the kill {slowest:.2f} s; {len(before)} answered L0+L1 before it)")
+    print(
+        f"\nlookups answered during SIGKILL of the server: {answered} / {len(flying) + len(after)} "
+        f"({len(flying)} in flight at the kill, {len(after)} after it, from 4 threads; "
+        f"slowest after the kill {slowest:.2f} s; {len(before)} answered L0+L1 before it)"
+    )
     assert len(after) >= 8 and slowest < BOUND_S
 
     # Back: the app's connection check restarts the embedded server. A SIGKILLed Weaviate 1.38 may lose its
@@ -301,10 +312,12 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
     server.ingest(client)
     assert server.report.repaired_index == (lost > 0) and store.missing_vectors() == 0
     back = [lookup_knowledge(q, services, server.settings) for q in queries[:6]]
-    print(f"after SIGKILL and a restart: the vector index had lost {lost} of {sampled} sampled chunks "
-          f"({sum(r.layer == 'L0+L1' for r in between)} / {len(between)} lookups L0+L1 then); ingest "
-          f"{'rebuilt it' if server.report.repaired_index else 'found it whole'}; "
-          f"{sum(r.layer == 'L0+L1' for r in back)} / {len(back)} lookups L0+L1 after")
+    print(
+        f"after SIGKILL and a restart: the vector index had lost {lost} of {sampled} sampled chunks "
+        f"({sum(r.layer == 'L0+L1' for r in between)} / {len(between)} lookups L0+L1 then); ingest "
+        f"{'rebuilt it' if server.report.repaired_index else 'found it whole'}; "
+        f"{sum(r.layer == 'L0+L1' for r in back)} / {len(back)} lookups L0+L1 after"
+    )
     assert all(r.l1.status == "ok" and r.layer == "L0+L1" for r in back)
 
 
@@ -319,8 +332,10 @@ def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embe
     try:
         timed = [timed_lookup(q, services, server.settings) for q in queries[:2]]
         parallel: list = [None] * 4
-        threads = [threading.Thread(target=lambda i=i: parallel.__setitem__(i, timed_lookup(queries[2 + i], services, server.settings)))
-                   for i in range(4)]
+        threads = [
+            threading.Thread(target=lambda i=i: parallel.__setitem__(i, timed_lookup(queries[2 + i], services, server.settings)))
+            for i in range(4)
+        ]
         t0 = time.perf_counter()
         for t in threads:
             t.start()
@@ -335,9 +350,11 @@ def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embe
         assert_answered_from_l0(result, rows)
         assert result.l1.status == "failed" and "timed out" in result.l1.error
     slowest = max(s for s, _ in timed)
-    print(f"\nlookups answered during a frozen server (SIGSTOP): {len(timed)} / {len(timed)} "
-          f"(l1 failed, timed out; each {min(s for s, _ in timed):.2f}-{slowest:.2f} s, 4 in parallel in {wall:.2f} s; "
-          f"time-out {TIMEOUT_S} s)")
+    print(
+        f"\nlookups answered during a frozen server (SIGSTOP): {len(timed)} / {len(timed)} "
+        f"(l1 failed, timed out; each {min(s for s, _ in timed):.2f}-{slowest:.2f} s, 4 in parallel in {wall:.2f} s; "
+        f"time-out {TIMEOUT_S} s)"
+    )
     assert slowest < BOUND_S and wall < BOUND_S
 
     back = [lookup_knowledge(q, services, server.settings) for q in queries[:5]]
@@ -351,9 +368,15 @@ class ServerHelper:
     """tests/helpers/fault_server.py in its own process."""
 
     def __init__(self, data_dir: Path, port: int, grpc_port: int) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(HELPERS / "fault_server.py"), str(data_dir), str(port), str(grpc_port)],
-                                     cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HELPERS / "fault_server.py"), str(data_dir), str(port), str(grpc_port)],
+            cwd=REPO_ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
 
     def expect(self, prefix: str, timeout: float = 120) -> list[str]:
         line = ""
@@ -380,8 +403,9 @@ def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
     """Two real processes. A server's data directory is locked by the process that started it: while that
     process lives and nothing serves the port, a second process is refused with the holder's pid. When
     that process is killed (a crashed run), its orphan server keeps serving and is reused, not doubled."""
-    settings = base_settings.with_(data_dir=tmp_path / "shared", embedded_port=free_port(), embedded_grpc_port=free_port(),
-                                   collection="Orphan")
+    settings = base_settings.with_(
+        data_dir=tmp_path / "shared", embedded_port=free_port(), embedded_grpc_port=free_port(), collection="Orphan"
+    )
     port = settings.embedded_port
     helper = ServerHelper(settings.data_dir, port, settings.embedded_grpc_port)
     try:
@@ -430,8 +454,9 @@ def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
 def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     full.update(env)
-    return subprocess.run([sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.mark.slow
@@ -448,14 +473,23 @@ def test_threads_cli_and_reader_on_one_store(base_settings, sample_store, sample
     recorder.start_background_flush(interval_s=0.2)
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
     stop_file = tmp_path / "stop"
-    reader = subprocess.Popen([sys.executable, str(HELPERS / "fault_reader.py"), str(db), str(stop_file)],
-                              cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, str(HELPERS / "fault_reader.py"), str(db), str(stop_file)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert reader.stdout.readline().strip() == "READY"
 
     # The CLI process runs with L1 off: a CLI lookup then takes ~1.5 s instead of ~10 s (loading the model
     # on 2 busy cores), so more processes take the DuckDB lock while the threads run.
-    cli_env = {"LOOKUP_DB_PATH": str(db), "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS), "LOOKUP_L1_ENABLED": "false",
-               "LOOKUP_SESSION_TAG": "cli"}
+    cli_env = {
+        "LOOKUP_DB_PATH": str(db),
+        "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS),
+        "LOOKUP_L1_ENABLED": "false",
+        "LOOKUP_SESSION_TAG": "cli",
+    }
     cli_ids: list[str] = []
     cli_failures: list[str] = []
     in_process_done = threading.Event()
@@ -479,11 +513,12 @@ def test_threads_cli_and_reader_on_one_store(base_settings, sample_store, sample
         try:
             for i in range(n):
                 q = pool[(t * n + i) % len(pool)]
-                result = lookup_knowledge(f"{q} #{t}.{i}" if fresh else q, services, settings,
-                                          session_tag="fresh" if fresh else "threads")
+                result = lookup_knowledge(
+                    f"{q} #{t}.{i}" if fresh else q, services, settings, session_tag="fresh" if fresh else "threads"
+                )
                 returned[t].append(result.invocation_id)
                 seen_layers[t].append(result.layer)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     def run_threads(n: int, fresh: bool) -> float:
@@ -520,10 +555,12 @@ def test_threads_cli_and_reader_on_one_store(base_settings, sample_store, sample
     frame = check.query("SELECT id, count(*) AS n FROM tool_invocation GROUP BY id")
     found = dict(zip(frame["id"], frame["n"]))
     missing = set(expected) - set(found)
-    print(f"\nrows expected {len(expected)}, rows found {int(frame['n'].sum())} "
-          f"(8 threads x 500 lookups with real L1 in {bulk_s:.1f} s, 8 x 25 with fresh query vectors in {fresh_s:.1f} s, "
-          f"{len(cli_ids)} CLI lookup processes, app-like reader process: {reads.group(1)} reads, none failed; "
-          f"layers {dict(sorted(layers.items()))}); missing {len(missing)}, duplicated {sum(n > 1 for n in found.values())}")
+    print(
+        f"\nrows expected {len(expected)}, rows found {int(frame['n'].sum())} "
+        f"(8 threads x 500 lookups with real L1 in {bulk_s:.1f} s, 8 x 25 with fresh query vectors in {fresh_s:.1f} s, "
+        f"{len(cli_ids)} CLI lookup processes, app-like reader process: {reads.group(1)} reads, none failed; "
+        f"layers {dict(sorted(layers.items()))}); missing {len(missing)}, duplicated {sum(n > 1 for n in found.values())}"
+    )
     assert len(expected) == 8 * 525 + len(cli_ids) == len(set(expected))
     assert not missing and set(found) == set(expected) and all(n == 1 for n in found.values())
     assert check.pending() == 0
@@ -536,11 +573,13 @@ def crash_corpus(tmp_path: Path) -> Path:
     if RUNBOOKS.is_dir():
         return RUNBOOKS
     root = tmp_path / "generated"
-    words = "disk latency replica pod node quorum certificate backlog throttling eviction".split()
+    words = ["disk", "latency", "replica", "pod", "node", "quorum", "certificate", "backlog", "throttling", "eviction"]
     for i in range(150):
         folder = root / ("ops", "db", "net")[i % 3]
         folder.mkdir(parents=True, exist_ok=True)
-        body = "\n".join(f"Step {j}: check the {words[(i + j) % 10]} of service {i} and compare with {words[j % 10]}." for j in range(60))
+        body = "\n".join(
+            f"Step {j}: check the {words[(i + j) % 10]} of service {i} and compare with {words[j % 10]}." for j in range(60)
+        )
         (folder / f"Alert{i:03d}.md").write_text(f"---\ntitle: Alert {i} {words[i % 10]}\n---\n{body}\n")
     return root
 
@@ -551,12 +590,20 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
     corpus = load_corpus(corpus_dir)
     want = {e.entry_id: len(chunk_entry(e, embedder.tokenizer, embedder.max_tokens)) for e in corpus.entries}
     port, grpc_port = free_port(), free_port()
-    env = {"LOOKUP_CORPUS_DIR": str(corpus_dir), "LOOKUP_DATA_DIR": str(tmp_path / "data"), "LOOKUP_WEAVIATE_PORT": str(port),
-           "LOOKUP_WEAVIATE_GRPC_PORT": str(grpc_port), "LOOKUP_COLLECTION": "Crash"}
-    settings = base_settings.with_(data_dir=tmp_path / "data", embedded_port=port, embedded_grpc_port=grpc_port, collection="Crash")
+    env = {
+        "LOOKUP_CORPUS_DIR": str(corpus_dir),
+        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+        "LOOKUP_WEAVIATE_PORT": str(port),
+        "LOOKUP_WEAVIATE_GRPC_PORT": str(grpc_port),
+        "LOOKUP_COLLECTION": "Crash",
+    }
+    settings = base_settings.with_(
+        data_dir=tmp_path / "data", embedded_port=port, embedded_grpc_port=grpc_port, collection="Crash"
+    )
     full = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | env
-    proc = subprocess.Popen([sys.executable, "-m", "retrieval", "ingest"], cwd=REPO_ROOT, env=full,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "retrieval", "ingest"], cwd=REPO_ROOT, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     client = None
     try:
         progress, seen = b"", None
@@ -582,10 +629,13 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
         # (delete a stored chunk), so the restart must also find and redo a torn entry.
         torn = next(k for k in complete if want[k] > 1)
         client.collections.use("Crash").data.delete_many(
-            where=Filter.by_property("entry_id").equal(torn) & Filter.by_property("chunk_index").equal(0))
-        print(f"\nkill -9 during ingest at embedding {seen[0]}/{seen[1]}: {len(complete)} entries complete, "
-              f"{len(partial)} partial, {len(want) - len(state)} missing; tore entry {torn} "
-              f"({want[torn]} chunks, deleted 1)")
+            where=Filter.by_property("entry_id").equal(torn) & Filter.by_property("chunk_index").equal(0)
+        )
+        print(
+            f"\nkill -9 during ingest at embedding {seen[0]}/{seen[1]}: {len(complete)} entries complete, "
+            f"{len(partial)} partial, {len(want) - len(state)} missing; tore entry {torn} "
+            f"({want[torn]} chunks, deleted 1)"
+        )
 
         again = cli("ingest", env=env)
         assert again.returncode == 0, again.stderr[-3000:]
@@ -597,9 +647,11 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
         assert report["chunks_embedded"] == sum(want[k] for k in redo)
         final = store.indexed_state()
         counts = {k: n for k, (_, n, c) in final.items()}
-        print(f"restarted ingest: {report['unchanged']} unchanged, {report['added']} added, {report['updated']} redone, "
-              f"{report['chunks_embedded']} chunks embedded of {sum(want.values())}; collection now holds "
-              f"{store.count_chunks()} chunks for {len(final)} entries (expected {sum(want.values())} for {len(want)})")
+        print(
+            f"restarted ingest: {report['unchanged']} unchanged, {report['added']} added, {report['updated']} redone, "
+            f"{report['chunks_embedded']} chunks embedded of {sum(want.values())}; collection now holds "
+            f"{store.count_chunks()} chunks for {len(final)} entries (expected {sum(want.values())} for {len(want)})"
+        )
         assert counts == want, "every entry holds exactly its chunks: none missing, none twice"
         assert all(n == c for _, n, c in final.values())
         assert store.count_chunks() == sum(want.values())
@@ -633,8 +685,11 @@ def test_malformed_files_are_reported_and_the_rest_loads(tmp_path):
         "frontmatter_only.md": ("---\ntitle: ''\ntags: [a]\n---\n", "nothing to index", None),
     }
     good = {f"ops/Good{i}.md": f"---\ntitle: Good entry {i}\ntags: [t{i}]\n---\nUseful text {i}." for i in range(6)}
-    good |= {"ops/TitleOnly.md": "---\ntitle: Only a title\n---\n", "ops/NoFrontmatter.md": "Just a body.",
-             "ops/Bom.md": "\ufeff---\ntitle: With a BOM\n---\nBody."}
+    good |= {
+        "ops/TitleOnly.md": "---\ntitle: Only a title\n---\n",
+        "ops/NoFrontmatter.md": "Just a body.",
+        "ops/Bom.md": "\ufeff---\ntitle: With a BOM\n---\nBody.",
+    }
     for rel, content in good.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(content, encoding="utf-8")
@@ -645,8 +700,10 @@ def test_malformed_files_are_reported_and_the_rest_loads(tmp_path):
     problems = {Path(p.path).name: p.reason for p in corpus.problems}
     expected_bad = set(bad) | {"good0.md"}
     loaded = {e.entry_id for e in corpus.entries}
-    print(f"\nmalformed files reported {len(set(problems) & expected_bad)} / {len(expected_bad)}, "
-          f"good files loaded {len(loaded)} / {len(good)}")
+    print(
+        f"\nmalformed files reported {len(set(problems) & expected_bad)} / {len(expected_bad)}, "
+        f"good files loaded {len(loaded)} / {len(good)}"
+    )
     assert set(problems) == expected_bad
     assert loaded == {rel[:-3] for rel in good}
     assert len(corpus.entries) + len(corpus.problems) == len(good) + len(expected_bad)
@@ -671,13 +728,20 @@ def test_app_binds_to_localhost_by_default():
 def test_api_key_never_appears_in_records_logs_or_exports(base_settings, sample_store, sample_corpus, tmp_path):
     key = f"lookup-lab-secret-{uuid.uuid4().hex}"
     data = tmp_path / "data"
-    common = {"LOOKUP_DATA_DIR": str(data), "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS), "LOOKUP_WEAVIATE_API_KEY": key,
-              "LOOKUP_L1_TIMEOUT_S": "2", "LOOKUP_COLLECTION": "TestSample"}
+    common = {
+        "LOOKUP_DATA_DIR": str(data),
+        "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS),
+        "LOOKUP_WEAVIATE_API_KEY": key,
+        "LOOKUP_L1_TIMEOUT_S": "2",
+        "LOOKUP_COLLECTION": "TestSample",
+    }
     targets = {
         "a dead port": {"LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{free_port()}"},
         # the session's server has anonymous access only: it refuses a request that carries a key
-        "a server refusing the key": {"LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
-                                      "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port)},
+        "a server refusing the key": {
+            "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+            "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
+        },
     }
     outputs = []
     for name, target in targets.items():
@@ -696,14 +760,19 @@ def test_api_key_never_appears_in_records_logs_or_exports(base_settings, sample_
     assert len(rows) == 4 and all(r["error"] for r in rows)
     outputs += [export.stdout, export.stderr]
     # The CLI flushes its spool before it exits; catch a spool file before any flush, in this process.
-    settings = base_settings.with_(weaviate_url=targets["a dead port"]["LOOKUP_WEAVIATE_URL"], weaviate_api_key=key,
-                                   db_path=data / "in-process.duckdb", l1_timeout_s=2.0)
+    settings = base_settings.with_(
+        weaviate_url=targets["a dead port"]["LOOKUP_WEAVIATE_URL"],
+        weaviate_api_key=key,
+        db_path=data / "in-process.duckdb",
+        l1_timeout_s=2.0,
+    )
     assert key not in repr(settings)
     client, store, why = open_store(settings)
     assert client is None and why
     spooler = InvocationStore(settings.invocation_db)
-    result = lookup_knowledge("Vault is sealed", LookupServices(L0Index(sample_corpus.entries), None, store, spooler,
-                                                                l1_unavailable=why), settings)
+    result = lookup_knowledge(
+        "Vault is sealed", LookupServices(L0Index(sample_corpus.entries), None, store, spooler, l1_unavailable=why), settings
+    )
     spooled = [p for p in spooler.spool_dir.iterdir() if p.is_file()]
     assert spooled and result.invocation_id in spooled[0].read_text()
     outputs += [repr(settings), json.dumps(result.to_dict())] + [p.read_text() for p in spooled]
@@ -712,7 +781,9 @@ def test_api_key_never_appears_in_records_logs_or_exports(base_settings, sample_
     assert any(p.suffix == ".duckdb" for p in files)
     leaks = [i for i, text in enumerate(outputs) if key in text]
     leaks += [str(p) for p in files if key.encode() in p.read_bytes()]
-    print(f"\nAPI key found in 0 of {len(outputs)} outputs (CLI stdout/stderr, exports, a spool file) and {len(files)} "
-          f"files of the data folder "
-          f"(errors recorded: {sorted({r['error'][:60] for r in rows})})")
+    print(
+        f"\nAPI key found in 0 of {len(outputs)} outputs (CLI stdout/stderr, exports, a spool file) and {len(files)} "
+        f"files of the data folder "
+        f"(errors recorded: {sorted({r['error'][:60] for r in rows})})"
+    )
     assert not leaks, f"the API key leaked into: {leaks}"

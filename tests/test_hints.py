@@ -82,8 +82,17 @@ def test_empty_corpus_matches_nothing():
 def _crowd(n: int) -> list[Entry]:
     """n entries that share the keyword 'latency', spread over domains, with entities of their own."""
     domains = ["api", "db", "cache", "queue", "edge"]
-    return [Entry(f"{domains[i % 5]}/Svc{i:03d}", f"Service {i:03d} slow", domains[i % 5], "body",
-                  ("latency", f"alpha{i % 7}"), (f"svc{i:03d}",) if i % 3 else ()) for i in range(n)]
+    return [
+        Entry(
+            f"{domains[i % 5]}/Svc{i:03d}",
+            f"Service {i:03d} slow",
+            domains[i % 5],
+            "body",
+            ("latency", f"alpha{i % 7}"),
+            (f"svc{i:03d}",) if i % 3 else (),
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("query", ["latency", "latency alpha3", "latency on db", "svc004 latency", "nothing at all"])
@@ -126,12 +135,21 @@ def test_matched_terms_are_written_as_in_the_corpus_files_or_the_query():
     terms = {(t.term, t.key) for t in hints.matched_keywords}
     assert ("PostgreSQL replication", "postgr sql replication") in terms  # not the key alone, as before
     assert "postgr sql replication" not in {t.term for t in hints.matched_keywords}
-    assert [d for d in hints.to_dict()["matched_keywords"] if d["key"] == "postgr sql replication"][0]["term"] == "PostgreSQL replication"
+    assert [d for d in hints.to_dict()["matched_keywords"] if d["key"] == "postgr sql replication"][0][
+        "term"
+    ] == "PostgreSQL replication"
 
 
 def test_index_terms_are_written_as_the_entry_writes_them():
-    entries = [entry("databases/PostgresReplicationLag", "PostgreSQL replication lag is high", "databases",
-                     ["Streaming Replication"], ["pg_stat_replication"])] + ENTRIES
+    entries = [
+        entry(
+            "databases/PostgresReplicationLag",
+            "PostgreSQL replication lag is high",
+            "databases",
+            ["Streaming Replication"],
+            ["pg_stat_replication"],
+        )
+    ] + ENTRIES
     terms = {(t["key"], t["field"]): t["term"] for t in L0Index(entries).index_terms("databases/PostgresReplicationLag")}
     assert terms[("postgr sql replication", "title")] == "PostgreSQL replication"
     assert terms[("sql replication", "title")] == "PostgreSQL replication"  # whole words: the word that holds "SQL"
@@ -145,13 +163,16 @@ def test_index_terms_are_written_as_the_entry_writes_them():
 def test_terms_as_written_leave_scores_and_matches_as_they_were():
     """The written form is display only: two corpora whose titles differ only in punctuation match every query
     with the same scores and match keys, and show their own written terms."""
-    punctuated = [Entry(e.entry_id, e.title.replace(" ", " -- ") + "!", e.domain, e.text, e.keywords, e.entities)
-                  for e in ENTRIES]
+    punctuated = [
+        Entry(e.entry_id, e.title.replace(" ", " -- ") + "!", e.domain, e.text, e.keywords, e.entities) for e in ENTRIES
+    ]
     written = []
     for q in ["Pods are crash looping again", "Disk full!", "etcd has no leader", "PostgreSQL cannot write", "kube node"]:
         a, b = L0Index(ENTRIES).match(q), L0Index(punctuated).match(q)
         assert [(m.entry_id, m.score) for m in a.matches] == [(m.entry_id, m.score) for m in b.matches], q
-        assert [(t.key, t.field, t.weight) for t in a.matched_keywords] == [(t.key, t.field, t.weight) for t in b.matched_keywords]
+        assert [(t.key, t.field, t.weight) for t in a.matched_keywords] == [
+            (t.key, t.field, t.weight) for t in b.matched_keywords
+        ]
         titles = [t.term for t in b.matched_keywords if t.field == "title"]
         assert all(" -- " in t for t in titles if " " in t), q
         written += [t for t in titles if " -- " in t]

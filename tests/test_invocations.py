@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 
 from retrieval import invocations as inv
 from retrieval.invocations import (
-    TOOL_NAME, InvocationRecord, InvocationStore, is_lock_error, new_invocation_id, utc_now_iso,
+    TOOL_NAME,
+    InvocationRecord,
+    InvocationStore,
+    is_lock_error,
+    new_invocation_id,
+    utc_now_iso,
 )
 
 HELPER = Path(__file__).resolve().parent / "helpers" / "record_writer.py"
@@ -45,15 +50,22 @@ def make_record(i: int = 0, **overrides) -> InvocationRecord:
         status="ok",
         layer="L0+L1" if i % 2 else "L0",
         latency_ms=12.5 + i,
-        result={"results": [{"entry_id": f"rb-{i}", "title": "Replica lag", "score": 0.75, "source": "L1"}],
-                "relevance": {"verdict": "relevant", "best": 0.75}},
+        result={
+            "results": [{"entry_id": f"rb-{i}", "title": "Replica lag", "score": 0.75, "source": "L1"}],
+            "relevance": {"verdict": "relevant", "best": 0.75},
+        },
         retrieval_details={
             "layer": "L0+L1",
             "routing": {"mode": "hybrid", "reasons": ["l0 hit", "l1 ok"]},
             "fallback": False,
-            "l0": {"domains": ["databases", "postgres"], "matches": [{"entry_id": f"rb-{i}", "score": 2.0}, {"entry_id": "rb-x", "score": 1.5}],
-                   "matched_keywords": [{"term": "replica lag", "field": "keywords", "weight": 1.0},
-                                        {"term": "Postgres", "field": "entities", "weight": 0.5}]},
+            "l0": {
+                "domains": ["databases", "postgres"],
+                "matches": [{"entry_id": f"rb-{i}", "score": 2.0}, {"entry_id": "rb-x", "score": 1.5}],
+                "matched_keywords": [
+                    {"term": "replica lag", "field": "keywords", "weight": 1.0},
+                    {"term": "Postgres", "field": "entities", "weight": 0.5},
+                ],
+            },
             "l1": {"status": "ok", "category": "databases", "filter": {"domain": "databases"}, "error": None},
             "timings_ms": {"l0": 0.4, "l1": 11.2, "total": 12.5 + i},
         },
@@ -73,7 +85,12 @@ class Helper:
     def __init__(self, db_path: Path, tag: str, count: int, *args: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(HELPER), str(db_path), tag, str(count), *args],
-            cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
         )
         self.lines: list[str] = []
         self._q: queue.Queue[str | None] = queue.Queue()
@@ -137,11 +154,14 @@ def ids_in_db(store: InvocationStore, session_tag: str | None = None) -> list[st
 
 def child_rows_consistent(store: InvocationStore) -> tuple[int, int]:
     """Every child row belongs to a stored invocation and none is doubled; returns (keyword rows, result rows)."""
-    orphans = store.query("SELECT (SELECT count(*) FROM invocation_keyword k WHERE k.invocation_id NOT IN "
-                          "(SELECT id FROM tool_invocation)) + (SELECT count(*) FROM invocation_result r WHERE "
-                          "r.invocation_id NOT IN (SELECT id FROM tool_invocation)) AS n")["n"][0]
-    doubled = store.query("SELECT count(*) AS n FROM (SELECT invocation_id, rank FROM invocation_result GROUP BY ALL "
-                          "HAVING count(*) > 1)")["n"][0]
+    orphans = store.query(
+        "SELECT (SELECT count(*) FROM invocation_keyword k WHERE k.invocation_id NOT IN "
+        "(SELECT id FROM tool_invocation)) + (SELECT count(*) FROM invocation_result r WHERE "
+        "r.invocation_id NOT IN (SELECT id FROM tool_invocation)) AS n"
+    )["n"][0]
+    doubled = store.query(
+        "SELECT count(*) AS n FROM (SELECT invocation_id, rank FROM invocation_result GROUP BY ALL HAVING count(*) > 1)"
+    )["n"][0]
     assert (orphans, doubled) == (0, 0), f"{orphans} orphaned child rows, {doubled} doubled results"
     counts = store.query("SELECT (SELECT count(*) FROM invocation_keyword) AS k, (SELECT count(*) FROM invocation_result) AS r")
     return int(counts["k"][0]), int(counts["r"][0])
@@ -162,8 +182,14 @@ def spool_line(rec: InvocationRecord) -> str:
 # --- 1. round trip -------------------------------------------------------------------------------------
 def test_recorded_row_round_trips_with_nested_json(db_path):
     store = InvocationStore(db_path)
-    full = make_record(3, input="quotes ' \" and a newline\nand ünïcödé ✓", fallback=True, error="L1 timed out after 2.0s",
-                       status="fallback", l1_status="timeout")
+    full = make_record(
+        3,
+        input="quotes ' \" and a newline\nand ünïcödé ✓",
+        fallback=True,
+        error="L1 timed out after 2.0s",
+        status="fallback",
+        l1_status="timeout",
+    )
     sparse = make_record(4, domain=None, l1_status=None, top_entry_id=None, error=None, result={}, retrieval_details={})
     store.record(full)
     store.record(sparse)
@@ -190,7 +216,9 @@ def test_recorded_row_round_trips_with_nested_json(db_path):
         "CAST(json_extract(retrieval_details, '$.l0.matches[1].score') AS DOUBLE) AS second_score, "
         "json_array_length(result->'results') AS n_results, result->'relevance'->>'verdict' AS verdict, "
         "error IS NULL AS no_error, domain IS NULL AS no_domain "
-        "FROM tool_invocation WHERE id = ?", [full.id])
+        "FROM tool_invocation WHERE id = ?",
+        [full.id],
+    )
     got = frame.iloc[0]
     assert got["t"] == "JSON"
     assert json.loads(got["domains"]) == full.retrieval_details["l0"]["domains"]
@@ -199,13 +227,24 @@ def test_recorded_row_round_trips_with_nested_json(db_path):
     assert got["n_results"] == len(full.result["results"])
     assert got["verdict"] == full.result["relevance"]["verdict"]
     assert not got["no_error"] and not got["no_domain"]
-    nulls = store.query("SELECT error IS NULL AS e, domain IS NULL AS d, top_entry_id IS NULL AS t, l1_status IS NULL AS l "
-                        "FROM tool_invocation WHERE id = ?", [sparse.id]).iloc[0]
+    nulls = store.query(
+        "SELECT error IS NULL AS e, domain IS NULL AS d, top_entry_id IS NULL AS t, l1_status IS NULL AS l "
+        "FROM tool_invocation WHERE id = ?",
+        [sparse.id],
+    ).iloc[0]
     assert all(bool(nulls[c]) for c in "edtl"), "None fields must be stored as SQL NULL"
 
 
-JSON_LEAF = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
-JSON_TREE = st.recursive(JSON_LEAF, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4), max_leaves=20)
+JSON_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
+JSON_TREE = st.recursive(
+    JSON_LEAF, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4), max_leaves=20
+)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -218,7 +257,10 @@ def test_any_text_and_json_round_trip(db_path, text, details):
     row = store.get(rec.id)
     assert row["input"] == text
     assert row["retrieval_details"] == {"l0": details}
-    assert json.loads(store.query("SELECT retrieval_details->'l0' AS d FROM tool_invocation WHERE id = ?", [rec.id])["d"][0]) == details
+    assert (
+        json.loads(store.query("SELECT retrieval_details->'l0' AS d FROM tool_invocation WHERE id = ?", [rec.id])["d"][0])
+        == details
+    )
 
 
 def test_typed_stage_columns_and_child_rows_follow_the_record(db_path):
@@ -244,8 +286,10 @@ def test_a_file_from_before_the_typed_tables_is_brought_up_to_date(db_path):
         con.execute(inv.SCHEMA)
         for rec in recs:
             row = rec.to_dict()
-            con.execute(f"INSERT INTO tool_invocation VALUES ({', '.join('?' for _ in inv.COLUMNS)})",
-                        [json.dumps(row[c]) if c in ("result", "retrieval_details") else row[c] for c in inv.COLUMNS])
+            con.execute(
+                f"INSERT INTO tool_invocation VALUES ({', '.join('?' for _ in inv.COLUMNS)})",
+                [json.dumps(row[c]) if c in ("result", "retrieval_details") else row[c] for c in inv.COLUMNS],
+            )
     store = InvocationStore(db_path)
     assert store.query("SELECT count(l0_ms) AS n, round(sum(l1_ms), 6) AS s FROM tool_invocation").values.tolist() == [[3, 33.6]]
     assert child_rows_consistent(store) == (6, 3)
@@ -340,14 +384,14 @@ def test_eight_threads_with_background_flusher(db_path):
                 rec = make_record(i, session_tag=f"thread-{k}")
                 store.record(rec)
                 recorded[k].append(rec.id)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     def reader() -> None:  # query() flushes too: a second flusher racing the background one
         while not done.is_set():
             try:
                 seen_counts.append(store.count())
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 errors.append(exc)
             time.sleep(0.02)
 
@@ -369,9 +413,11 @@ def test_eight_threads_with_background_flusher(db_path):
     assert not errors, errors[:3]
     total, distinct = store.query("SELECT count(*) AS n, count(DISTINCT id) AS d FROM tool_invocation").iloc[0]
     expected = {i for ids in recorded for i in ids}
-    print(f"\nthreads: {threads_n} x {per_thread} records in {elapsed:.2f}s; rows expected {n}, found {total}, "
-          f"distinct {distinct}; lines read by flush {store.read_total} in {store.flushes} flushes; "
-          f"counts seen while writing: {min(seen_counts, default=0)}..{max(seen_counts, default=0)}")
+    print(
+        f"\nthreads: {threads_n} x {per_thread} records in {elapsed:.2f}s; rows expected {n}, found {total}, "
+        f"distinct {distinct}; lines read by flush {store.read_total} in {store.flushes} flushes; "
+        f"counts seen while writing: {min(seen_counts, default=0)}..{max(seen_counts, default=0)}"
+    )
     assert len(expected) == n
     assert store.count() == n
     assert distinct == n
@@ -392,7 +438,7 @@ def test_two_stores_in_one_process_never_take_each_others_open_spool(db_path):
         while not stop.is_set():
             try:
                 b.flush()
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 errors.append(exc)
 
     t = threading.Thread(target=b_flushes)
@@ -452,9 +498,11 @@ def test_two_writer_processes_and_a_reader(db_path, tmp_path):
     theirs = writer.ids()
     reads = [int(line.split()[1]) for line in reader.lines if line.startswith("READ ")]
     total, distinct = store.query("SELECT count(*) AS n, count(DISTINCT id) AS d FROM tool_invocation").iloc[0]
-    print(f"\ntwo writer processes in {elapsed:.2f}s: rows expected {2 * n_each}, found {total} (distinct {distinct}; "
-          f"this process {store.count('proc-a')}, the other {store.count('proc-b')}); reader process: {len(reads)} "
-          f"queries, 0 errors, counts seen {min(reads, default=-1)}..{max(reads, default=-1)}")
+    print(
+        f"\ntwo writer processes in {elapsed:.2f}s: rows expected {2 * n_each}, found {total} (distinct {distinct}; "
+        f"this process {store.count('proc-a')}, the other {store.count('proc-b')}); reader process: {len(reads)} "
+        f"queries, 0 errors, counts seen {min(reads, default=-1)}..{max(reads, default=-1)}"
+    )
     assert len(theirs) == n_each
     assert (total, distinct) == (2 * n_each, 2 * n_each)
     assert sorted(ids_in_db(store, "proc-a")) == sorted(mine)
@@ -498,8 +546,10 @@ def test_kill_9_while_recording_loses_no_printed_row(db_path):
     found = set(ids_in_db(store, "killed-mid-record"))
     missing = set(printed) - found
     extra = found - set(printed)
-    print(f"\nkill -9 while recording: ids printed {len(printed)}, rows found {len(found)}, missing {len(missing)}, "
-          f"recorded but not yet printed {len(extra)}")
+    print(
+        f"\nkill -9 while recording: ids printed {len(printed)}, rows found {len(found)}, missing {len(missing)}, "
+        f"recorded but not yet printed {len(extra)}"
+    )
     assert not missing
     assert len(extra) <= 1  # at most the one row whose record() returned just before the kill
 
@@ -536,7 +586,7 @@ def test_kill_9_inside_flush(db_path):
         want = round_ + 1
         helper.wait_for(lambda line: line == "IN-DB" and next(markers) == want)
         helper.kill()
-        after = helper.lines[max(i for i, line in enumerate(helper.lines) if line == "IN-DB"):]
+        after = helper.lines[max(i for i, line in enumerate(helper.lines) if line == "IN-DB") :]
         inside = "INSERTED" not in after
         landed_inside += inside
         printed = helper.ids()
@@ -546,9 +596,11 @@ def test_kill_9_inside_flush(db_path):
         found = ids_in_db(store, tag)
         total, distinct = store.query("SELECT count(*) AS n, count(DISTINCT id) AS d FROM tool_invocation").iloc[0]
         missing = set(printed) - set(found)
-        print(f"\nkill -9 inside flush, round {round_ + 1}: killed at flush #{want}, insert "
-              f"{'not finished' if inside else 'already finished'}; ids printed {len(printed)}, rows found "
-              f"{len(found)}, missing {len(missing)}; table {total} rows, {distinct} distinct")
+        print(
+            f"\nkill -9 inside flush, round {round_ + 1}: killed at flush #{want}, insert "
+            f"{'not finished' if inside else 'already finished'}; ids printed {len(printed)}, rows found "
+            f"{len(found)}, missing {len(missing)}; table {total} rows, {distinct} distinct"
+        )
         assert not missing
         assert len(found) - len(printed) <= 1
         assert total == distinct
@@ -565,8 +617,7 @@ def test_truncated_last_spool_line_is_skipped(db_path, cut):
     good = [make_record(i, session_tag="spooled") for i in range(5)]
     victim = make_record(99, input="é" * 40, session_tag="spooled")
     raw = spool_line(victim).encode("utf-8")
-    cut_at = {"one-char": 1, "middle": len(raw) // 2, "before-brace": len(raw) - 2,
-              "mid-utf8": raw.index("é".encode()) + 1}[cut]
+    cut_at = {"one-char": 1, "middle": len(raw) // 2, "before-brace": len(raw) - 2, "mid-utf8": raw.index("é".encode()) + 1}[cut]
     # As a process killed inside write() leaves it: whole lines, then part of one, no newline.
     path = store.spool_dir / f"{dead_pid()}-cafe0001.jsonl"
     path.write_bytes("".join(spool_line(r) for r in good).encode("utf-8") + raw[:cut_at])
@@ -604,9 +655,11 @@ def test_record_is_quick_and_flush_waits_while_another_process_holds_the_lock(db
     flush_s = time.perf_counter() - t
     released = "RELEASED" in holder.lines or holder.finish() == 0
     found = ids_in_db(store, "while-locked")
-    print(f"\nlock held by another process: 200 record() calls took {sum(times) * 1000:.1f} ms "
-          f"(slowest {max(times) * 1000:.2f} ms); {pending} rows waited in the spool; flush() waited "
-          f"{flush_s:.2f}s for the lock; rows expected 200, found {len(found)}")
+    print(
+        f"\nlock held by another process: 200 record() calls took {sum(times) * 1000:.1f} ms "
+        f"(slowest {max(times) * 1000:.2f} ms); {pending} rows waited in the spool; flush() waited "
+        f"{flush_s:.2f}s for the lock; rows expected 200, found {len(found)}"
+    )
     assert max(times) < 0.1 and sum(times) < 1.0
     assert pending == 200
     assert flush_s > 0.5, "flush() returned before the other process let go of the file"

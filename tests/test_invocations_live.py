@@ -6,7 +6,13 @@ from __future__ import annotations
 from retrieval import open_lookup
 
 from .test_app_pages import (  # noqa: F401 - the app fixtures (autouse ones included) and helpers
-    app_env, assert_clean, fresh_caches, metrics, navigation_like_a_running_server, open_app, served_on,
+    app_env,
+    assert_clean,
+    fresh_caches,
+    metrics,
+    navigation_like_a_running_server,
+    open_app,
+    served_on,
 )
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from retrieval.api import open_knowledge_lookup
 from retrieval.config import REPO_ROOT
-from retrieval.serving import check_bind, is_loopback
 from retrieval.errors import ServeError
+from retrieval.serving import check_bind, is_loopback
 from retrieval.weaviate_server import port_open
 from tests.conftest import free_port
 from tests.helpers.mcp_process import ServedProcess, http_client, serve_env, stdio_client, stored_rows, wait_for_rows
@@ -93,9 +93,21 @@ def test_http_lists_tools_answers_reads_an_entry_and_records_the_call_for_reader
     assert row["session_tag"] == "test-http-agent"
     assert row["input"] == QUERY and row["layer"] == out["layer"] and row["top_entry_id"] == out["results"][0]["entry_id"]
 
-    cli = subprocess.run([sys.executable, "-m", "retrieval", "sql", "--json",
-                          f"SELECT session_tag, top_entry_id FROM tool_invocation WHERE id = '{out['invocation_id']}'"],
-                         cwd=REPO_ROOT, env=serve_env(direct.settings, db), capture_output=True, text=True, timeout=120)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "retrieval",
+            "sql",
+            "--json",
+            f"SELECT session_tag, top_entry_id FROM tool_invocation WHERE id = '{out['invocation_id']}'",
+        ],
+        cwd=REPO_ROOT,
+        env=serve_env(direct.settings, db),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert cli.returncode == 0, cli.stderr
     assert '"session_tag": "test-http-agent"' in cli.stdout
 
@@ -160,8 +172,10 @@ def test_stdio_initialize_names_the_session_and_closing_stdin_flushes_every_row(
         async with stdio_client(serve_env(settings, db), "test-stdio-agent", mode="legacy") as client:
             assert client.server_info.name == "lookup-lab"
             tools = [t.name for t in (await client.list_tools()).tools]
-            answers = [await client.call_tool("lookup_knowledge", {"query": q})
-                       for q in ("disk is full on the database volume", "TLS certificate expires soon")]
+            answers = [
+                await client.call_tool("lookup_knowledge", {"query": q})
+                for q in ("disk is full on the database volume", "TLS certificate expires soon")
+            ]
             bad = await client.call_tool("lookup_knowledge", {"query": ""})
             entry = await client.call_tool("read_entry", {"entry_id": answers[0].structured_content["results"][0]["entry_id"]})
             return tools, answers, bad, entry
@@ -214,11 +228,21 @@ def test_sigterm_flushes_the_spool_and_stops_the_weaviate_it_started(settings, t
     assert not port_open("127.0.0.1", own.embedded_port) and not port_open("127.0.0.1", own.embedded_grpc_port)
 
 
-@pytest.mark.parametrize("host, token, refused", [
-    ("127.0.0.1", None, None), ("localhost", None, None), ("::1", None, None), ("127.0.0.2", None, None),
-    ("0.0.0.0", None, "LOOKUP_SERVER_TOKEN"), ("::", None, "LOOKUP_SERVER_TOKEN"), ("192.168.1.4", None, "LOOKUP_SERVER_TOKEN"),
-    ("my-host.example", None, "LOOKUP_SERVER_TOKEN"), ("0.0.0.0", TOKEN, None), ("127.0.0.1", "short", "at least 16"),
-])
+@pytest.mark.parametrize(
+    "host, token, refused",
+    [
+        ("127.0.0.1", None, None),
+        ("localhost", None, None),
+        ("::1", None, None),
+        ("127.0.0.2", None, None),
+        ("0.0.0.0", None, "LOOKUP_SERVER_TOKEN"),
+        ("::", None, "LOOKUP_SERVER_TOKEN"),
+        ("192.168.1.4", None, "LOOKUP_SERVER_TOKEN"),
+        ("my-host.example", None, "LOOKUP_SERVER_TOKEN"),
+        ("0.0.0.0", TOKEN, None),
+        ("127.0.0.1", "short", "at least 16"),
+    ],
+)
 def test_bind_rules(host, token, refused):
     assert is_loopback(host) is (host in ("127.0.0.1", "localhost", "::1", "127.0.0.2"))
     if refused is None:
@@ -231,8 +255,14 @@ def test_bind_rules(host, token, refused):
 def test_a_non_loopback_bind_without_a_token_refuses_to_start(settings, tmp_path):
     port = free_port()
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "retrieval", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(port)],
-                         cwd=REPO_ROOT, env=serve_env(settings, tmp_path / "x.duckdb"), capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "retrieval", "serve", "--transport", "http", "--host", "0.0.0.0", "--port", str(port)],
+        cwd=REPO_ROOT,
+        env=serve_env(settings, tmp_path / "x.duckdb"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2
     assert "--host 0.0.0.0 is reachable from other machines: set LOOKUP_SERVER_TOKEN" in out.stderr
     assert time.monotonic() - t0 < 30  # refused before loading the model
@@ -242,8 +272,9 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(settings, tmp_path
 def test_with_a_token_a_non_loopback_server_answers_only_requests_that_carry_it(settings, tmp_path):
     db = tmp_path / "token.duckdb"
     port = free_port()
-    proc = ServedProcess(["--transport", "http", "--host", "0.0.0.0", "--port", str(port)],
-                         serve_env(settings, db, LOOKUP_SERVER_TOKEN=TOKEN))
+    proc = ServedProcess(
+        ["--transport", "http", "--host", "0.0.0.0", "--port", str(port)], serve_env(settings, db, LOOKUP_SERVER_TOKEN=TOKEN)
+    )
     try:
         proc.wait_ready()
         url = f"http://127.0.0.1:{port}/mcp"

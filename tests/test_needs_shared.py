@@ -17,18 +17,21 @@ from .conftest import shared_verdict
 ABSENT = Path("/nonexistent/shared/corpora/runbooks")
 
 
-@pytest.mark.parametrize("missing, ci, action", [
-    ([], "true", None),
-    ([], None, None),
-    ([ABSENT], "true", "fail"),
-    ([ABSENT], "TRUE", "fail"),
-    ([ABSENT], "1", "fail"),
-    ([ABSENT], "yes", "fail"),
-    ([ABSENT], None, "skip"),
-    ([ABSENT], "", "skip"),
-    ([ABSENT], "false", "skip"),
-    ([ABSENT], "0", "skip"),
-])
+@pytest.mark.parametrize(
+    "missing, ci, action",
+    [
+        ([], "true", None),
+        ([], None, None),
+        ([ABSENT], "true", "fail"),
+        ([ABSENT], "TRUE", "fail"),
+        ([ABSENT], "1", "fail"),
+        ([ABSENT], "yes", "fail"),
+        ([ABSENT], None, "skip"),
+        ([ABSENT], "", "skip"),
+        ([ABSENT], "false", "skip"),
+        ([ABSENT], "0", "skip"),
+    ],
+)
 def test_shared_verdict(missing, ci, action):
     verdict = shared_verdict(missing, ci=ci)
     assert (verdict and verdict[0]) == action
@@ -41,9 +44,24 @@ def run_shared_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     path that does not exist."""
     clean = {k: v for k, v in os.environ.items() if k not in ("CI", "LOOKUP_TEST_SHARED_DIR")}
     clean.update(LOOKUP_TEST_SHARED_DIR=str(tmp_path / "no-shared"), **env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--no-header",
-                           "tests/test_corpus.py::test_runbooks_take_their_folder_as_domain"],
-                          cwd=REPO_ROOT, env=clean, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rs",
+            "--no-header",
+            "tests/test_corpus.py::test_runbooks_take_their_folder_as_domain",
+        ],
+        cwd=REPO_ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_missing_shared_folder_fails_the_run_under_ci(tmp_path):

@@ -36,8 +36,9 @@ TERMS = sorted({t for e in CORPUS.entries for t in (e.title, e.name, e.domain, *
 ANY_CHAR = st.characters(blacklist_categories=())  # every code point: controls, surrogates, unassigned
 ANY_TEXT = st.text(ANY_CHAR, max_size=300)
 # Text that matches: corpus terms mixed with any characters, so that scoring and domains are exercised too.
-MIXED_TEXT = st.lists(st.sampled_from(TERMS) | ANY_TEXT | st.sampled_from(["\x00", "\u200b", "\u202e", "ﷺ", "İ", "\n\t"]),
-                      max_size=12).map("".join)
+MIXED_TEXT = st.lists(
+    st.sampled_from(TERMS) | ANY_TEXT | st.sampled_from(["\x00", "\u200b", "\u202e", "ﷺ", "İ", "\n\t"]), max_size=12
+).map("".join)
 
 
 # --- the L0 matcher ------------------------------------------------------------------------------------
@@ -85,15 +86,27 @@ def test_l0_matcher_is_the_same_built_twice():
 
 # --- the frontmatter loader ------------------------------------------------------------------------------
 JSONISH = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(ANY_CHAR.filter(lambda c: c not in "\x00"), max_size=30)
-    | st.dates() | st.datetimes(),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True)
+    | st.text(ANY_CHAR.filter(lambda c: c not in "\x00"), max_size=30)
+    | st.dates()
+    | st.datetimes(),
     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
     max_leaves=12,
 )
-FIELDS = st.dictionaries(st.sampled_from(["title", "domain", "category", "keywords", "tags", "aliases", "entities",
-                                          "content", "handler", "severity"]) | st.text(max_size=6), JSONISH, max_size=6)
-HEADER = FIELDS.map(lambda d: yaml.safe_dump(d, allow_unicode=True)) | st.text(ANY_CHAR, max_size=200) | JSONISH.map(
-    lambda v: yaml.safe_dump(v, allow_unicode=True))
+FIELDS = st.dictionaries(
+    st.sampled_from(["title", "domain", "category", "keywords", "tags", "aliases", "entities", "content", "handler", "severity"])
+    | st.text(max_size=6),
+    JSONISH,
+    max_size=6,
+)
+HEADER = (
+    FIELDS.map(lambda d: yaml.safe_dump(d, allow_unicode=True))
+    | st.text(ANY_CHAR, max_size=200)
+    | JSONISH.map(lambda v: yaml.safe_dump(v, allow_unicode=True))
+)
 BODY = st.text(ANY_CHAR, max_size=300)
 
 
@@ -112,7 +125,8 @@ def file_bytes(draw) -> bytes:
 
 
 NAME = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\"), min_size=1, max_size=24).filter(
-    lambda n: not n.startswith(".") and len(n.encode()) < 200)
+    lambda n: not n.startswith(".") and len(n.encode()) < 200
+)
 FOLDER = st.sampled_from(["", "ops/", "db/", "DB/", "kubernetes/deep/"])
 
 
@@ -210,7 +224,7 @@ def test_any_unicode_query_is_answered_and_recorded(lookup_env, text):
         ("cases:\n- id: [a]\n  query: q\n  expected: []\n", "case #1: field 'id' must be text, got list"),
         ("cases:\n- id: {a: 1}\n  query: q\n  expected: []\n", "case #1: field 'id' must be text, got dict"),
         ("cases:\n- id: a\n  query: '   '\n  expected: []\n", "case 'a': field 'query' must be non-empty text"),
-        ("cases:\n- id: a\n  query: \"\\x00\\x07\"\n  expected: []\n", "case 'a': field 'query': query is empty"),
+        ('cases:\n- id: a\n  query: "\\x00\\x07"\n  expected: []\n', "case 'a': field 'query': query is empty"),
         (f"cases:\n- id: a\n  query: {'x' * 2100}\n  expected: []\n", "case 'a': field 'query': query is 2100 characters"),
         ("cases:\n- id: a\n  query: q\n  expected: [1]\n", "must list entry ids as strings, found 1"),
         ("cases:\n- id: a\n  query: q\n  expected: [null]\n", "must list entry ids as strings, found None"),
@@ -221,7 +235,7 @@ def test_any_unicode_query_is_answered_and_recorded(lookup_env, text):
         ("cases:\n- id: a\n  query: q\n  expected: [x/A, x/Gone, x/Lost]\n", "does not have: x/Gone, x/Lost"),
         ("name: [x]\ncases:\n- id: a\n  query: q\n  expected: []\n", "field 'name' must be text, got list"),
         ("corpus: [a]\ncases:\n- id: a\n  query: q\n  expected: []\n", "field 'corpus' must be a path, got list"),
-        ("corpus: \"a\\x00b\"\ncases:\n- id: a\n  query: q\n  expected: []\n", "field 'corpus' is not a usable path"),
+        ('corpus: "a\\x00b"\ncases:\n- id: a\n  query: q\n  expected: []\n', "field 'corpus' is not a usable path"),
     ],
 )
 def test_more_bad_eval_sets_name_file_case_and_field(tmp_path, text, message):
@@ -242,8 +256,14 @@ def test_eval_set_that_is_not_text_or_not_a_file(tmp_path):
 
 
 EVAL_CASE = st.dictionaries(st.sampled_from(["id", "query", "expected", "domain"]) | st.text(max_size=5), JSONISH, max_size=5)
-EVAL_DOC = st.dictionaries(st.sampled_from(["name", "description", "corpus", "cases"]) | st.text(max_size=5),
-                           JSONISH | st.lists(EVAL_CASE | JSONISH, max_size=4), max_size=5) | JSONISH
+EVAL_DOC = (
+    st.dictionaries(
+        st.sampled_from(["name", "description", "corpus", "cases"]) | st.text(max_size=5),
+        JSONISH | st.lists(EVAL_CASE | JSONISH, max_size=4),
+        max_size=5,
+    )
+    | JSONISH
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -71,12 +71,15 @@ def test_relevance_claims_support_only_from_l1_similarity():
     assert assess([], "failed").level == "none"
 
 
-@pytest.mark.parametrize("sim, lexical_first, supported", [
-    (0.80, False, True),   # strong similarity on its own
-    (0.60, True, True),    # vector and bm25 agree, above the floor
-    (0.60, False, False),  # they disagree, below the strong level
-    (0.25, True, False),   # below the floor even when they agree
-])
+@pytest.mark.parametrize(
+    "sim, lexical_first, supported",
+    [
+        (0.80, False, True),  # strong similarity on its own
+        (0.60, True, True),  # vector and bm25 agree, above the floor
+        (0.60, False, False),  # they disagree, below the strong level
+        (0.25, True, False),  # below the floor even when they agree
+    ],
+)
 def test_support_needs_strong_similarity_or_agreement(sim, lexical_first, supported):
     vec = [c("a/X", sim), c("a/Y", sim - 0.05)]
     lex = [bm("a/X", 9.0, sim), bm("a/Y", 8.0)] if lexical_first else [bm("a/Y", 9.0), bm("a/X", 8.5, sim)]
@@ -87,14 +90,25 @@ def test_support_needs_strong_similarity_or_agreement(sim, lexical_first, suppor
     assert f"{sim:.2f}" in rel.reason
 
 
-@pytest.mark.parametrize("source, ranks, weights, line", [
-    ("both", (("vector", 1), ("bm25", 2), ("l0", 3)), FusionWeights(3, 1, 0),
-     "vector #1, BM25F #2, L0 #3; score = 3×vector + 1×BM25F (each scaled to this query's best); L0 at weight 0, not counted"),
-    ("L1", (("bm25", 1),), FusionWeights(1, 1, 0.2), "BM25F #1; score = 1×BM25F (each scaled to this query's best)"),
-    ("both", (("vector", 2), ("l0", 1)), FusionWeights(1, 1, 0.5),
-     "vector #2, L0 #1; score = 1×vector + 0.5×L0 (each scaled to this query's best)"),
-    ("L0", (("l0", 4),), FusionWeights(), "L0 #4 only: ranked by its L0 score, after every entry L1 found"),
-])
+@pytest.mark.parametrize(
+    "source, ranks, weights, line",
+    [
+        (
+            "both",
+            (("vector", 1), ("bm25", 2), ("l0", 3)),
+            FusionWeights(3, 1, 0),
+            "vector #1, BM25F #2, L0 #3; score = 3×vector + 1×BM25F (each scaled to this query's best); L0 at weight 0, not counted",
+        ),
+        ("L1", (("bm25", 1),), FusionWeights(1, 1, 0.2), "BM25F #1; score = 1×BM25F (each scaled to this query's best)"),
+        (
+            "both",
+            (("vector", 2), ("l0", 1)),
+            FusionWeights(1, 1, 0.5),
+            "vector #2, L0 #1; score = 1×vector + 0.5×L0 (each scaled to this query's best)",
+        ),
+        ("L0", (("l0", 4),), FusionWeights(), "L0 #4 only: ranked by its L0 score, after every entry L1 found"),
+    ],
+)
 def test_explain_says_which_signals_placed_a_result(source, ranks, weights, line):
     from retrieval.ranking import ResultItem, explain
 

@@ -16,27 +16,82 @@ CHROMIUM = "/usr/bin/chromium"
 
 def tiny_report() -> EvalReport:
     """Three configurations on four cases; l0_only is significantly worse than lookup on mrr@10."""
-    metrics = {"l0_only": {"hit@1": 0.25, "recall@5": 0.5, "mrr@10": 0.3125, "ndcg@10": 0.4},
-               "l1_filtered": {"hit@1": 0.5, "recall@5": 0.75, "mrr@10": 0.6153846153846154, "ndcg@10": 0.66},
-               "lookup": {"hit@1": 0.75, "recall@5": 1.0, "mrr@10": 0.9519230769230769, "ndcg@10": 0.9}}
-    routing = {"l0_only": {"filter_applied_rate": 0.0, "routing_accuracy": None, "filter_excluded_rate": None,
-                           "fallback_rate": 0.0, "correct_supported_rate": 0.0, "unanswerable_unsupported_rate": None},
-               "l1_filtered": {"filter_applied_rate": 0.75, "routing_accuracy": 1.0, "filter_excluded_rate": 0.0,
-                               "fallback_rate": 0.0, "correct_supported_rate": 0.5, "unanswerable_unsupported_rate": None},
-               "lookup": {"filter_applied_rate": 0.75, "routing_accuracy": 1.0, "filter_excluded_rate": 0.0,
-                          "fallback_rate": 0.25, "correct_supported_rate": 0.75, "unanswerable_unsupported_rate": None}}
-    pairs = [{"a": "l0_only", "b": "lookup", "metric": "mrr@10", "p_value": 0.01, "significant": True,
-              "a_score": 0.3125, "b_score": 0.9519},
-             {"a": "l1_filtered", "b": "lookup", "metric": "mrr@10", "p_value": 0.2, "significant": False,
-              "a_score": 0.6154, "b_score": 0.9519}]
-    cases = [{"id": f"c{i}", "query": f"query {i}", "expected": {"x/A": 1}, "domain": "x",
-              "routing": {"l0_domains": ["x"], "filter": "x"},
-              "configs": {c: {"rank": 1, "rr": 1.0, "ranking": ["x/A"]} for c in metrics}} for i in range(4)]
-    return EvalReport(eval_set="tiny", run_tag="eval-tiny-1", created_at="2026-12-01T08:00:00+00:00",
-                      settings={"top_k": 10, "cases": 4, "answerable": 4}, configs=tuple(metrics), metrics=metrics,
-                      significance={"stat_test": "student", "alpha": 0.05, "pairs": pairs}, routing=routing,
-                      confusion={"x": {"x": 3, "(none)": 1}}, latency={c: {"total_p50": 10.0} for c in metrics},
-                      cases=cases, warnings=[])
+    metrics = {
+        "l0_only": {"hit@1": 0.25, "recall@5": 0.5, "mrr@10": 0.3125, "ndcg@10": 0.4},
+        "l1_filtered": {"hit@1": 0.5, "recall@5": 0.75, "mrr@10": 0.6153846153846154, "ndcg@10": 0.66},
+        "lookup": {"hit@1": 0.75, "recall@5": 1.0, "mrr@10": 0.9519230769230769, "ndcg@10": 0.9},
+    }
+    routing = {
+        "l0_only": {
+            "filter_applied_rate": 0.0,
+            "routing_accuracy": None,
+            "filter_excluded_rate": None,
+            "fallback_rate": 0.0,
+            "correct_supported_rate": 0.0,
+            "unanswerable_unsupported_rate": None,
+        },
+        "l1_filtered": {
+            "filter_applied_rate": 0.75,
+            "routing_accuracy": 1.0,
+            "filter_excluded_rate": 0.0,
+            "fallback_rate": 0.0,
+            "correct_supported_rate": 0.5,
+            "unanswerable_unsupported_rate": None,
+        },
+        "lookup": {
+            "filter_applied_rate": 0.75,
+            "routing_accuracy": 1.0,
+            "filter_excluded_rate": 0.0,
+            "fallback_rate": 0.25,
+            "correct_supported_rate": 0.75,
+            "unanswerable_unsupported_rate": None,
+        },
+    }
+    pairs = [
+        {
+            "a": "l0_only",
+            "b": "lookup",
+            "metric": "mrr@10",
+            "p_value": 0.01,
+            "significant": True,
+            "a_score": 0.3125,
+            "b_score": 0.9519,
+        },
+        {
+            "a": "l1_filtered",
+            "b": "lookup",
+            "metric": "mrr@10",
+            "p_value": 0.2,
+            "significant": False,
+            "a_score": 0.6154,
+            "b_score": 0.9519,
+        },
+    ]
+    cases = [
+        {
+            "id": f"c{i}",
+            "query": f"query {i}",
+            "expected": {"x/A": 1},
+            "domain": "x",
+            "routing": {"l0_domains": ["x"], "filter": "x"},
+            "configs": {c: {"rank": 1, "rr": 1.0, "ranking": ["x/A"]} for c in metrics},
+        }
+        for i in range(4)
+    ]
+    return EvalReport(
+        eval_set="tiny",
+        run_tag="eval-tiny-1",
+        created_at="2026-12-01T08:00:00+00:00",
+        settings={"top_k": 10, "cases": 4, "answerable": 4},
+        configs=tuple(metrics),
+        metrics=metrics,
+        significance={"stat_test": "student", "alpha": 0.05, "pairs": pairs},
+        routing=routing,
+        confusion={"x": {"x": 3, "(none)": 1}},
+        latency={c: {"total_p50": 10.0} for c in metrics},
+        cases=cases,
+        warnings=[],
+    )
 
 
 def test_the_report_chart_brings_its_own_template_and_colours():
@@ -78,7 +133,7 @@ def test_text_and_html_use_the_same_cells_and_legend():
 
 
 def _hex(color: str) -> tuple[int, int, int]:
-    return tuple(int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
 
 
 @pytest.mark.browser
@@ -96,15 +151,24 @@ def test_the_exported_report_has_distinct_series_colours_in_the_browser(tmp_path
     SHOTS.mkdir(parents=True, exist_ok=True)
     shot = SHOTS / "eval-report-chart.png"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                                          "--disable-background-networking", "--disable-component-update"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-dev-shm-usage",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
             page.goto(path.as_uri())
             page.wait_for_selector(".js-plotly-plot .bars path", timeout=60_000)
-            fills = page.eval_on_selector_all(".js-plotly-plot .trace.bars",
-                                              "els => els.map(t => getComputedStyle(t.querySelector('path')).fill)")
+            fills = page.eval_on_selector_all(
+                ".js-plotly-plot .trace.bars", "els => els.map(t => getComputedStyle(t.querySelector('path')).fill)"
+            )
             page.locator(".js-plotly-plot").first.screenshot(path=str(shot))
         finally:
             browser.close()

@@ -28,7 +28,7 @@ GONE_WITHIN_S = 12  # the issue's bar: no Weaviate of its own left this long aft
 
 def many_entries(root: Path, n: int = 200) -> Path:
     """A corpus whose ingest takes many seconds, so the signal comes while the command still works."""
-    words = "disk latency replica pod node quorum certificate backlog throttling eviction".split()
+    words = ["disk", "latency", "replica", "pod", "node", "quorum", "certificate", "backlog", "throttling", "eviction"]
     for i in range(n):
         folder = root / ("ops", "db", "net")[i % 3]
         folder.mkdir(parents=True, exist_ok=True)
@@ -47,12 +47,17 @@ def server_up(port: int, grpc_port: int) -> bool:
 
 def start_cli_ingest(tmp_path: Path, data_dir: Path, port: int, grpc_port: int) -> tuple[subprocess.Popen, Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update(embedded_env(data_dir, port, grpc_port), LOOKUP_CONFIG=str(tmp_path / "no-lookup.yaml"),
-               LOOKUP_CORPUS_DIR=str(many_entries(tmp_path / "kb")), LOOKUP_COLLECTION="StopTest")
+    env.update(
+        embedded_env(data_dir, port, grpc_port),
+        LOOKUP_CONFIG=str(tmp_path / "no-lookup.yaml"),
+        LOOKUP_CORPUS_DIR=str(many_entries(tmp_path / "kb")),
+        LOOKUP_COLLECTION="StopTest",
+    )
     log = tmp_path / "cli.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "retrieval", "ingest"], cwd=REPO_ROOT, env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrieval", "ingest"], cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     return proc, log
 
 
@@ -74,8 +79,11 @@ def test_a_signalled_cli_command_stops_the_server_it_started(tmp_path, ports, si
         sent = time.monotonic()
         proc.send_signal(sig)  # to the command's process only, as a service manager would
         rc = proc.wait(timeout=60)
-        wait_until(lambda: not alive(server) and not port_open("127.0.0.1", port), max(0.1, GONE_WITHIN_S - (time.monotonic() - sent)),
-                   "the CLI's Weaviate was gone and its port free")
+        wait_until(
+            lambda: not alive(server) and not port_open("127.0.0.1", port),
+            max(0.1, GONE_WITHIN_S - (time.monotonic() - sent)),
+            "the CLI's Weaviate was gone and its port free",
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -94,8 +102,11 @@ def test_a_signalled_cli_command_leaves_a_reused_server_running(tmp_path, ports,
         proc, log = start_cli_ingest(tmp_path, tmp_path / "data", port, grpc_port)
         try:
             # the reusing command is at work once it has created its collection
-            wait_until(lambda: client.collections.exists("StopTest") or proc.poll() is not None, 120,
-                       "the CLI connected and began its ingest")
+            wait_until(
+                lambda: client.collections.exists("StopTest") or proc.poll() is not None,
+                120,
+                "the CLI connected and began its ingest",
+            )
             proc.send_signal(signal.SIGTERM)
             rc = proc.wait(timeout=60)
         finally:
@@ -114,16 +125,18 @@ def test_a_signalled_cli_command_leaves_a_reused_server_running(tmp_path, ports,
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signalled_app_stops_the_server_it_started(tmp_path, ports, base_settings, page, sig):  # noqa: F811
     port, grpc_port = ports
-    app = start_app(tmp_path, base_settings, collection="StopTest",
-                    weaviate_env=embedded_env(tmp_path / "data", port, grpc_port))
+    app = start_app(tmp_path, base_settings, collection="StopTest", weaviate_env=embedded_env(tmp_path / "data", port, grpc_port))
     try:
         open_page(page, app)
         expect(page.get_by_text("L1 connected")).to_be_visible()
         (server,) = weaviate_pids(port)
         sent = time.monotonic()
         app.proc.send_signal(sig)
-        wait_until(lambda: not alive(server) and not port_open("127.0.0.1", port), GONE_WITHIN_S,
-                   "the app's Weaviate was gone and its port free")
+        wait_until(
+            lambda: not alive(server) and not port_open("127.0.0.1", port),
+            GONE_WITHIN_S,
+            "the app's Weaviate was gone and its port free",
+        )
         rc = app.proc.wait(timeout=max(1.0, GONE_WITHIN_S - (time.monotonic() - sent)))
     finally:
         app.stop()
@@ -137,8 +150,9 @@ def test_a_signalled_app_leaves_a_reused_server_running(tmp_path, ports, base_se
     client = connect(settings)
     try:
         (server,) = weaviate_pids(port)
-        app = start_app(tmp_path, base_settings, collection="StopTest",
-                        weaviate_env=embedded_env(tmp_path / "data", port, grpc_port))
+        app = start_app(
+            tmp_path, base_settings, collection="StopTest", weaviate_env=embedded_env(tmp_path / "data", port, grpc_port)
+        )
         try:
             open_page(page, app)
             expect(page.get_by_text("L1 connected")).to_be_visible()

@@ -112,8 +112,14 @@ def test_ambiguous_domain_fallback_zero_domains(services, settings):
 def test_l1_has_no_results(sample_corpus, sample_store, embedder, recorder, settings):
     # An entry L0 knows but Weaviate does not hold yet (written after the last ingest): its domain exists
     # only in L0, so the filtered L1 query really returns no candidates.
-    fresh = Entry("quantum/QubitDecoherence", "Qubit decoherence alarm", "quantum",
-                  "Cryostat temperature rose; qubits lose coherence.", ("qubit decoherence",), ("cryostat",))
+    fresh = Entry(
+        "quantum/QubitDecoherence",
+        "Qubit decoherence alarm",
+        "quantum",
+        "Cryostat temperature rose; qubits lose coherence.",
+        ("qubit decoherence",),
+        ("cryostat",),
+    )
     l0 = L0Index(list(sample_corpus.entries) + [fresh])
     services = LookupServices(l0, embedder, sample_store, recorder)
     result = lookup_knowledge("qubit decoherence in the cryostat", services, settings)
@@ -128,8 +134,13 @@ def test_l1_has_no_results(sample_corpus, sample_store, embedder, recorder, sett
 
 def test_l1_fails_when_the_server_is_stopped(base_settings, sample_corpus, embedder, recorder, tmp_path):
     # A second real embedded Weaviate, indexed, then stopped before the lookup.
-    own = base_settings.with_(data_dir=tmp_path / "own", embedded_port=free_port(), embedded_grpc_port=free_port(),
-                              collection="Stopped", l1_timeout_s=3.0)
+    own = base_settings.with_(
+        data_dir=tmp_path / "own",
+        embedded_port=free_port(),
+        embedded_grpc_port=free_port(),
+        collection="Stopped",
+        l1_timeout_s=3.0,
+    )
     client = connect(own)
     store = KnowledgeStore(client, own.collection)
     small = Corpus(str(tmp_path), tuple(e for e in sample_corpus.entries if e.domain == "security"))

@@ -6,8 +6,8 @@ Run with `pytest -s` to see the figures.
 from __future__ import annotations
 
 import json
-from collections import Counter
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,7 +15,15 @@ import pandas as pd
 import pytest
 
 from retrieval.errors import SqlRefused
-from retrieval.invocations import COLUMNS, STAGE_COLUMNS, TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
+from retrieval.invocations import (
+    COLUMNS,
+    STAGE_COLUMNS,
+    TOOL_NAME,
+    InvocationRecord,
+    InvocationStore,
+    new_invocation_id,
+    utc_now_iso,
+)
 from retrieval.sql_console import EXAMPLES, check_statement, run_readonly
 
 LAYERS = ["L0", "L0+L1", "L1", "fallback"]
@@ -34,8 +42,11 @@ def make_record(i: int, **overrides) -> InvocationRecord:
         layer=LAYERS[i % len(LAYERS)],
         latency_ms=float(10 * i + 1),
         result={"results": [{"entry_id": f"{domain}-{i % 2}", "score": 0.9}]},
-        retrieval_details={"l0": {"domains": [domain, "ops"], "matched_keywords": [{"term": domain, "field": "domain", "weight": 1.0}]},
-                           "l1": {"filter": {"domain": domain}, "status": "ok"}, "timings_ms": {"l0": 0.1 * i, "l1": 2.0}},
+        retrieval_details={
+            "l0": {"domains": [domain, "ops"], "matched_keywords": [{"term": domain, "field": "domain", "weight": 1.0}]},
+            "l1": {"filter": {"domain": domain}, "status": "ok"},
+            "timings_ms": {"l0": 0.1 * i, "l1": 2.0},
+        },
         error="L1 unreachable" if fallback else None,
         session_tag="console",
         domain=domain,
@@ -57,8 +68,11 @@ def filled_store(db_path: Path, n: int) -> tuple[InvocationStore, list[Invocatio
 
 def fingerprint(store: InvocationStore) -> tuple:
     """Row count and an order-independent digest of every row: any change to the table changes it."""
-    frame = store.query("SELECT count(*) AS n, sum(hash(id, input, layer, latency_ms, CAST(retrieval_details AS VARCHAR))) AS h "
-                        "FROM tool_invocation", flush_first=False)
+    frame = store.query(
+        "SELECT count(*) AS n, sum(hash(id, input, layer, latency_ms, CAST(retrieval_details AS VARCHAR))) AS h "
+        "FROM tool_invocation",
+        flush_first=False,
+    )
     tables = store.query("SELECT table_name FROM duckdb_tables() ORDER BY ALL", flush_first=False)["table_name"].tolist()
     return int(frame["n"][0]), int(frame["h"][0]), tables
 
@@ -184,8 +198,10 @@ def test_all_hostile_statements_in_a_row_leave_the_table_intact(db_path, tmp_pat
             except SqlRefused:
                 by_allow_list += 1
     after = fingerprint(store)
-    print(f"\nhostile statements refused: {refused} / {len(HOSTILE)} ({by_allow_list} by the statement allow-list, "
-          f"{refused - by_allow_list} by the read-only sandboxed connection); rows before {before[0]}, after {after[0]}")
+    print(
+        f"\nhostile statements refused: {refused} / {len(HOSTILE)} ({by_allow_list} by the statement allow-list, "
+        f"{refused - by_allow_list} by the read-only sandboxed connection); rows before {before[0]}, after {after[0]}"
+    )
     assert not failures, f"these ran: {failures}"
     assert len(HOSTILE) >= 30
     assert after == before
@@ -203,9 +219,11 @@ def test_select_and_explain_run(db_path):
     assert list(out.frame["id"]) == [r.id for r in sorted(recs, key=lambda r: r.latency_ms)]
     assert out.elapsed_ms >= 0
 
-    for sql in ["EXPLAIN SELECT layer, count(*) FROM tool_invocation GROUP BY layer",
-                "/* plan */ explain analyze SELECT * FROM tool_invocation WHERE fallback",
-                "EXPLAIN (FORMAT json) SELECT * FROM tool_invocation"]:
+    for sql in [
+        "EXPLAIN SELECT layer, count(*) FROM tool_invocation GROUP BY layer",
+        "/* plan */ explain analyze SELECT * FROM tool_invocation WHERE fallback",
+        "EXPLAIN (FORMAT json) SELECT * FROM tool_invocation",
+    ]:
         assert check_statement(sql) == "EXPLAIN"
         plan = run_readonly(store, sql)
         text = " ".join(str(v) for v in plan.frame.to_numpy().ravel()).lower()
@@ -213,16 +231,20 @@ def test_select_and_explain_run(db_path):
 
     # Other read-only forms DuckDB types as SELECT.
     assert run_readonly(store, "FROM tool_invocation SELECT count(*) AS n").frame["n"][0] == len(recs)
-    assert run_readonly(store, "WITH x AS (SELECT * FROM tool_invocation WHERE fallback) SELECT count(*) AS n FROM x").frame["n"][0] == \
-        sum(r.fallback for r in recs)
+    assert run_readonly(store, "WITH x AS (SELECT * FROM tool_invocation WHERE fallback) SELECT count(*) AS n FROM x").frame["n"][
+        0
+    ] == sum(r.fallback for r in recs)
     assert list(run_readonly(store, "DESCRIBE tool_invocation").frame["column_name"]) == list(COLUMNS + STAGE_COLUMNS)
 
 
 def test_values_come_back_as_stored(db_path):
     """TIMESTAMPTZ (created_at), NULLs, JSON text, lists and structs all reach the frame."""
     store, recs = filled_store(db_path, 4)
-    out = run_readonly(store, "SELECT id, created_at, error, retrieval_details->'l0'->'domains' AS d, "
-                              "[1, 2, NULL] AS l, {'a': [3, 4]} AS s FROM tool_invocation ORDER BY latency_ms")
+    out = run_readonly(
+        store,
+        "SELECT id, created_at, error, retrieval_details->'l0'->'domains' AS d, "
+        "[1, 2, NULL] AS l, {'a': [3, 4]} AS s FROM tool_invocation ORDER BY latency_ms",
+    )
     assert len(out.frame) == len(recs)
     for rec, (_, row) in zip(recs, out.frame.iterrows()):
         assert row["id"] == rec.id
@@ -231,12 +253,19 @@ def test_values_come_back_as_stored(db_path):
         assert json.loads(row["d"]) == rec.retrieval_details["l0"]["domains"]
         assert row["l"] == [1, 2, None]
         assert row["s"] == {"a": [3, 4]}
-    nulls = run_readonly(store, "SELECT NULL::INTEGER AS i, NULL::BOOLEAN AS b, NULL::TIMESTAMPTZ AS t, "
-                                "CASE WHEN fallback THEN NULL ELSE latency_ms END AS maybe FROM tool_invocation ORDER BY latency_ms")
+    nulls = run_readonly(
+        store,
+        "SELECT NULL::INTEGER AS i, NULL::BOOLEAN AS b, NULL::TIMESTAMPTZ AS t, "
+        "CASE WHEN fallback THEN NULL ELSE latency_ms END AS maybe FROM tool_invocation ORDER BY latency_ms",
+    )
     assert nulls.frame[["i", "b", "t"]].map(lambda v: v is None).all().all()
     assert list(nulls.frame["maybe"]) == [None if r.fallback else r.latency_ms for r in recs]
-    assert json.loads(json.dumps(nulls.frame.to_dict(orient="records")[0], default=str)) == \
-        {"i": None, "b": None, "t": None, "maybe": recs[0].latency_ms}
+    assert json.loads(json.dumps(nulls.frame.to_dict(orient="records")[0], default=str)) == {
+        "i": None,
+        "b": None,
+        "t": None,
+        "maybe": recs[0].latency_ms,
+    }
     empty = run_readonly(store, "SELECT id, created_at FROM tool_invocation WHERE false")
     assert list(empty.frame.columns) == ["id", "created_at"] and empty.frame.empty and not empty.truncated
 
@@ -261,10 +290,13 @@ def test_row_limit_streams_a_huge_result(db_path):
     assert elapsed < 2.0
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT count(*) FROM range(100000000000) a, range(1000) b",
-    "SELECT * FROM range(100000000000) r WHERE hash(r.range) = 0",  # stopped while fetching, not executing
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) FROM range(100000000000) a, range(1000) b",
+        "SELECT * FROM range(100000000000) r WHERE hash(r.range) = 0",  # stopped while fetching, not executing
+    ],
+)
 def test_runaway_query_is_stopped_at_the_time_limit(db_path, sql):
     store, recs = filled_store(db_path, 3)
     t = time.perf_counter()

@@ -19,8 +19,17 @@ def test_split_camel(word, parts):
 
 @pytest.mark.parametrize(
     "plural, single",
-    [("pods", "pod"), ("replicas", "replica"), ("policies", "policy"), ("caches", "cache"),
-     ("patches", "patch"), ("boxes", "box"), ("nodes", "node"), ("notes", "note"), ("alerts", "alert")],
+    [
+        ("pods", "pod"),
+        ("replicas", "replica"),
+        ("policies", "policy"),
+        ("caches", "cache"),
+        ("patches", "patch"),
+        ("boxes", "box"),
+        ("nodes", "node"),
+        ("notes", "note"),
+        ("alerts", "alert"),
+    ],
 )
 def test_plural_and_singular_meet(plural, single):
     assert singular(plural) == singular(single)
@@ -39,17 +48,31 @@ def test_normalise_folds_case_punctuation_camel_and_plurals():
     assert normalise("ｐｏｄ") == "pod"  # NFKC folds full-width letters
 
 
-@pytest.mark.parametrize("text", [
-    "PostgreSQL replication lag on the standby", "KubePodCrashLooping", "etcdGRPCRequestsSlow", "Pods are CRASH-looping!!",
-    "ｐｏｄ restarts", "Größe über 2 GB", "caches_and patches", "", "the and of", "x509: certificate has expired",
-    "Ceph OSD down (osd.3)", "HPAMaxReplicasReached", "naïve café ﬁle", "日本語 text 123abc",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PostgreSQL replication lag on the standby",
+        "KubePodCrashLooping",
+        "etcdGRPCRequestsSlow",
+        "Pods are CRASH-looping!!",
+        "ｐｏｄ restarts",
+        "Größe über 2 GB",
+        "caches_and patches",
+        "",
+        "the and of",
+        "x509: certificate has expired",
+        "Ceph OSD down (osd.3)",
+        "HPAMaxReplicasReached",
+        "naïve café ﬁle",
+        "日本語 text 123abc",
+    ],
+)
 def test_content_spans_give_the_content_tokens_with_their_places(text):
     spans = content_spans(text)
     assert [t.key for t in spans.tokens] == content_tokens(text)
     for t in spans.tokens:
         assert t.word_start <= t.start < t.end <= t.word_end
-        assert content_tokens(spans.text[t.start:t.end]) == [t.key]
+        assert content_tokens(spans.text[t.start : t.end]) == [t.key]
 
 
 def test_surface_text_is_the_span_as_written():

@@ -15,12 +15,15 @@ from .conftest import SAMPLE_CORPUS
 
 
 def test_parse_grid_makes_every_combination():
-    assert parse_grid("vector_weight=0.5,1;l0_weight=0") == [{"vector_weight": 0.5, "l0_weight": 0.0},
-                                                             {"vector_weight": 1.0, "l0_weight": 0.0}]
+    assert parse_grid("vector_weight=0.5,1;l0_weight=0") == [
+        {"vector_weight": 0.5, "l0_weight": 0.0},
+        {"vector_weight": 1.0, "l0_weight": 0.0},
+    ]
 
 
-@pytest.mark.parametrize("text, named", [("", "empty"), ("top_k=1,2", "top_k"), ("l0_weight=a", "l0_weight"),
-                                         ("l0_weight=-1", "l0_weight")])
+@pytest.mark.parametrize(
+    "text, named", [("", "empty"), ("top_k=1,2", "top_k"), ("l0_weight=a", "l0_weight"), ("l0_weight=-1", "l0_weight")]
+)
 def test_parse_grid_refuses_by_name(text, named):
     with pytest.raises(EvalSetError, match=named):
         parse_grid(text)
@@ -41,8 +44,11 @@ def case(set_name, i, right_by):
 
 def test_cross_validation_picks_the_weights_the_data_favour(base_settings):
     # set a: 9 cases the vector gets right; set b: 6 cases the vector, 4 the lexical list gets right
-    signals = [case("a", i, "vector") for i in range(9)] + [case("b", i, "vector") for i in range(6)] + \
-              [case("b", 10 + i, "lexical") for i in range(4)]
+    signals = (
+        [case("a", i, "vector") for i in range(9)]
+        + [case("b", i, "vector") for i in range(6)]
+        + [case("b", 10 + i, "lexical") for i in range(4)]
+    )
     grid = parse_grid("vector_weight=0.5,2")
     rr = reciprocal_ranks(signals, grid[1], base_settings)
     assert rr.tolist() == [1.0] * 15 + [0.5] * 4  # vector first: the lexical-only cases drop to rank 2

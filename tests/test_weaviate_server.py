@@ -50,6 +50,8 @@ def test_port_taken_by_something_else_is_reported(base_settings, tmp_path):
 
 
 def test_missing_binary_says_how_to_build_it(base_settings, tmp_path):
-    s = base_settings.with_(weaviate_bin_dir=tmp_path, embedded_port=free_port(), embedded_grpc_port=free_port(), data_dir=tmp_path)
+    s = base_settings.with_(
+        weaviate_bin_dir=tmp_path, embedded_port=free_port(), embedded_grpc_port=free_port(), data_dir=tmp_path
+    )
     with pytest.raises(WeaviateSetupError, match="scripts/setup.sh"):
         connect(s)

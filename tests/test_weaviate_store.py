@@ -21,11 +21,14 @@ def store(weaviate_client, request):
 
 
 def test_category_filter_is_exact_not_word_tokenised(store, embedder):
-    corpus = Corpus("mem", (
-        make_entry("a/Verified", "Verified", "The account is verified."),
-        make_entry("b/NotVerified", "Not Verified", "The account is not verified."),
-        make_entry("c/verified-lower", "verified", "lower case category."),
-    ))
+    corpus = Corpus(
+        "mem",
+        (
+            make_entry("a/Verified", "Verified", "The account is verified."),
+            make_entry("b/NotVerified", "Not Verified", "The account is not verified."),
+            make_entry("c/verified-lower", "verified", "lower case category."),
+        ),
+    )
     store.ingest(corpus, embedder)
     vec = embedder.embed_query("account verification")
     assert {c.entry_id for c in store.search(vec, k=10, category="Verified")} == {"a/Verified"}
@@ -106,16 +109,23 @@ def _exhaustive_top(store, vec, k, category=None):
     from retrieval.weaviate_store import fold_chunks
 
     res = store.collection.query.near_vector(
-        near_vector=list(map(float, vec)), limit=10_000, filters=category_where(category),
+        near_vector=list(map(float, vec)),
+        limit=10_000,
+        filters=category_where(category),
         return_metadata=MetadataQuery(distance=True, score=True),
-        return_properties=["entry_id", "title", "category", "chunk_index", "text"])
+        return_properties=["entry_id", "title", "category", "chunk_index", "text"],
+    )
     return [c.entry_id for c in fold_chunks(res.objects, k=k)]
 
 
 def test_entries_of_one_chunk_are_fetched_k_hits_at_a_time(store, embedder):
     # a title and no body: the card is the entry's only chunk
-    store.ingest(Corpus("mem", tuple(make_entry(f"d/E{i}", "d", "", title=f"Note {i} on service {i} latency and errors.")
-                                     for i in range(30))), embedder)
+    store.ingest(
+        Corpus(
+            "mem", tuple(make_entry(f"d/E{i}", "d", "", title=f"Note {i} on service {i} latency and errors.") for i in range(30))
+        ),
+        embedder,
+    )
     for q in ("latency of service 3", "errors everywhere", "note twelve"):
         vec = embedder.embed_query(q)
         assert [c.entry_id for c in store.search(vec, k=5)] == _exhaustive_top(store, vec, 5)
@@ -126,7 +136,8 @@ def test_entries_of_many_chunks_still_give_k_entries(store, embedder):
     """Chunks of one long entry crowd the first k hits: the search asks again with more and stays there."""
     filler = " ".join(f"kafka broker partition {i} under-replicated, consumer lag rising." for i in range(150))
     entries = [make_entry("mq/KafkaLong", "mq", filler)] + [
-        make_entry(f"mq/Other{i}", "mq", f"Queue topic {i} notes about brokers.") for i in range(8)]
+        make_entry(f"mq/Other{i}", "mq", f"Queue topic {i} notes about brokers.") for i in range(8)
+    ]
     store.ingest(Corpus("mem", tuple(entries)), embedder)
     assert store.count_chunks() > 6
     vec = embedder.embed_query("kafka partition under-replicated consumer lag")
@@ -138,11 +149,14 @@ def test_entries_of_many_chunks_still_give_k_entries(store, embedder):
 
 
 def test_bm25_scores_whole_entries_by_their_fields_and_obeys_the_filter(store, embedder):
-    corpus = Corpus("mem", (
-        make_entry("cdi/CDINotReady", "cdi", "## Meaning\nThe importer is degraded.", title="CDINotReady"),
-        make_entry("net/KubemacpoolDown", "net", "## Meaning\nThe MAC pool is down.", keywords=("mac address",)),
-        make_entry("vm/VMStuck", "vm", "## Meaning\nA virtual machine is stuck while starting."),
-    ))
+    corpus = Corpus(
+        "mem",
+        (
+            make_entry("cdi/CDINotReady", "cdi", "## Meaning\nThe importer is degraded.", title="CDINotReady"),
+            make_entry("net/KubemacpoolDown", "net", "## Meaning\nThe MAC pool is down.", keywords=("mac address",)),
+            make_entry("vm/VMStuck", "vm", "## Meaning\nA virtual machine is stuck while starting."),
+        ),
+    )
     store.ingest(corpus, embedder)
     query = "CDI is not ready"
     vec = embedder.embed_query(query)
@@ -170,8 +184,11 @@ def test_every_mode_reports_the_real_similarity_of_the_best_chunk(sample_store, 
 def test_a_collection_of_an_older_version_is_rebuilt(store, embedder):
     from weaviate.classes.config import Configure, DataType, Property
 
-    store.client.collections.create(store.name, vector_config=Configure.Vectors.self_provided(),
-                                    properties=[Property(name="entry_id", data_type=DataType.TEXT)])
+    store.client.collections.create(
+        store.name,
+        vector_config=Configure.Vectors.self_provided(),
+        properties=[Property(name="entry_id", data_type=DataType.TEXT)],
+    )
     assert not store.schema_current()
     report = store.ingest(Corpus("mem", (make_entry("x/A", "x", "alpha"),)), embedder)
     assert report.schema_rebuilt and report.added == 1 and store.schema_current()

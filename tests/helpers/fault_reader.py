@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from retrieval.errors import LookupLabError  # noqa: E402
-from retrieval.invocations import InvocationStore  # noqa: E402
+from retrieval.errors import LookupLabError
+from retrieval.invocations import InvocationStore
 
 
 def say(text: str) -> None:

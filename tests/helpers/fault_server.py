@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from weaviate.classes.config import DataType, Property  # noqa: E402
+from weaviate.classes.config import DataType, Property
 
-from retrieval.config import load_settings  # noqa: E402
-from retrieval.weaviate_server import connect  # noqa: E402
+from retrieval.config import load_settings
+from retrieval.weaviate_server import connect
 
 
 def say(text: str) -> None:
@@ -34,8 +34,9 @@ def server_pid(client) -> int:
 
 def main() -> int:
     data_dir, port, grpc_port = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-    settings = load_settings(env={}, config_file=None, data_dir=data_dir, embedded_port=port,
-                             embedded_grpc_port=grpc_port, collection="Orphan")
+    settings = load_settings(
+        env={}, config_file=None, data_dir=data_dir, embedded_port=port, embedded_grpc_port=grpc_port, collection="Orphan"
+    )
     clients = []
     command = "start"
     while command:
@@ -46,7 +47,7 @@ def main() -> int:
                 if not client.collections.exists("Orphan"):
                     client.collections.create("Orphan", properties=[Property(name="note", data_type=DataType.TEXT)])
                 say(f"SERVING {server_pid(client)} {os.getpid()}")
-            except Exception as exc:  # noqa: BLE001 - reported to the test
+            except Exception as exc:
                 say(f"ERROR {type(exc).__name__}: {exc}")
         elif command == "exit":
             break

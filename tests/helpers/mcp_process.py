@@ -8,9 +8,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
 import duckdb
 import httpx2
@@ -24,12 +24,17 @@ from retrieval.config import REPO_ROOT, Settings
 def serve_env(settings: Settings, db_path: Path, **extra: str) -> dict[str, str]:
     """The environment of a server process: the test session's Weaviate and collection, its own DuckDB file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update({
-        "LOOKUP_CORPUS_DIR": str(settings.corpus_dir), "LOOKUP_COLLECTION": settings.collection,
-        "LOOKUP_DATA_DIR": str(settings.data_dir), "LOOKUP_DB_PATH": str(db_path),
-        "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port), "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
-        "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir),
-    })
+    env.update(
+        {
+            "LOOKUP_CORPUS_DIR": str(settings.corpus_dir),
+            "LOOKUP_COLLECTION": settings.collection,
+            "LOOKUP_DATA_DIR": str(settings.data_dir),
+            "LOOKUP_DB_PATH": str(db_path),
+            "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port),
+            "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
+            "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir),
+        }
+    )
     env.update(extra)
     return env
 
@@ -38,8 +43,15 @@ class ServedProcess:
     """A server process; its stderr lines are collected; `wait_ready` waits for its 'ready:' line."""
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "retrieval", "serve", *args], cwd=REPO_ROOT, env=env,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "retrieval", "serve", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -78,10 +90,10 @@ class ServedProcess:
 @asynccontextmanager
 async def http_client(url: str, name: str, *, token: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as hc:
-        async with Client(streamable_http_client(url, http_client=hc), mode=mode,
-                          client_info=Implementation(name=name, version="1")) as client:
-            yield client
+    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as hc, Client(
+        streamable_http_client(url, http_client=hc), mode=mode, client_info=Implementation(name=name, version="1")
+    ) as client:
+        yield client
 
 
 def stdio_client(env: dict[str, str], name: str, *, mode: str = "legacy") -> Client:
@@ -103,8 +115,10 @@ def stored_rows(db_path: Path, where: str = "true", params: list | None = None) 
             exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'tool_invocation'").fetchone()[0]
             if not exists:
                 return []
-            cur = con.execute("SELECT * EXCLUDE (created_at), CAST(created_at AS VARCHAR) AS created_at "
-                              f"FROM tool_invocation WHERE {where}", params or [])
+            cur = con.execute(
+                f"SELECT * EXCLUDE (created_at), CAST(created_at AS VARCHAR) AS created_at FROM tool_invocation WHERE {where}",
+                params or [],
+            )
             names = [d[0] for d in cur.description]
             return [dict(zip(names, row)) for row in cur.fetchall()]
         finally:

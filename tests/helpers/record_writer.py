@@ -25,9 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from retrieval.errors import StoreError  # noqa: E402
-from retrieval.invocations import (  # noqa: E402
-    TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso,
+from retrieval.errors import StoreError
+from retrieval.invocations import (
+    TOOL_NAME,
+    InvocationRecord,
+    InvocationStore,
+    new_invocation_id,
+    utc_now_iso,
 )
 
 
@@ -41,8 +45,11 @@ def make_record(session_tag: str, i: int) -> InvocationRecord:
         layer="L0+L1" if i % 2 else "L0",
         latency_ms=float(i % 97) + 0.5,
         result={"results": [{"entry_id": f"e{i % 7}", "score": 0.5 + (i % 5) / 10}]},
-        retrieval_details={"l0": {"domains": ["storage", "linux"], "matches": [{"entry_id": f"e{i % 7}", "score": 1.0}]},
-                           "l1": {"status": "ok", "filter": {"domain": "storage"}}, "seq": i},
+        retrieval_details={
+            "l0": {"domains": ["storage", "linux"], "matches": [{"entry_id": f"e{i % 7}", "score": 1.0}]},
+            "l1": {"status": "ok", "filter": {"domain": "storage"}},
+            "seq": i,
+        },
         error=None,
         session_tag=session_tag,
         domain="storage",
