@@ -6,6 +6,7 @@ where they can be), because these machines are noisy and absolute times drift.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -18,9 +19,10 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -52,7 +54,7 @@ STAGES = ("l0", "embed", "l1", "fuse", "record")
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
 
 
-def pct(values: list[float], q: float) -> float | None:
+def pct(values: Sequence[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if values else None
 
 
@@ -196,40 +198,54 @@ def bench_lookups(
     cached_n: int,
 ) -> dict[str, Any]:
     """Lookups, the floor and filtered/unfiltered L1, each pair interleaved query by query, order alternating."""
-    wall, floor, f_embed, f_nv, f_wide, stages = [], [], [], [], [], {s: [] for s in STAGES}
+    if services.store is None or services.embedder is None:
+        raise ValueError("bench_lookups needs the L1 store and the embedder")
+    store, embedder = services.store, services.embedder
+    wall: list[float] = []
+    floor: list[float] = []
+    f_embed: list[float] = []
+    f_nv: list[float] = []
+    f_wide: list[float] = []
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
     filtered_n = 0
-    for i, (q, fq) in enumerate(zip(queries, floor_queries)):
 
-        def do_lookup() -> None:
-            nonlocal filtered_n
-            t0 = time.perf_counter()
-            r = lookup_knowledge(q, services, settings)
-            wall.append((time.perf_counter() - t0) * 1000)
-            for s in STAGES:
-                stages[s].append(r.timings_ms.get(s, 0.0))
-            filtered_n += r.l1.category is not None
+    def do_lookup(q: str) -> None:
+        nonlocal filtered_n
+        t0 = time.perf_counter()
+        r = lookup_knowledge(q, services, settings)
+        wall.append((time.perf_counter() - t0) * 1000)
+        for s in STAGES:
+            stages[s].append(r.timings_ms.get(s, 0.0))
+        filtered_n += r.l1.category is not None
 
-        def do_floor() -> None:
-            e, n, wide = _floor_query(services.store, services.embedder, fq, settings.top_k, settings.search_mode)
-            f_embed.append(e)
-            f_nv.append(n)
-            f_wide.append(wide)
-            floor.append(e + n)
+    def do_floor(fq: str) -> None:
+        e, n, wide = _floor_query(store, embedder, fq, settings.top_k, settings.search_mode)
+        f_embed.append(e)
+        f_nv.append(n)
+        f_wide.append(wide)
+        floor.append(e + n)
 
-        for step in (do_lookup, do_floor) if i % 2 == 0 else (do_floor, do_lookup):
-            step()
+    # strict=False: an odd number of generated queries leaves the last lookup without a floor partner
+    for i, (q, fq) in enumerate(zip(queries, floor_queries, strict=False)):
+        if i % 2 == 0:
+            do_lookup(q)
+            do_floor(fq)
+        else:
+            do_floor(fq)
+            do_lookup(q)
     cached = []
     for q in queries[:cached_n]:  # the same texts again: the query embedding now comes from the cache
         t0 = time.perf_counter()
         lookup_knowledge(q, services, settings)
         cached.append((time.perf_counter() - t0) * 1000)
-    unf, fil = [], []
+    unf: list[float] = []
+    fil: list[float] = []
     for i, q in enumerate(queries):
-        vec = services.embedder.embed_query(q)  # cached by now: only L1 is timed
-        pair = ((unf, None), (fil, categories[i % len(categories)]))
+        vec = embedder.embed_query(q)  # cached by now: only L1 is timed
+        pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
         for sink, category in pair if i % 2 == 0 else pair[::-1]:
             t0 = time.perf_counter()
-            services.store.search(vec, k=settings.top_k, category=category)
+            store.search(vec, k=settings.top_k, category=category)
             sink.append((time.perf_counter() - t0) * 1000)
     return {
         "lookup": {
@@ -534,11 +550,15 @@ def _exit_on_sigterm() -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
-    def leave(signum, frame):
+    def leave(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, leave)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
 
 
 def run_bench(
@@ -611,7 +631,7 @@ def run_bench(
         store_fig = bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log) if invocation_rows else None
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         ratios, goals = ratios_and_goals(figures, store_fig)
-        result = {
+        result: dict[str, Any] = {
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine,
             "seed": seed,
@@ -629,18 +649,20 @@ def run_bench(
         if recorder is not None:
             recorder.close()
         for name in names if client is not None else ():
-            try:
+            with contextlib.suppress(Exception):  # clean-up must not hide the run's own error
                 KnowledgeStore(client, name).drop()
-            except Exception:
-                pass
         if own_client and client is not None:
             client.close()  # stops the embedded server we started
         shutil.rmtree(workdir, ignore_errors=True)
         restore_sigterm()
     result["table"] = render_table(result)
-    out_dir = Path(out_dir)
+    return write_results(result, Path(out_dir), f"bench-{'-'.join(map(str, sizes))}", log)
+
+
+def write_results(result: dict[str, Any], out_dir: Path, name: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Write `result["table"]` to `<time>-<name>.md` and the rest to `.json` in `out_dir`; add their paths as "files"."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-bench-{'-'.join(map(str, sizes))}"
+    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-{name}"
     stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
     stem.with_suffix(".json").write_text(
         json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n", encoding="utf-8"

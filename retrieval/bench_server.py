@@ -13,6 +13,7 @@ with its own session, asking every query.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -30,7 +31,7 @@ from typing import Any
 import httpx
 
 from .api import KnowledgeLookup
-from .bench import _free_port, machine_info, pct
+from .bench import _free_port, machine_info, pct, write_results
 from .config import REPO_ROOT, Settings
 from .corpus import load_corpus
 from .embedding import Embedder
@@ -90,18 +91,21 @@ class StdioRpc:
     """A minimal MCP client over a server process's stdin/stdout (JSON lines)."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
+        if proc.stdin is None or proc.stdout is None:
+            raise ValueError("StdioRpc needs a server process with piped stdin and stdout")
         self.proc, self.n = proc, 0
+        self.stdin, self.stdout = proc.stdin, proc.stdout
         self._send(_initialize(0))
         self._receive(0)
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def _send(self, message: dict[str, Any]) -> None:
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
+        self.stdin.write(json.dumps(message) + "\n")
+        self.stdin.flush()
 
     def _receive(self, i: int) -> dict[str, Any]:
         while True:
-            line = self.proc.stdout.readline()
+            line = self.stdout.readline()
             if not line:
                 raise RuntimeError(f"the stdio server exited with {self.proc.poll()}")
             message = json.loads(line)
@@ -147,17 +151,16 @@ def _served_env(settings: Settings, workdir: Path, name: str) -> dict[str, str]:
 
 def _start(args: list[str], env: dict[str, str], *, stdio: bool, log_path: Path) -> subprocess.Popen:
     """A serve process; its stderr goes to `log_path`, whose 'ready:' line says it serves."""
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "retrieval", "serve", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        text=True,
-        stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
-        stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
-        stderr=log,
-    )
-    log.close()
+    with open(log_path, "w") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrieval", "serve", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE if stdio else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
+            stderr=log,
+        )
     deadline = time.monotonic() + 180
     while "ready:" not in log_path.read_text():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -187,28 +190,26 @@ def _paired(direct: KnowledgeLookup, served: Callable[[str], Any], queries: list
     for q in queries:  # warm both sides' query-embedding caches
         direct.lookup(q)
         served(q)
-    d_ms, s_ms = [], []
+    d_ms: list[float] = []
+    s_ms: list[float] = []
+
+    def timed(call: Callable[[str], Any], q: str, sink: list[float]) -> None:
+        t0 = time.perf_counter()
+        call(q)
+        sink.append((time.perf_counter() - t0) * 1000)
+
     for i, q in enumerate(queries * repeats):
-
-        def one_direct() -> None:
-            t0 = time.perf_counter()
-            direct.lookup(q)  # noqa: B023
-            d_ms.append((time.perf_counter() - t0) * 1000)
-
-        def one_served() -> None:
-            t0 = time.perf_counter()
-            served(q)  # noqa: B023
-            s_ms.append((time.perf_counter() - t0) * 1000)
-
-        for step in (one_direct, one_served) if i % 2 == 0 else (one_served, one_direct):
-            step()
-    diffs = [s - d for s, d in zip(s_ms, d_ms)]
+        steps = ((direct.lookup, d_ms), (served, s_ms))
+        for call, sink in steps if i % 2 == 0 else steps[::-1]:
+            timed(call, q, sink)
+    diffs = [s - d for s, d in zip(s_ms, d_ms, strict=True)]
+    d50, s50 = pct(d_ms, 50), pct(s_ms, 50)
     return {
         "calls": len(s_ms),
-        "direct_p50_ms": pct(d_ms, 50),
-        "served_p50_ms": pct(s_ms, 50),
+        "direct_p50_ms": d50,
+        "served_p50_ms": s50,
         "served_p95_ms": pct(s_ms, 95),
-        "added_p50_ms": round(pct(s_ms, 50) - pct(d_ms, 50), 3),
+        "added_p50_ms": None if d50 is None or s50 is None else round(s50 - d50, 3),
         "paired_added_p50_ms": pct(diffs, 50),
     }
 
@@ -278,7 +279,8 @@ def run_server_bench(
     run_id = f"{int(time.time()) % 100_000:05d}"
     corpus = load_corpus(REPO_ROOT / "sample_corpus")
     queries = [c.query for name in EVAL_SETS for c in load_eval_set(REPO_ROOT / "eval_sets" / name).cases][:max_queries]
-    store = direct = None
+    store: KnowledgeStore | None = None
+    recorder: InvocationStore | None = None
     procs: list[subprocess.Popen] = []
     try:
         if own_client:
@@ -292,11 +294,10 @@ def run_server_bench(
         store.drop()
         log(f"indexing the sample corpus ({len(corpus.entries)} entries) in {where.collection}")
         store.ingest(corpus, embedder)
-        services = LookupServices(
-            l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=InvocationStore(workdir / "direct.duckdb")
-        )
+        recorder = InvocationStore(workdir / "direct.duckdb")
+        recorder.start_background_flush()
+        services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder)
         direct = KnowledgeLookup(Runtime(where, corpus, services))
-        direct.runtime.services.recorder.start_background_flush()
         result: dict[str, Any] = {
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine_info(client),
@@ -345,27 +346,16 @@ def run_server_bench(
         for proc in procs:
             if proc.poll() is None:
                 _stop(proc)
-        if direct is not None:
-            direct.runtime.services.recorder.close()
+        if recorder is not None:
+            recorder.close()
         if store is not None:
-            try:
+            with contextlib.suppress(Exception):  # clean-up must not hide the run's own error
                 store.drop()
-            except Exception:
-                pass
         if own_client and client is not None:
             client.close()  # stops the embedded server we started
         shutil.rmtree(workdir, ignore_errors=True)
     result["table"] = render_server_table(result)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-bench-server"
-    stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
-    stem.with_suffix(".json").write_text(
-        json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n", encoding="utf-8"
-    )
-    result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
-    log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
-    return result
+    return write_results(result, Path(out_dir), "bench-server", log)
 
 
 def render_server_table(result: dict[str, Any]) -> str:
@@ -394,7 +384,8 @@ def render_server_table(result: dict[str, Any]) -> str:
     t = h["throughput"]
     lines += [
         f"| SDK Client call p50 ms | {h['sdk_client_p50_ms']} | |",
-        f"| calls per second, {t['clients']} concurrent clients | {t['calls_per_s']} ({t['calls']} calls in {t['seconds']} s) | |",
+        f"| calls per second, {t['clients']} concurrent clients "
+        f"| {t['calls_per_s']} ({t['calls']} calls in {t['seconds']} s) | |",
         f"| exit code after stopping (HTTP: SIGTERM; stdio: stdin closed) | {h['exit_code']} | {s['exit_code']} |",
         "",
         "| goal | value | target | met |",

@@ -257,7 +257,7 @@ class KnowledgeStore:
         # (collection.batch.fixed_size) spent about 1 s on every exit, whatever the batch size.
         by_id = {e.entry_id: e for e in entries}
         objects = []
-        for chunk, vec in zip(chunks, vectors):
+        for chunk, vec in zip(chunks, vectors, strict=True):
             e = by_id[chunk.entry_id]
             card = chunk.card
             objects.append(
@@ -291,7 +291,7 @@ class KnowledgeStore:
     # --- search -------------------------------------------------------------------------------------
     def search(
         self,
-        vector: Sequence[float] | None,
+        vector: Sequence[float] | np.ndarray | None,
         *,
         k: int,
         category: str | None = None,
