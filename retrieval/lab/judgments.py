@@ -1,0 +1,287 @@
+"""Judgments: a query and the entries someone marked relevant (none: an unanswerable case), appended to an
+eval set YAML as one more case.
+
+The case is appended as text, so the file's other cases, comments and layout stay byte for byte as they
+were. The file as it would be written is loaded and validated like every eval set (and its other cases
+compared with the ones before) before it replaces the file; on any error the file is left untouched and
+the error names the file and field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..catalog import eval_set_files
+from ..config import REPO_ROOT
+from ..errors import EvalSetError
+from ..eval_sets import EvalSet, corpus_fit, load_eval_set
+
+DEFAULT_DIR = REPO_ROOT / "eval_sets"  # where a set created in the app goes unless a path is given
+_SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+_WORD = re.compile(r"[A-Za-z0-9]+")
+ID_WORDS = 5  # words of the query a generated case id is made of
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """A query and what someone judged relevant for it; `relevant` empty: no entry answers it."""
+
+    query: str
+    relevant: tuple[str, ...]
+    domain: str | None = None
+    case_id: str | None = None  # None: generated from the query, unique within the set
+    source: str = ""  # where it was judged (e.g. "Lookup", "invocation 1a2b…"), kept as a comment
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "relevant": list(self.relevant),
+            "domain": self.domain,
+            "case_id": self.case_id,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    path: str
+    case_id: str
+    created: bool  # a new eval set file
+    cases: int  # cases in the set now
+    set_name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "case_id": self.case_id,
+            "created": self.created,
+            "cases": self.cases,
+            "set_name": self.set_name,
+        }
+
+
+@dataclass(frozen=True)
+class TargetSet:
+    """A known eval set a judgment can go to, and whether it fits the loaded corpus."""
+
+    label: str
+    path: Path
+    cases: int
+    fits: bool
+    error: str | None = None  # the set does not load: nothing can be appended to it
+
+
+def target_sets(known_ids: Iterable[str], **where: Path) -> list[TargetSet]:
+    """The eval sets the app knows (catalog.eval_set_files), each with its case count and fit."""
+    known = set(known_ids)
+    out = []
+    for f in eval_set_files(**where):
+        try:
+            loaded = load_eval_set(f.path)
+        except EvalSetError as exc:
+            out.append(TargetSet(f.label, f.path, 0, False, str(exc)))
+            continue
+        out.append(TargetSet(f.label, f.path, len(loaded.cases), corpus_fit(loaded, known).fits))
+    return out
+
+
+def suggest_case_id(query: str, existing: Iterable[str]) -> str:
+    """CamelCase of the query's first words (`PodIsCrashLooping`), with -2, -3… until unique in `existing`."""
+    taken = {str(e) for e in existing}
+    words = _WORD.findall(query)[:ID_WORDS]
+    base = "".join(w[:1].upper() + w[1:] for w in words) or "Case"
+    if base not in taken:
+        return base
+    n = 2
+    while f"{base}-{n}" in taken:
+        n += 1
+    return f"{base}-{n}"
+
+
+def suggest_domain(relevant_domains: Sequence[str | None], routed: str | None = None) -> str | None:
+    """The domain the relevant entries share; with none relevant, the domain the lookup was routed to."""
+    found = {d for d in relevant_domains if d}
+    if len(found) == 1:
+        return found.pop()
+    return routed if not relevant_domains else None
+
+
+def new_set_path(name: str, directory: Path | None = None) -> Path:
+    """`<directory>/<name>.yaml` (default eval_sets/), for a set created in the app. Refuses odd names."""
+    clean = name.strip().removesuffix(".yaml")
+    if not _SET_NAME.match(clean):
+        raise EvalSetError(f"set name {name!r}: use letters, digits, '.', '_' or '-' (up to 80), starting with a letter or digit")
+    return Path(directory or DEFAULT_DIR) / f"{clean}.yaml"
+
+
+def append_case(path: Path | str, judgment: Judgment, *, known_ids: Iterable[str] | None = None) -> AppendResult:
+    """Append the judged case to an existing eval set. `known_ids` (the corpus) checks the new case's ids."""
+    path = Path(path)
+    before = load_eval_set(path)  # a set that does not load now gets nothing appended
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise EvalSetError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+    text = raw.decode("utf-8")
+    case_id = _case_id(judgment, before, path)
+    new_text = _insert_case(text, _case_text(case_id, judgment), path)
+    after = _validated(path, new_text, case_id, judgment, known_ids, before=before)
+    _replace(path, new_text.encode("utf-8"))
+    return AppendResult(str(path), case_id, False, len(after.cases), after.name)
+
+
+def create_eval_set(
+    path: Path | str,
+    judgment: Judgment,
+    *,
+    name: str | None = None,
+    description: str = "",
+    corpus_dir: Path | str | None = None,
+    known_ids: Iterable[str] | None = None,
+) -> AppendResult:
+    """A new eval set file holding the judged case. Refuses to overwrite an existing file."""
+    path = Path(path)
+    if path.exists():
+        raise EvalSetError(f"{path}: already exists: pick it from the known sets to add the case to it")
+    if not path.parent.is_dir():
+        raise EvalSetError(f"{path}: folder {path.parent} does not exist")
+    set_name = (name or path.stem).strip()
+    lines = [_field("name", set_name)]
+    lines.append(_field("description", description.strip() or f"Cases judged in Lookup Lab, from {datetime.now(UTC):%Y-%m-%d}."))
+    if corpus_dir is not None:
+        lines.append(_field("corpus", os.path.relpath(Path(corpus_dir).resolve(), path.parent.resolve())))
+    lines.append("cases:")
+    case_id = judgment.case_id.strip() if judgment.case_id and judgment.case_id.strip() else suggest_case_id(judgment.query, ())
+    text = "\n".join(lines) + "\n" + _indent(_case_text(case_id, judgment), "  - ", "    ")
+    after = _validated(path, text, case_id, judgment, known_ids, before=None)
+    try:
+        with open(path, "x", encoding="utf-8", newline="") as out:  # exclusive: never overwrites a file made meanwhile
+            out.write(text)
+    except FileExistsError as exc:
+        raise EvalSetError(f"{path}: already exists: pick it from the known sets to add the case to it") from exc
+    except OSError as exc:
+        raise EvalSetError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
+    return AppendResult(str(path), case_id, True, len(after.cases), after.name)
+
+
+# --- the text ------------------------------------------------------------------------------------------------
+def _field(key: str, value: Any) -> str:
+    """`key: value` as YAML writes it on one line (quoted where needed; lists of ids in flow style)."""
+    if isinstance(value, list):
+        return f"{key}: {yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6).strip()}"
+    return yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6).rstrip("\n")
+
+
+def _case_text(case_id: str, judgment: Judgment) -> list[str]:
+    lines = [_field("id", case_id), _field("query", judgment.query.strip()), _field("expected", list(judgment.relevant))]
+    if judgment.domain:
+        lines.append(_field("domain", judgment.domain))
+    note = f"# judged {datetime.now(UTC):%Y-%m-%d %H:%M} UTC" + (
+        f" from {' '.join(judgment.source.split())}" if judgment.source else ""
+    )
+    return [f"{lines[0]}  {note}", *lines[1:]]
+
+
+def _indent(lines: list[str], first: str, rest: str, newline: str = "\n") -> str:
+    return newline.join([first + lines[0], *(rest + line for line in lines[1:])]) + newline
+
+
+def _insert_case(text: str, case_lines: list[str], path: Path) -> str:
+    """`text` with the case added after the last item of its block list `cases:`; nothing else changes."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        raise EvalSetError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from exc
+    cases = next((v for k, v in (root.value if isinstance(root, yaml.MappingNode) else []) if k.value == "cases"), None)
+    if not isinstance(cases, yaml.SequenceNode) or not cases.value:
+        raise EvalSetError(f"{path}: field 'cases' must be a non-empty list")
+    if cases.flow_style:
+        raise EvalSetError(f"{path}: field 'cases' is a flow list ([...]): write it as a block list (- id: ...) to append")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    first, last = cases.value[0], cases.value[-1]
+    dash = lines[first.start_mark.line].find("-")
+    if dash < 0 or dash >= first.start_mark.column:
+        raise EvalSetError(f"{path}: field 'cases': cannot find where its items start")
+    item = first.start_mark.column
+    # After the last item's last line of content: its end mark stands at the next token, past trailing
+    # blank lines and comments, which stay where they are (after the new case).
+    end = last.end_mark.line if last.end_mark.column == 0 else last.end_mark.line + 1
+    end = min(end, len(lines))
+    while end - 1 > last.start_mark.line and (not lines[end - 1].strip() or _outer_comment(lines[end - 1], item)):
+        end -= 1
+    head = "".join(lines[:end])
+    if head and not head.endswith(("\n", "\r")):
+        head += newline
+    block = _indent(case_lines, " " * dash + "-" + " " * (item - dash - 1), " " * item, newline)
+    return head + block + "".join(lines[end:])
+
+
+def _outer_comment(line: str, item: int) -> bool:
+    """A comment line no deeper than the item's keys: not the text of a block scalar (always deeper)."""
+    body = line.lstrip(" ")
+    return body.startswith("#") and len(line) - len(body) <= item
+
+
+# --- validation and writing ------------------------------------------------------------------------------------
+def _case_id(judgment: Judgment, eval_set: EvalSet, path: Path) -> str:
+    existing = [c.id for c in eval_set.cases]
+    if judgment.case_id and judgment.case_id.strip():
+        wanted = judgment.case_id.strip()
+        if wanted in existing:
+            raise EvalSetError(f"{path}: case '{wanted}': field 'id' is already used in this set")
+        return wanted
+    return suggest_case_id(judgment.query, existing)
+
+
+def _validated(
+    path: Path, text: str, case_id: str, judgment: Judgment, known_ids: Iterable[str] | None, *, before: EvalSet | None
+) -> EvalSet:
+    """The eval set `text` would be at `path`, loaded like every eval set; errors name `path`, not the scratch file."""
+    scratch = path.parent / f".{path.name}.{os.getpid()}.judging"
+    try:
+        scratch.write_text(text, encoding="utf-8", newline="")
+        try:
+            loaded = load_eval_set(scratch)
+        except EvalSetError as exc:
+            raise EvalSetError(str(exc).replace(str(scratch), str(path))) from exc
+    except OSError as exc:
+        raise EvalSetError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
+    finally:
+        scratch.unlink(missing_ok=True)
+    loaded = replace(loaded, path=str(path), name=path.stem if loaded.name == scratch.stem else loaded.name)
+    new = loaded.cases[-1]
+    where = f"{path}: case '{case_id}'"
+    if new.id != case_id or new.query != judgment.query.strip() or set(new.expected) != set(judgment.relevant):
+        raise EvalSetError(f"{where}: the appended text does not read back as this case; add it by hand")
+    if before is not None and (
+        loaded.cases[:-1] != before.cases or (loaded.name, loaded.corpus_dir) != (before.name, before.corpus_dir)
+    ):
+        raise EvalSetError(f"{path}: field 'cases': appending would change the other cases; add the case by hand")
+    if known_ids is not None:
+        unknown = sorted(set(new.expected) - set(known_ids))
+        if unknown:
+            raise EvalSetError(f"{where}: field 'expected' names entry ids the corpus does not have: {', '.join(unknown)}")
+    return loaded
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write `data` to a sibling file and rename it over `path` (atomic: readers see the old or the new file)."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        tmp.write_bytes(data)
+        with contextlib.suppress(OSError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise EvalSetError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
