@@ -60,7 +60,7 @@ class EvalReport:
     significance: dict[str, Any]
     routing: dict[str, dict[str, Any]]
     confusion: dict[str, dict[str, int]]
-    latency: dict[str, dict[str, float]]
+    latency: dict[str, dict[str, float | None]]
     cases: list[dict[str, Any]]
     warnings: list[str]
     filter_effect: dict[str, Any] = field(default_factory=dict)  # l1_filtered against l1_unfiltered, when both ran
@@ -130,6 +130,8 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
     if config == "l0_only":
         ranking = tuple(m.entry_id for m in hints.matches[: settings.top_k])
         return ConfigRun(case.id, config, ranking, None, "L0" if ranking else "none", "disabled", False, False, timings)
+    if services.store is None or services.embedder is None:
+        raise EvalSetError(f"configuration {config} needs L1, which is unavailable: {services.l1_unavailable or 'not connected'}")
     category = category_filter(hints.domains) if config in ("l1_filtered", "bm25") else None
     t0 = time.perf_counter()
     vector = services.embedder.embed_query(query)
@@ -230,16 +232,15 @@ def run_eval(
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         raise EvalSetError(f"unknown configuration(s): {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
-    needs_l1 = any(c != "l0_only" for c in configs)
-    if needs_l1 and (services.store is None or services.embedder is None):
-        raise EvalSetError(
-            f"configurations {', '.join(c for c in configs if c != 'l0_only')} need L1, which is unavailable: "
-            f"{services.l1_unavailable or 'not connected'}"
-        )
+    if any(c != "l0_only" for c in configs):
+        if services.store is None or services.embedder is None:
+            raise EvalSetError(
+                f"configurations {', '.join(c for c in configs if c != 'l0_only')} need L1, which is unavailable: "
+                f"{services.l1_unavailable or 'not connected'}"
+            )
+        services.embedder.prime([c.query for c in eval_set.cases])
     settings = settings.with_(top_k=max(DEPTH, settings.top_k))
     run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
-    if needs_l1:
-        services.embedder.prime([c.query for c in eval_set.cases])
     runs: dict[str, list[ConfigRun]] = {c: [] for c in configs}
     total, done = len(eval_set.cases) * len(configs), 0
     for case in eval_set.cases:
@@ -257,7 +258,8 @@ def run_eval(
     significance = compute_significance(qrels, ranx_runs, stat_test=stat_test) if answerable else {"pairs": []}
     entry_domains = {e.entry_id: e.domain for e in services.l0.entries.values()}
     cases_by_id = {c.id: c for c in eval_set.cases}
-    routing, latency = {}, {}
+    routing: dict[str, dict[str, Any]] = {}
+    latency: dict[str, dict[str, float | None]] = {}
     for config, case_runs in runs.items():
         obs = [
             RoutingObservation(
@@ -282,9 +284,9 @@ def run_eval(
         RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
         for r in runs.get("l1_filtered") or runs.get("lookup") or []
     )
-    cases_out = []
+    cases_out: list[dict[str, Any]] = []
     for i, case in enumerate(eval_set.cases):
-        per = {}
+        per: dict[str, dict[str, Any]] = {}
         for config in configs:
             r = runs[config][i]
             rank = r.rank_of(case.expected)
@@ -362,8 +364,10 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
             continue
         if not case["expected"]:
             outcome = "unanswerable"
+        elif run["rank"] == 1:
+            outcome = "right"
         else:
-            outcome = "right" if run["rank"] == 1 else "wrong"
+            outcome = "wrong"
         out.append(
             {
                 "case": case["id"],
