@@ -7,10 +7,11 @@ many keywords the corpus has.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import ahocorasick
@@ -111,7 +112,7 @@ class _Pattern:
     entry_ids: tuple[str, ...]
     weight: float
     term: TermMatch  # built once here, shared by every match of this pattern
-    rows: np.ndarray = field(compare=False, repr=False)  # positions of entry_ids in the index, sorted
+    rows: np.ndarray = dataclasses.field(compare=False, repr=False)  # positions of entry_ids in the index, sorted
 
 
 def _ngrams(text: str, *, whole_words: bool) -> Iterable[tuple[str, str]]:
@@ -257,8 +258,8 @@ class L0Index:
             weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]),
         )
         touched = dense > 0
-        for code, term in domain_terms.items():
-            dense[touched & (self._domain_of_row == code)] += term.weight
+        for code, domain_term in domain_terms.items():
+            dense[touched & (self._domain_of_row == code)] += domain_term.weight
         keep = np.flatnonzero(dense >= keep_ratio * dense.max() * (1 - 1e-9))  # below any exact score that can pass
         beyond = None
         if len(keep) > max_matches:

@@ -73,7 +73,8 @@ def filter_effect(cases: Iterable[tuple[str, bool, float, float]]) -> dict[str, 
     """Per (case id, filter applied, RR without, RR with the filter): how many the filter helped, hurt, left
     alone or did not apply to, and which it hurt and helped."""
     counts = {v: 0 for v in VERDICTS}
-    hurt, helped = [], []
+    hurt: list[str] = []
+    helped: list[str] = []
     for case_id, applied, rr_u, rr_f in cases:
         verdict = filter_verdict(applied, rr_u, rr_f)
         counts[verdict] += 1

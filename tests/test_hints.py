@@ -135,9 +135,9 @@ def test_matched_terms_are_written_as_in_the_corpus_files_or_the_query():
     terms = {(t.term, t.key) for t in hints.matched_keywords}
     assert ("PostgreSQL replication", "postgr sql replication") in terms  # not the key alone, as before
     assert "postgr sql replication" not in {t.term for t in hints.matched_keywords}
-    assert [d for d in hints.to_dict()["matched_keywords"] if d["key"] == "postgr sql replication"][0][
-        "term"
-    ] == "PostgreSQL replication"
+    assert next(d for d in hints.to_dict()["matched_keywords"] if d["key"] == "postgr sql replication")["term"] == (
+        "PostgreSQL replication"
+    )
 
 
 def test_index_terms_are_written_as_the_entry_writes_them():
@@ -148,8 +148,9 @@ def test_index_terms_are_written_as_the_entry_writes_them():
             "databases",
             ["Streaming Replication"],
             ["pg_stat_replication"],
-        )
-    ] + ENTRIES
+        ),
+        *ENTRIES,
+    ]
     terms = {(t["key"], t["field"]): t["term"] for t in L0Index(entries).index_terms("databases/PostgresReplicationLag")}
     assert terms[("postgr sql replication", "title")] == "PostgreSQL replication"
     assert terms[("sql replication", "title")] == "PostgreSQL replication"  # whole words: the word that holds "SQL"
