@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from weaviate import WeaviateClient
 
 from .config import Settings
 from .corpus import Corpus, load_corpus
@@ -23,19 +26,17 @@ class Runtime:
     settings: Settings
     corpus: Corpus
     services: LookupServices
-    client: object | None = None
+    client: WeaviateClient | None = None
 
     def close(self) -> None:
         if self.services.recorder is not None:
             self.services.recorder.close()
         if self.client is not None:
-            try:
+            with contextlib.suppress(Exception):  # closing is best effort: the server may be gone already
                 self.client.close()
-            except Exception:
-                pass
 
 
-def open_store(settings: Settings) -> tuple[object | None, KnowledgeStore | None, str | None]:
+def open_store(settings: Settings) -> tuple[WeaviateClient | None, KnowledgeStore | None, str | None]:
     """(client, store, why-unavailable). Never raises for an unreachable server."""
     try:
         client = connect(settings)
