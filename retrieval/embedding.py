@@ -37,12 +37,15 @@ class Embedder:
 
         self.model = SentenceTransformer(model_path(), device="cpu")
         self.tokenizer = self.model.tokenizer
-        self.max_tokens = int(self.model.max_seq_length)
-        self.dimensions = (
-            int(self.model.get_embedding_dimension())
+        max_tokens = self.model.max_seq_length
+        dimensions = (
+            self.model.get_embedding_dimension()
             if hasattr(self.model, "get_embedding_dimension")
-            else int(self.model.get_sentence_embedding_dimension())
+            else self.model.get_sentence_embedding_dimension()
         )
+        if max_tokens is None or dimensions is None:
+            raise ConfigError(f"the {MODEL_NAME} model at {model_path()} reports no maximum sequence length or dimension")
+        self.max_tokens, self.dimensions = int(max_tokens), int(dimensions)
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = cache_size
@@ -81,7 +84,7 @@ class Embedder:
             return
         vectors = self.embed(todo, batch_size=batch_size)
         with self._lock:
-            for text, vec in zip(todo, vectors):
+            for text, vec in zip(todo, vectors, strict=True):
                 self._cache[text] = vec
                 if len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
