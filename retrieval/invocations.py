@@ -15,6 +15,7 @@ query; the typed tables answer in well under 200 ms (see retrieval.bench).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -25,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import duckdb
 import orjson
@@ -139,7 +140,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         for column in missing:
             con.execute(f"ALTER TABLE tool_invocation ADD COLUMN {column} DOUBLE")
         if missing:
-            sets = ", ".join(f"{c} = {e}" for c, e in zip(STAGE_COLUMNS, _stage_exprs("retrieval_details")))
+            sets = ", ".join(f"{c} = {e}" for c, e in zip(STAGE_COLUMNS, _stage_exprs("retrieval_details"), strict=True))
             con.execute(f"UPDATE tool_invocation SET {sets}")
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
         con.execute(CHILD_SCHEMA)
@@ -158,7 +159,8 @@ def insert_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
             "WHERE NOT EXISTS (SELECT 1 FROM tool_invocation t WHERE t.id = s.id) "
             "QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY s.created_at) = 1"
         )
-        added = con.execute("SELECT count(*) FROM fresh_invocation").fetchone()[0]
+        counted = con.execute("SELECT count(*) FROM fresh_invocation").fetchone()
+        added = counted[0] if counted else 0
         con.execute(
             f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
             f"SELECT {', '.join(COLUMNS + tuple(_stage_exprs('retrieval_details')))} FROM fresh_invocation"
@@ -248,7 +250,7 @@ class InvocationStore:
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.RLock()  # one DuckDB connection at a time in this process
         self._spool_lock = threading.Lock()
-        self._spool_file = None
+        self._spool_file: IO[bytes] | None = None
         self._spool_path: Path | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -298,13 +300,13 @@ class InvocationStore:
                 with _PROCESS_LOCK:
                     _ACTIVE_SPOOLS.add((self._spool_key, path.name))
                 self._spool_path = path
-                self._spool_file = open(path, "ab")
+                self._spool_file = open(path, "ab")  # noqa: SIM115 - stays open across records; _rotate closes it
             self._spool_file.write(line)
             self._spool_file.flush()
 
     def _rotate(self) -> None:
         with self._spool_lock:
-            if self._spool_file is not None:
+            if self._spool_file is not None and self._spool_path is not None:
                 self._spool_file.close()
                 self._spool_path.rename(self._spool_path.with_suffix(".ready"))
                 with _PROCESS_LOCK:
@@ -351,7 +353,8 @@ class InvocationStore:
         n = 0
         for path in self.spool_dir.glob("*"):
             try:
-                n += sum(1 for _ in open(path, "rb"))
+                with open(path, "rb") as fh:
+                    n += sum(1 for _ in fh)
             except FileNotFoundError:
                 continue
         return n
@@ -398,10 +401,8 @@ class InvocationStore:
 
         def loop() -> None:
             while not self._stop.wait(interval_s):
-                try:
+                with contextlib.suppress(Exception):  # rows stay in the spool; the next round tries again
                     self.flush(timeout_s=interval_s)
-                except Exception:
-                    pass  # rows stay in the spool; the next round tries again
 
         self._flusher = threading.Thread(target=loop, name="invocation-flusher", daemon=True)
         self._flusher.start()
@@ -411,19 +412,15 @@ class InvocationStore:
         if self._flusher is not None:
             self._flusher.join(timeout=5)
             self._flusher = None
-        try:
+        with contextlib.suppress(StoreError):  # still safe in the spool
             self.flush()
-        except StoreError:
-            pass  # still safe in the spool
 
     # --- reading ----------------------------------------------------------------------------------
     def query(self, sql: str, params: list[Any] | None = None, *, flush_first: bool = True) -> pd.DataFrame:
         """A trusted query from the app's own code (not the SQL console: see sql_console)."""
         if flush_first:
-            try:
+            with contextlib.suppress(StoreError):  # rows still in the spool show on a later read
                 self.flush(timeout_s=2.0)
-            except StoreError:
-                pass
         return self.with_connection(lambda con: con.execute(sql, params or []).df(), read_only=False)
 
     def get(self, invocation_id: str) -> dict[str, Any] | None:
@@ -431,7 +428,7 @@ class InvocationStore:
         frame = self.query(f"SELECT {', '.join(COLUMNS)} FROM tool_invocation WHERE id = ?", [invocation_id])
         if frame.empty:
             return None
-        row = frame.iloc[0].to_dict()
+        row = {str(k): v for k, v in frame.iloc[0].items()}
         for col in ("result", "retrieval_details"):
             row[col] = json.loads(row[col]) if isinstance(row[col], str) else row[col]
         return row

@@ -493,7 +493,7 @@ def test_two_writer_processes_and_a_reader(db_path, tmp_path):
     stop_file.touch()
     reader.wait_for(lambda line: line.startswith("READS "))
     rc = reader.finish()
-    assert rc == 0, f"the reader failed: {[l for l in reader.lines if l.startswith('ERROR')][:3]} {reader.stderr()}"
+    assert rc == 0, f"the reader failed: {[x for x in reader.lines if x.startswith('ERROR')][:3]} {reader.stderr()}"
 
     theirs = writer.ids()
     reads = [int(line.split()[1]) for line in reader.lines if line.startswith("READ ")]
@@ -584,7 +584,7 @@ def test_kill_9_inside_flush(db_path):
         helper = Helper(db_path, tag, 1_000_000, "--mode", "flushloop", "--batch", "1500")
         markers = iter(range(1, 100))
         want = round_ + 1
-        helper.wait_for(lambda line: line == "IN-DB" and next(markers) == want)
+        helper.wait_for(lambda line, markers=markers, want=want: line == "IN-DB" and next(markers) == want)
         helper.kill()
         after = helper.lines[max(i for i, line in enumerate(helper.lines) if line == "IN-DB") :]
         inside = "INSERTED" not in after
