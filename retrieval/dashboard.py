@@ -6,14 +6,17 @@ never the JSON of every row: on 1M rows each stays under 200 ms (retrieval.bench
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
 
+from .errors import StoreError
 from .invocations import COLUMNS, STAGES, InvocationStore
 
 SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
@@ -135,12 +138,21 @@ def pick_bucket(first: datetime | None, last: datetime | None) -> str:
     return "day"
 
 
-def _read(store: InvocationStore, fn):
-    try:
+T = TypeVar("T")
+
+
+def _read(store: InvocationStore, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    with contextlib.suppress(Exception):  # rows still in the spool show on a later read
         store.flush(timeout_s=2.0)
-    except Exception:
-        pass
     return store.with_connection(fn, read_only=True)
+
+
+def _one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of an aggregate query, which always has one."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("an aggregate query over tool_invocation returned no row")
+    return row
 
 
 def filter_options(store: InvocationStore) -> FilterOptions:
@@ -149,9 +161,11 @@ def filter_options(store: InvocationStore) -> FilterOptions:
             rows = con.execute(f"SELECT DISTINCT {column} FROM tool_invocation WHERE {column} IS NOT NULL ORDER BY 1").fetchall()
             return tuple(str(r[0]) for r in rows)
 
-        first, last, total = con.execute(
-            f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation"
-        ).fetchone()
+        first, last, total = _one_row(
+            con.execute(
+                f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation"
+            )
+        )
         return FilterOptions(
             distinct("layer"),
             distinct("domain"),
@@ -175,11 +189,13 @@ def load_dashboard(
         def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
             return con.execute(sql, params + (extra or [])).df()
 
-        total, fallbacks, median, first, last = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
-            f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}",
-            params,
-        ).fetchone()
+        total, fallbacks, median, first, last = _one_row(
+            con.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
+                f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}",
+                params,
+            )
+        )
         unit = bucket or pick_bucket(first, last)
         rows = df(
             f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?",
@@ -190,9 +206,9 @@ def load_dashboard(
             f"FROM tool_invocation WHERE {where} GROUP BY ALL ORDER BY bucket, layer"
         )
         aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
-        figures = con.execute(f"SELECT {aggregates} FROM tool_invocation WHERE {where}", params).fetchone()
+        figures = _one_row(con.execute(f"SELECT {aggregates} FROM tool_invocation WHERE {where}", params))
         latency = pd.DataFrame(
-            [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures)) if n],
+            [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures), strict=True) if n],
             columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"],
         )
         # The sample is taken of the filtered calls: USING SAMPLE beside a WHERE would sample before it.

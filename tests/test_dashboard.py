@@ -418,7 +418,7 @@ def test_dashboard_of_real_l0_lookups(tmp_path, base_settings):
         got = {(k, f): n for k, f, n in dash.top_keywords.itertuples(index=False)}
         assert got == dict(want) and want
         domains = Counter(to_record(r).domain or "(none)" for r in results)
-        assert dict(zip(dash.top_domains["domain"], dash.top_domains["calls"])) == dict(domains)
+        assert dict(zip(dash.top_domains["domain"], dash.top_domains["calls"], strict=True)) == dict(domains)
         for i, r in enumerate(reversed(results)):
             details = details_for(store, dash.rows["id"][i])
             assert details["layer"] == r.layer and details["l1"]["status"] == "disabled"
