@@ -86,11 +86,12 @@ def metrics_text(report: EvalReport) -> str:
     table = metrics_display(report)
     widths = [max(len(c), 7) + 2 for c in table.columns]
     lines = [
-        f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   run tag: {report.run_tag}",
-        f"{'config':<14}" + "".join(f"{c:>{w}}" for c, w in zip(table.columns, widths)),
+        f"eval set: {report.eval_set}   cases: {report.settings['cases']} ({report.settings['answerable']} answerable)   "
+        f"run tag: {report.run_tag}",
+        f"{'config':<14}" + "".join(f"{c:>{w}}" for c, w in zip(table.columns, widths, strict=True)),
     ]
     for config, row in table.iterrows():
-        lines.append(f"{config:<14}" + "".join(f"{v:>{w}}" for v, w in zip(row, widths)))
+        lines.append(f"{config:<14}" + "".join(f"{v:>{w}}" for v, w in zip(row, widths, strict=True)))
     lines.append(significance_legend(report))
     if report.filter_effect:
         counts, hurt = report.filter_effect["counts"], report.filter_effect["hurt_cases"]
@@ -149,7 +150,8 @@ def render_html(report: EvalReport) -> str:
         "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;font-size:13px}"
         "td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}</style></head><body>",
         f"<h1>Eval set {e(report.eval_set)}</h1>",
-        f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}. Settings: <code>{e(json.dumps(report.settings))}</code></p>",
+        f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}. "
+        f"Settings: <code>{e(json.dumps(report.settings))}</code></p>",
         "".join(f"<p><b>Warning:</b> {e(w)}</p>" for w in report.warnings),
         "<h2>Metrics and routing</h2>",
         metrics_display(report).to_html(),

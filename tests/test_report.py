@@ -176,5 +176,5 @@ def test_the_exported_report_has_distinct_series_colours_in_the_browser(tmp_path
     wanted = {_hex(c) for c in REPORT_COLORS[:4]}
     image = Image.open(shot).convert("RGB")
     seen = {px for _, px in image.getcolors(maxcolors=1 << 20)}
-    found = {w for w in wanted if any(sum(abs(a - b) for a, b in zip(w, px)) <= 12 for px in seen)}
+    found = {w for w in wanted if any(sum(abs(a - b) for a, b in zip(w, px, strict=True)) <= 12 for px in seen)}
     assert found == wanted, f"series colours on the screenshot: {sorted(found)} of {sorted(wanted)}"
