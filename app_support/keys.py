@@ -20,6 +20,7 @@ RUN_LOOKUP = "_lookup_run"  # set by Enter in the query box or Run again: this r
 
 # Filter comparison
 COMPARE_QUERY = "cq"
+COMPARE_KIND = "ck"  # which L1 query the filter comparison runs
 EVAL_SET = "eval"
 SET_COMPARISON = "_set_comparison"  # (view key, list[CaseFilterDelta])
 
@@ -51,4 +52,4 @@ CORPUS_ENTRY = "corpus_entry"
 CORPUS_TABLE = "corpus_table"  # the entries table: a clicked row opens that entry
 INGEST_RESULT = "_ingest_result"
 
-URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, QUERY, COMPARE_QUERY, EVAL_SET, EVAL_RUN_SET)
+URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
-from retrieval.comparison import compare_filter, compare_filter_on_set
+from retrieval.comparison import COMPARED_QUERIES, QUERY_MEANING, compare_filter, compare_filter_on_set
 from retrieval.errors import LookupLabError
 from retrieval.routing_metrics import HURT_MEANING, VERDICTS
 
@@ -21,6 +21,13 @@ st.caption(
     "What the L0-derived category filter does to L1: the same query vector searched with the filter "
     "and without it. Runs nothing into the invocation store."
 )
+kind = (
+    st.segmented_control(
+        "L1 query compared", COMPARED_QUERIES, default="near_vector", required=True, key=keys.COMPARE_KIND, bind="query-params"
+    )
+    or "near_vector"
+)
+st.caption(f"**{md(kind)}**: {md(QUERY_MEANING[kind])}. Evaluate's `l1_filtered` and `l1_unfiltered` are near_vector.")
 
 
 def candidates_table(cands) -> pd.DataFrame:
@@ -48,7 +55,7 @@ def one_query() -> None:
         st.caption("Type a query and press Enter.")
         return
     try:
-        cmp = compare_filter(query.strip(), ctx.lookup_services(record=False), settings)
+        cmp = compare_filter(query.strip(), ctx.lookup_services(record=False), settings, kind)
     except LookupLabError as exc:
         render.error("The comparison failed", exc, "Check the sidebar status (Weaviate, collection) and try again.")
         return
@@ -104,7 +111,7 @@ def eval_set_section() -> None:
         )
         return
     eval_ui.offer_ingest(ctx, key="ingest_for_eval")
-    view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path))
+    view = eval_ui.run_view(settings, label=f"{eval_ui.eval_set_label(path)} ({kind})")
     if st.button(f"Compare on {len(cases)} cases", type="primary", key="run_set_comparison"):
         bar = st.progress(0.0, text="comparing…")
         try:
@@ -113,6 +120,7 @@ def eval_set_section() -> None:
                 ctx.lookup_services(record=False),
                 settings,
                 progress=lambda done, total: bar.progress(done / total, text=f"case {done} of {total}"),
+                kind=kind,
             )
         except LookupLabError as exc:
             bar.empty()
@@ -135,7 +143,7 @@ def eval_set_section() -> None:
     frame = pd.DataFrame([d.to_dict() for d in stored[1]])
     counts = Counter(frame["verdict"])
     cols = st.columns(6)
-    for col, verdict in zip(cols, VERDICTS):
+    for col, verdict in zip(cols, VERDICTS, strict=False):  # six columns, four verdicts
         col.metric(verdict.capitalize(), counts.get(verdict, 0))
     cols[4].metric("MRR unfiltered", f"{frame['rr_unfiltered'].mean():.3f}")
     cols[5].metric(

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import Settings
+from .errors import QueryError
 from .eval_sets import EvalSet
 from .evaluation import DEPTH
-from .lookup import LookupServices
+from .lookup import LookupServices, candidate_depth, weights_of
+from .ranking import fuse
 from .routing import category_filter, describe_routing
 from .routing_metrics import filter_verdict
 from .weaviate_store import Candidate
@@ -23,6 +25,7 @@ class FilterComparison:
     routing: str
     filtered: tuple[Candidate, ...]
     unfiltered: tuple[Candidate, ...]
+    kind: str = "near_vector"  # the L1 query compared: one of COMPARED_QUERIES
 
     @property
     def overlap(self) -> list[str]:
@@ -50,16 +53,48 @@ class FilterComparison:
         return [{"entry_id": i, "rank_unfiltered": ur.get(i), "rank_filtered": fr.get(i), "distance": dist.get(i)} for i in ids]
 
 
-def compare_filter(query: str, services: LookupServices, settings: Settings) -> FilterComparison:
-    """Run L1 twice for one query: with the L0-derived filter (when it applies) and without any."""
+COMPARED_QUERIES = ("near_vector", "bm25", "hybrid", "fusion")
+QUERY_MEANING = {
+    "near_vector": "the vector query (MiniLM)",
+    "bm25": "the BM25F query over the entry cards",
+    "hybrid": "Weaviate's hybrid query",
+    "fusion": "the lookup's L1 ranking: the vector and BM25F queries fused with the lookup's weights",
+}
+
+
+def l1_ranking(
+    query: str, vector: Any, category: str | None, services: LookupServices, settings: Settings, kind: str
+) -> list[Candidate]:
+    """One L1 ranking of `kind` (see COMPARED_QUERIES), top_k long, under `category` (None: unfiltered).
+    For `fusion` each candidate's score is its fused score and L0 is left out, as in L1 alone."""
+    if kind not in COMPARED_QUERIES:
+        raise QueryError(f"L1 query '{kind}' is not one of {', '.join(COMPARED_QUERIES)}")
+    store = services.store
+    if store is None:
+        raise QueryError("L1 is not connected: nothing to compare")
+    kw: dict[str, Any] = dict(query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s, category=category)
+    if kind != "fusion":
+        return store.search(vector, k=settings.top_k, mode=kind, **kw)
+    depth = candidate_depth(settings.top_k)
+    vec = store.search(vector, k=depth, mode="near_vector", **kw)
+    lex = store.search(vector, k=depth, mode="bm25", **kw)
+    by_id = {c.entry_id: c for c in lex} | {c.entry_id: c for c in vec}
+    fused = fuse((), vec, lex, k=settings.top_k, weights=weights_of(settings))
+    return [replace(by_id[r.entry_id], score=r.score) for r in fused]
+
+
+def compare_filter(query: str, services: LookupServices, settings: Settings, kind: str = "near_vector") -> FilterComparison:
+    """Run one kind of L1 query twice: with the L0-derived filter (when it applies) and without any."""
+    if services.embedder is None:
+        raise QueryError("L1 is not connected: nothing to compare")
     hints = services.l0.match(query)
     category = category_filter(hints.domains)
     vector = services.embedder.embed_query(query)
-    mode = "hybrid" if settings.search_mode == "hybrid" else "near_vector"  # the vector query of the lookup's mode
-    kw = dict(k=settings.top_k, mode=mode, query_text=query, alpha=settings.hybrid_alpha)
-    unfiltered = services.store.search(vector, **kw)
-    filtered = services.store.search(vector, category=category, **kw) if category else unfiltered
-    return FilterComparison(query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered))
+    unfiltered = l1_ranking(query, vector, None, services, settings, kind)
+    filtered = l1_ranking(query, vector, category, services, settings, kind) if category else unfiltered
+    return FilterComparison(
+        query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered), kind
+    )
 
 
 def excluded_by_filter(
@@ -111,7 +146,11 @@ class CaseFilterDelta:
 
 
 def compare_filter_on_set(
-    eval_set: EvalSet, services: LookupServices, settings: Settings, progress: Callable[[int, int], None] | None = None
+    eval_set: EvalSet,
+    services: LookupServices,
+    settings: Settings,
+    progress: Callable[[int, int], None] | None = None,
+    kind: str = "near_vector",
 ) -> list[CaseFilterDelta]:
     """The per-case change in reciprocal rank that the L0 filter causes (answerable cases only), over the
     top DEPTH (10) like the eval's mrr@10, so both pages count the same cases as hurt."""
@@ -119,7 +158,7 @@ def compare_filter_on_set(
     out = []
     cases = [c for c in eval_set.cases if c.answerable]
     for i, case in enumerate(cases):
-        cmp = compare_filter(case.query, services, settings)
+        cmp = compare_filter(case.query, services, settings, kind)
         out.append(
             CaseFilterDelta(
                 case.id,

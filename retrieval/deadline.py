@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -65,12 +65,28 @@ class _Workers:
 _WORKERS = _Workers()
 
 
-def call_within(fn: Callable[[], T], timeout_s: float) -> T:
-    """fn() on a worker thread; its result or exception, or TimedOut after timeout_s seconds."""
+class Pending(Generic[T]):
+    """A call started on a worker thread; `result` waits for it."""
+
+    def __init__(self, job: _Job) -> None:
+        self._job = job
+
+    def result(self, timeout_s: float | None = None) -> T:
+        """Its return value or exception; TimedOut when it has not returned within timeout_s (None: wait)."""
+        if not self._job.done.wait(timeout_s):
+            raise TimedOut(f"no answer within {timeout_s:g} s")
+        if self._job.error is not None:
+            raise self._job.error
+        return self._job.value  # type: ignore[no-any-return]
+
+
+def start(fn: Callable[[], T]) -> Pending[T]:
+    """Run fn() on a worker thread and return at once: two queries in flight at the same time."""
     job = _Job(fn)
     _WORKERS.submit(job)
-    if not job.done.wait(timeout_s):
-        raise TimedOut(f"no answer within {timeout_s:g} s")
-    if job.error is not None:
-        raise job.error
-    return job.value
+    return Pending(job)
+
+
+def call_within(fn: Callable[[], T], timeout_s: float) -> T:
+    """fn() on a worker thread; its result or exception, or TimedOut after timeout_s seconds."""
+    return start(fn).result(timeout_s)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import Settings
+from .deadline import start
 from .embedding import Embedder
 from .errors import L1Error, QueryError
 from .hints import L0Hints, L0Index
@@ -129,23 +130,25 @@ def _run_l1(
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     depth = candidate_depth(settings.top_k)
+    store = services.store
+    kind = "hybrid" if mode == "hybrid" else "near_vector"
+
+    def lexical_query() -> list[Candidate]:
+        return store.search(vector, k=depth, category=category, mode="bm25", query_text=query, timeout_s=settings.l1_timeout_s)
+
     try:
-        found = services.store.search(
+        # fusion: the BM25F query runs on a worker thread while this one makes the vector query
+        pending = start(lexical_query) if mode == "fusion" else None
+        found = store.search(
             vector,
             k=depth,
             category=category,
-            mode="hybrid" if mode == "hybrid" else "near_vector",
+            mode=kind,
             query_text=query,
             alpha=settings.hybrid_alpha,
             timeout_s=settings.l1_timeout_s,
         )
-        lexical = (
-            services.store.search(
-                vector, k=depth, category=category, mode="bm25", query_text=query, timeout_s=settings.l1_timeout_s
-            )
-            if mode == "fusion"
-            else []
-        )
+        lexical = pending.result() if pending is not None else []
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
         return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)

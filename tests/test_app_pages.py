@@ -438,6 +438,19 @@ def test_filter_comparison_for_one_query(app_env):
     assert {t.get("name") for t in spec["data"]} >= {"filtered", "unfiltered"}
 
 
+def test_filter_comparison_of_the_bm25_query(app_env):
+    """The L1 query picker: bm25 compares Weaviate's BM25F query, whose scores are not 1 - distance."""
+    at = open_app("Filter comparison")
+    at.segmented_control(key="ck").set_value("bm25").run()
+    at.text_input(key="cq").input("Pod keeps restarting").run()
+    assert_clean(at)
+    assert any("BM25F" in t for t in texts(at.caption))
+    filtered, unfiltered = at.dataframe[0].value, at.dataframe[1].value
+    assert set(filtered["domain"]) == {"kubernetes"} and len(unfiltered) == 5
+    assert (unfiltered["score"] > 1).any()  # BM25F scores, not cosine similarities
+    assert unfiltered["distance"].isna().all()  # a BM25F query has no vector distance
+
+
 def test_filter_comparison_on_an_eval_set(app_env):
     at = open_app("Filter comparison", eval=SAMPLE_EVAL)
     assert at.selectbox(key="eval").value == SAMPLE_EVAL

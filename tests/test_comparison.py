@@ -136,7 +136,7 @@ def test_compare_filter_on_the_sample_alerts(services, settings, tmp_path):
     assert set(counts) <= {"helped", "hurt", "no change", "not applied"}
     assert sum(counts.values()) == len(answerable) == 48
     assert counts["not applied"] < len(answerable)  # most alert cases name one domain
-    for d, case in zip(deltas, answerable):
+    for d, case in zip(deltas, answerable, strict=True):
         assert (d.query, d.expected_domain) == (case.query, case.domain)
         assert d.category == category_filter(services.l0.match(case.query).domains)
         assert d.rr_unfiltered in {0.0} | {1 / r for r in range(1, 11)}  # over the top 10, as mrr@10
@@ -164,3 +164,44 @@ def test_excluded_by_filter_lists_the_unfiltered_hits_outside_the_category(servi
     unfiltered = ids(cmp.unfiltered)
     assert [(rank, c.entry_id) for rank, c in out] == [(i, e) for i, e in enumerate(unfiltered, 1) if e in cmp.removed]
     assert excluded_by_filter("Pod keeps restarting", None, services, settings) == []  # no filter: nothing kept out
+
+
+@pytest.mark.parametrize("kind", ["bm25", "hybrid"])
+def test_each_l1_query_kind_is_compared_as_weaviate_returns_it(kind, services, settings, sample_store, embedder):
+    query = "Pod keeps restarting"
+    cmp = compare_filter(query, services, settings, kind)
+    assert cmp.kind == kind and cmp.category == "kubernetes"
+    vector = embedder.embed_query(query)
+    kw = dict(k=5, mode=kind, query_text=query, alpha=settings.hybrid_alpha)
+    assert ids(cmp.unfiltered) == ids(sample_store.search(vector, **kw))
+    assert ids(cmp.filtered) == ids(sample_store.search(vector, category="kubernetes", **kw))
+    assert {c.domain for c in cmp.filtered} == {"kubernetes"}
+
+
+def test_fusion_compares_the_lookups_own_l1_ranking(services, settings):
+    """fusion: the filtered side is the lookup's ranking when L0 carries no weight (the default)."""
+    query = "Pod keeps restarting"
+    assert settings.l0_weight == 0
+    cmp = compare_filter(query, services, settings, "fusion")
+    looked_up = lookup_knowledge(query, services, settings)
+    assert looked_up.l1.category == cmp.category == "kubernetes"
+    assert ids(cmp.filtered) == [r.entry_id for r in looked_up.results]
+    assert [round(c.score, 6) for c in cmp.filtered] == [round(r.score, 6) for r in looked_up.results]
+    assert len(cmp.unfiltered) == 5
+
+
+def test_an_unknown_query_kind_is_refused_by_name(services, settings):
+    from retrieval.errors import QueryError
+
+    with pytest.raises(QueryError, match="'cosine'"):
+        compare_filter("Pod keeps restarting", services, settings, "cosine")
+
+
+def test_set_comparison_runs_the_chosen_query_kind(services, settings):
+    eval_set = load_eval_set(ALERTS)
+    vector_deltas = compare_filter_on_set(eval_set, services, settings)
+    bm25_deltas = compare_filter_on_set(eval_set, services, settings, kind="bm25")
+    assert [d.case_id for d in vector_deltas] == [d.case_id for d in bm25_deltas]
+    first = next(c for c in eval_set.cases if c.answerable)
+    cmp = compare_filter(first.query, services, settings.with_(top_k=10), "bm25")
+    assert bm25_deltas[0].rr_unfiltered == reciprocal_rank(ids(cmp.unfiltered), first.expected)

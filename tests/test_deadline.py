@@ -51,3 +51,30 @@ def test_concurrent_callers_each_get_their_own_answer():
     for t in threads:
         t.join()
     assert out == {i: i * i for i in range(16)}
+
+
+def test_a_started_call_runs_beside_the_caller():
+    """start() returns at once: the caller's own work and the started call overlap (each waits on the other)."""
+    started_ran = threading.Event()
+    caller_ran = threading.Event()
+
+    def other() -> str:
+        started_ran.set()
+        assert caller_ran.wait(10), "the caller never ran while this call was in flight"
+        return "lexical"
+
+    pending = deadline.start(other)
+    assert started_ran.wait(10), "start() did not run the call on another thread"
+    caller_ran.set()
+    assert pending.result(10) == "lexical"
+
+
+def test_a_started_call_gives_its_error_and_its_time_out():
+    with pytest.raises(KeyError, match="gone"):
+        deadline.start(lambda: {}["gone"]).result(5)
+    release = threading.Event()
+    pending = deadline.start(lambda: release.wait(10))
+    with pytest.raises(TimedOut):
+        pending.result(0.05)
+    release.set()
+    assert pending.result(10) is True
