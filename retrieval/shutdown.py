@@ -9,6 +9,7 @@ command (its `finally` blocks close the client) and then exits through the same 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import subprocess
@@ -98,10 +99,8 @@ def stop_own_server(port: int, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
             if _alive(pid):
                 _signal(pid, signal.SIGKILL)
     if own.server is not None:
-        try:
-            own.server.stop()  # the client's bookkeeping (and the data-directory lock): the process is gone already
-        except Exception:
-            pass
+        with contextlib.suppress(Exception):  # the process is gone already: this is the client's bookkeeping
+            own.server.stop()  # (and the data-directory lock)
     return sorted(pids)
 
 
@@ -147,10 +146,8 @@ def _children_serving(binary: Path, port: int) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
-    try:
+    with contextlib.suppress(ChildProcessError):  # not our child
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our child and has exited
-    except ChildProcessError:
-        pass
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
     except OSError:
@@ -159,7 +156,5 @@ def _alive(pid: int) -> bool:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # gone already
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass

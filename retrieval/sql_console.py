@@ -22,13 +22,27 @@ SAFE_CONFIG = {
 }
 EXAMPLES = {
     "Calls per layer": "SELECT layer, count(*) AS calls FROM tool_invocation GROUP BY layer ORDER BY calls DESC",
-    "Fallbacks with their L1 error": "SELECT created_at, input, l1_status, error FROM tool_invocation WHERE fallback ORDER BY created_at DESC",
+    "Fallbacks with their L1 error": (
+        "SELECT created_at, input, l1_status, error FROM tool_invocation WHERE fallback ORDER BY created_at DESC"
+    ),
     "Slowest calls": "SELECT input, latency_ms, layer FROM tool_invocation ORDER BY latency_ms DESC LIMIT 20",
-    "L0 domains per call": "SELECT input, retrieval_details->'l0'->'domains' AS l0_domains, retrieval_details->'l1'->'filter' AS l1_filter FROM tool_invocation ORDER BY created_at DESC LIMIT 50",
+    "L0 domains per call": (
+        "SELECT input, retrieval_details->'l0'->'domains' AS l0_domains, retrieval_details->'l1'->'filter' AS l1_filter "
+        "FROM tool_invocation ORDER BY created_at DESC LIMIT 50"
+    ),
     "Top result per domain": "SELECT domain, top_entry_id, count(*) AS n FROM tool_invocation GROUP BY ALL ORDER BY n DESC",
-    "Entries returned most (any rank)": "SELECT entry_id, count(*) AS calls, avg(rank) AS mean_rank, avg(score) AS mean_score FROM invocation_result GROUP BY entry_id ORDER BY calls DESC LIMIT 20",
-    "Keywords that led to a fallback": "SELECT k.term, k.field, count(*) AS calls FROM invocation_keyword k JOIN tool_invocation t ON t.id = k.invocation_id WHERE t.fallback GROUP BY ALL ORDER BY calls DESC LIMIT 20",
-    "Stage latency p95 per layer": "SELECT layer, quantile_cont(l0_ms, 0.95) AS l0_p95, quantile_cont(embed_ms, 0.95) AS embed_p95, quantile_cont(l1_ms, 0.95) AS l1_p95 FROM tool_invocation GROUP BY layer",
+    "Entries returned most (any rank)": (
+        "SELECT entry_id, count(*) AS calls, avg(rank) AS mean_rank, avg(score) AS mean_score FROM invocation_result "
+        "GROUP BY entry_id ORDER BY calls DESC LIMIT 20"
+    ),
+    "Keywords that led to a fallback": (
+        "SELECT k.term, k.field, count(*) AS calls FROM invocation_keyword k JOIN tool_invocation t "
+        "ON t.id = k.invocation_id WHERE t.fallback GROUP BY ALL ORDER BY calls DESC LIMIT 20"
+    ),
+    "Stage latency p95 per layer": (
+        "SELECT layer, quantile_cont(l0_ms, 0.95) AS l0_p95, quantile_cont(embed_ms, 0.95) AS embed_p95, "
+        "quantile_cont(l1_ms, 0.95) AS l1_p95 FROM tool_invocation GROUP BY layer"
+    ),
 }
 
 
@@ -135,7 +149,7 @@ def _fetch_frame(cur: duckdb.DuckDBPyConnection, limit: int) -> pd.DataFrame:
             column = column.astype(object).where(~missing, None)
         if column.dtype == object:  # built by hand: Series.map would infer str dtype and turn None into NaN
             column = pd.Series([_plain(v) for v in column], index=column.index, dtype=object, name=column.name)
-        frame.isetitem(i, column)
+        frame.isetitem(i, column)  # type: ignore[arg-type]  # pandas-stubs leave Series out of isetitem's values
     return frame
 
 

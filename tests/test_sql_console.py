@@ -246,7 +246,7 @@ def test_values_come_back_as_stored(db_path):
         "[1, 2, NULL] AS l, {'a': [3, 4]} AS s FROM tool_invocation ORDER BY latency_ms",
     )
     assert len(out.frame) == len(recs)
-    for rec, (_, row) in zip(recs, out.frame.iterrows()):
+    for rec, (_, row) in zip(recs, out.frame.iterrows(), strict=True):
         assert row["id"] == rec.id
         assert pd.Timestamp(row["created_at"]) == pd.Timestamp(rec.created_at)
         assert row["error"] == rec.error  # None for SQL NULL, not NaN
@@ -317,7 +317,7 @@ def test_example_queries_run(db_path, name):
     assert not frame.empty, f"{name}: no rows"
     if name == "Calls per layer":
         want = {layer: sum(r.layer == layer for r in recs) for layer in {r.layer for r in recs}}
-        assert dict(zip(frame["layer"], frame["calls"])) == want
+        assert dict(zip(frame["layer"], frame["calls"], strict=True)) == want
     elif name == "Fallbacks with their L1 error":
         assert len(frame) == sum(r.fallback for r in recs)
         assert set(frame["error"]) == {"L1 unreachable"}
@@ -333,11 +333,11 @@ def test_example_queries_run(db_path, name):
         assert int(frame["n"].sum()) == len(recs)
     elif name == "Entries returned most (any rank)":
         want = Counter(r.result["results"][0]["entry_id"] for r in recs)
-        assert dict(zip(frame["entry_id"], frame["calls"])) == dict(want)
+        assert dict(zip(frame["entry_id"], frame["calls"], strict=True)) == dict(want)
         assert set(frame["mean_rank"]) == {1.0}
     elif name == "Keywords that led to a fallback":
         want = Counter(r.domain for r in recs if r.fallback)
-        assert dict(zip(frame["term"], frame["calls"])) == dict(want) and want
+        assert dict(zip(frame["term"], frame["calls"], strict=True)) == dict(want) and want
     elif name == "Stage latency p95 per layer":
         assert set(frame["layer"]) == {r.layer for r in recs} and set(frame["l1_p95"]) == {2.0}
         assert frame["embed_p95"].isna().all()  # not timed in these rows
