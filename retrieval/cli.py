@@ -9,6 +9,7 @@ import typer
 
 from .config import load_settings
 from .errors import LookupLabError
+from .lab.sweep_cli import register as register_sweep
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
 
@@ -275,59 +276,6 @@ def bench(
 
 
 @app.command()
-def tune(
-    eval_sets: list[Path] = typer.Argument(..., help="eval set YAML files; each runs on the corpus it names"),
-    grid: str = typer.Option(
-        "vector_weight=0.5,0.75,1,1.25,1.5,2;l0_weight=0,0.1,0.2,0.3,0.5",
-        "--grid",
-        help="NAME=V1,V2;NAME=... over vector_weight, lexical_weight, l0_weight",
-    ),
-    folds: int = typer.Option(5, "--folds"),
-    repeats: int = typer.Option(5, "--repeats", help="shuffles of the folds"),
-    as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
-    config: Path | None = ConfigOpt,
-) -> None:
-    """Cross-validate fusion weights over eval sets: in-sample and held-out-fold mrr@10 (macro over sets)."""
-    from .eval_sets import load_eval_set
-    from .services import open_runtime
-    from .tuning import collect_signals, cross_validate, parse_grid
-
-    signals = []
-    try:
-        points = parse_grid(grid)
-        base = _settings(config)
-        for path in eval_sets:
-            loaded = load_eval_set(path)
-            settings = base.with_(corpus_dir=loaded.corpus_dir) if loaded.corpus_dir else base
-            runtime = open_runtime(settings, record=False, log=lambda m: typer.echo(m, err=True))
-            try:
-                if runtime.services.store is not None:
-                    runtime.services.store.ingest(runtime.corpus, runtime.services.embedder)
-                loaded = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
-                signals.extend(collect_signals(loaded, runtime.services, settings))
-                typer.echo(f"{loaded.name}: signals of {sum(c.answerable for c in loaded.cases)} cases", err=True)
-            finally:
-                runtime.close()
-        result = cross_validate(signals, points, base, folds=folds, repeats=repeats)
-    except LookupLabError as exc:
-        _fail(exc)
-    if as_json:
-        typer.echo(json.dumps(result))
-        return
-    best, cv = result["best"], result["cv"]
-    typer.echo(
-        f"in-sample best {best['settings']}: macro mrr@10 {best['in_sample']:.4f} "
-        + ", ".join(f"{k} {v:.3f}" for k, v in best["per_set"].items())
-    )
-    typer.echo(
-        f"{cv['repeats']}x{cv['folds']}-fold CV: training folds {cv['in_sample_mean']:.4f} ± {cv['in_sample_sd']:.4f}, "
-        f"held-out folds {cv['held_out_mean']:.4f} ± {cv['held_out_sd']:.4f}"
-    )
-    for pick in cv["chosen"]:
-        typer.echo(f"  chosen {pick['times']} times: {pick['settings']}")
-
-
-@app.command()
 def serve(
     transport: str = typer.Option("stdio", help="stdio (the host starts this process) or http (streamable HTTP at /mcp)"),
     host: str = typer.Option("127.0.0.1", help="HTTP address; any other than loopback needs LOOKUP_SERVER_TOKEN"),
@@ -347,6 +295,8 @@ def serve(
         run_server(settings, transport=transport, host=host, port=port, token=os.environ.get(TOKEN_ENV) or None, ingest=ingest)
     except LookupLabError as exc:
         _fail(exc)
+
+register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 
 
 def main() -> None:

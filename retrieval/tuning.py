@@ -1,167 +1,254 @@
-"""Choosing fusion weights without fooling ourselves: k-fold cross-validation over one or more eval sets.
+"""Choosing settings without fooling ourselves: the sweep grid, k-fold cross-validation, a paired test.
 
-Each case's signals (L0 hints, the vector and BM25F candidates under the lookup's routing) are fetched from
-Weaviate once; every grid point then re-ranks them with the lookup's own `fuse`, so a point costs no query.
-The selection is made on the training folds (macro mean of mrr@10 over the sets) and scored on the held-out
-fold; folds are stratified by set, repeated with different shuffles.
+Pure functions over numbers; `retrieval.lab.sweep` fetches the signals and scores every grid point.
+The selection is made on the training folds (macro mean over the sets) and scored on the held-out fold;
+folds are stratified by set and repeated with different shuffles.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .config import Settings
-from .errors import EvalSetError
-from .eval_sets import EvalSet
-from .hints import EntryMatch
-from .lookup import LookupServices, candidate_depth, clean_query
-from .ranking import FusionWeights, fuse
-from .routing import category_filter
-from .weaviate_store import Candidate
+from .config import SEARCH_MODES, Settings
+from .errors import ConfigError, LookupLabError
 
-TUNABLE = ("vector_weight", "lexical_weight", "l0_weight")
-DEPTH = 10
+# Settings a sweep can vary, with their types. Other settings (paths, ports, timeouts) are not retrieval quality.
+SWEEPABLE: dict[str, type] = {
+    "top_k": int,
+    "search_mode": str,
+    "hybrid_alpha": float,
+    "vector_weight": float,
+    "lexical_weight": float,
+    "l0_weight": float,
+    "min_support_similarity": float,
+    "strong_support_similarity": float,
+}
+ALIASES = {
+    "mode": "search_mode",
+    "alpha": "hybrid_alpha",
+    "min_support": "min_support_similarity",
+    "strong_support": "strong_support_similarity",
+}
+MAX_POINTS = 2000
+GRID_EXAMPLE = "search_mode=fusion,hybrid;l0_weight=0,0.1,0.2"
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
-class CaseSignals:
-    """What the lookup's fusion sees for one answerable case."""
+class Grid:
+    """Axes (setting, values) in the order given; the points are every combination."""
 
-    set_name: str
-    case_id: str
-    expected: frozenset[str]
-    l0: tuple[EntryMatch, ...]
-    vector: tuple[Candidate, ...]
-    lexical: tuple[Candidate, ...]
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.axes)
+
+    def points(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.names, combo, strict=True)) for combo in itertools.product(*(values for _, values in self.axes))]
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {name: list(values) for name, values in self.axes}
 
 
-def parse_grid(text: str) -> list[dict[str, float]]:
-    """'vector_weight=0.5,1;l0_weight=0,0.1' -> every combination, as settings overrides."""
-    axes: dict[str, list[float]] = {}
-    for part in filter(None, (p.strip() for p in text.split(";"))):
-        name, _, values = part.partition("=")
-        name = name.strip()
-        if name not in TUNABLE:
-            raise EvalSetError(f"--grid: '{name}' cannot be tuned here (tunable: {', '.join(TUNABLE)})")
+def _value(name: str, raw: str, base: Settings) -> Any:
+    kind = SWEEPABLE[name]
+    text = raw.strip()
+    if kind is str:
+        if text not in SEARCH_MODES:
+            raise ConfigError(f"--grid: {name} '{text}' is not one of {', '.join(SEARCH_MODES)}")
+        value: Any = text
+    else:
         try:
-            axes[name] = [float(v) for v in values.split(",") if v.strip()]
-        except ValueError as exc:
-            raise EvalSetError(f"--grid: {name} needs numbers, got '{values}'") from exc
-        if not axes[name] or any(v < 0 for v in axes[name]):
-            raise EvalSetError(f"--grid: {name} needs one or more numbers >= 0, got '{values}'")
+            value = int(text) if kind is int else float(text)
+        except ValueError:
+            what = "whole numbers" if kind is int else "numbers"
+            raise ConfigError(f"--grid: {name} needs {what}, got '{text}'") from None
+        if kind is float and not math.isfinite(value):
+            raise ConfigError(f"--grid: {name} needs finite numbers, got '{text}'")
+    if name.endswith("_similarity") and not 0.0 <= value <= 1.0:
+        raise ConfigError(f"--grid: {name} {value} is not between 0 and 1")
+    try:
+        base.with_(**{name: value})  # the settings' own checks: alpha in [0, 1], weights >= 0, top_k >= 1
+    except ConfigError as exc:
+        raise ConfigError(f"--grid: {exc}") from None
+    return value
+
+
+def parse_grid(text: str, base: Settings | None = None) -> Grid:
+    """'search_mode=fusion,hybrid;l0_weight=0,0.1' -> a Grid. Raises ConfigError naming the setting or value."""
+    base = base or Settings()
+    axes: dict[str, tuple[Any, ...]] = {}
+    for part in filter(None, (p.strip() for p in (text or "").split(";"))):
+        name, eq, raw_values = part.partition("=")
+        name = ALIASES.get(name.strip(), name.strip())
+        if not eq:
+            raise ConfigError(f"--grid: '{part}' needs NAME=V1,V2,… (e.g. {GRID_EXAMPLE})")
+        if name not in SWEEPABLE:
+            raise ConfigError(f"--grid: '{name}' is not a setting a sweep can vary (these can: {', '.join(SWEEPABLE)})")
+        if name in axes:
+            raise ConfigError(f"--grid: {name} is given twice")
+        values = tuple(_value(name, v, base) for v in raw_values.split(",") if v.strip())
+        if not values:
+            raise ConfigError(f"--grid: {name} has no values")
+        if len(set(values)) < len(values):
+            raise ConfigError(f"--grid: {name} lists a value twice ({raw_values.strip()})")
+        axes[name] = values
     if not axes:
-        raise EvalSetError("--grid is empty: give e.g. 'vector_weight=0.5,1,1.5;l0_weight=0,0.1'")
-    return [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+        raise ConfigError(f"--grid is empty: give e.g. '{GRID_EXAMPLE}'")
+    grid = Grid(tuple(axes.items()))
+    size = math.prod(len(v) for _, v in grid.axes)
+    if size > MAX_POINTS:
+        raise ConfigError(f"--grid has {size} points, over the limit of {MAX_POINTS}: use fewer values")
+    return grid
 
 
-def collect_signals(eval_set: EvalSet, services: LookupServices, settings: Settings) -> list[CaseSignals]:
-    """The fusion inputs of every answerable case, under the lookup's routing, from one query each."""
-    if services.store is None or services.embedder is None:
-        raise EvalSetError(f"tuning needs L1, which is unavailable: {services.l1_unavailable or 'not connected'}")
-    depth = candidate_depth(max(DEPTH, settings.top_k))
-    out = []
-    services.embedder.prime([c.query for c in eval_set.cases])
-    for case in eval_set.cases:
-        if not case.answerable:
-            continue
-        query = clean_query(case.query)
-        hints = services.l0.match(query)
-        category = category_filter(hints.domains)
-        vector = services.embedder.embed_query(query)
-        found = services.store.search(vector, k=depth, category=category, query_text=query)
-        lexical = services.store.search(vector, k=depth, category=category, mode="bm25", query_text=query)
-        out.append(
-            CaseSignals(
-                eval_set.name,
-                case.id,
-                frozenset(e for e, g in case.expected.items() if g > 0),
-                hints.matches,
-                tuple(found),
-                tuple(lexical),
-            )
-        )
-    return out
+# --- cross-validation -------------------------------------------------------------------------------------
+def macro_mean(values: np.ndarray, groups: np.ndarray, rows: np.ndarray) -> float:
+    """Mean over the groups (eval sets) present in `rows` of each group's mean: every set counts once."""
+    picked, of = values[rows], groups[rows]
+    return float(np.mean([picked[of == g].mean() for g in np.unique(of)]))
 
 
-def reciprocal_ranks(signals: Sequence[CaseSignals], point: dict[str, float], base: Settings) -> np.ndarray:
-    """mrr@10 contribution of every case under one grid point."""
-    values = {name: point.get(name, getattr(base, name)) for name in TUNABLE}
-    weights = FusionWeights(vector=values["vector_weight"], lexical=values["lexical_weight"], l0=values["l0_weight"])
-    out = np.zeros(len(signals))
-    for i, s in enumerate(signals):
-        ranking = fuse(s.l0, s.vector, s.lexical, k=DEPTH, weights=weights)
-        out[i] = next((1.0 / r for r, item in enumerate(ranking, 1) if item.entry_id in s.expected), 0.0)
-    return out
+def stratified_folds(groups: np.ndarray, folds: int, rng: random.Random) -> np.ndarray:
+    """A fold number per row: each group shuffled and dealt round the folds, so every fold has its share."""
+    fold_of = np.zeros(len(groups), dtype=int)
+    for g in np.unique(groups):
+        rows = [int(r) for r in np.flatnonzero(groups == g)]
+        rng.shuffle(rows)
+        for j, r in enumerate(rows):
+            fold_of[r] = j % folds
+    return fold_of
 
 
-def _macro(rr: np.ndarray, sets: np.ndarray, rows: np.ndarray) -> float:
-    return float(np.mean([rr[rows][sets[rows] == name].mean() for name in np.unique(sets[rows])]))
+@dataclass(frozen=True)
+class CrossValidation:
+    """Per repeat and fold: the point chosen on the training rows, its training and its held-out score."""
+
+    folds: int
+    repeats: int
+    picks: tuple[int, ...]
+    training: tuple[float, ...]
+    held_out: tuple[float, ...]
+
+    @property
+    def cv_mean(self) -> float:
+        return float(np.mean(self.held_out))
+
+    @property
+    def cv_sd(self) -> float:
+        """Sample standard deviation of the held-out fold scores."""
+        return float(np.std(self.held_out, ddof=1)) if len(self.held_out) > 1 else 0.0
+
+    def chosen(self) -> list[tuple[int, int]]:
+        """(point index, times chosen), most often first."""
+        counts: dict[int, int] = {}
+        for i in self.picks:
+            counts[i] = counts.get(i, 0) + 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "folds": self.folds,
+            "repeats": self.repeats,
+            "cv_mean": self.cv_mean,
+            "cv_sd": self.cv_sd,
+            "training_mean": float(np.mean(self.training)),
+            "training_sd": float(np.std(self.training, ddof=1)) if len(self.training) > 1 else 0.0,
+            "held_out": list(self.held_out),
+        }
 
 
 def cross_validate(
-    signals: Sequence[CaseSignals],
-    grid: Sequence[dict[str, float]],
-    base: Settings,
+    scores: np.ndarray,
+    groups: Sequence[str] | np.ndarray,
     *,
     folds: int = 5,
     repeats: int = 5,
     seed: int = 7,
-    progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
-    """Every grid point on every case; per repeat and fold, the point with the best training macro mrr@10
-    and its held-out score. Returns the points, the in-sample best, and the CV figures."""
+    splits: Sequence[np.ndarray] | None = None,
+) -> CrossValidation:
+    """`scores[p, i]`: point p's score on row i. Per split, the point with the best training macro mean (the
+    first in grid order on a tie) and its held-out macro mean. `splits` (a fold number per row, one array per
+    repeat) replaces the shuffled folds, for hand-checked cases."""
+    groups = np.asarray(groups)
     if folds < 2:
-        raise EvalSetError(f"--folds {folds}: cross-validation needs at least 2 folds")
-    sets = np.array([s.set_name for s in signals])
-    smallest = min(int((sets == name).sum()) for name in np.unique(sets))
+        raise LookupLabError(f"--folds {folds}: cross-validation needs at least 2 folds")
+    if repeats < 1:
+        raise LookupLabError(f"--repeats {repeats}: needs at least 1")
+    if len(groups) == 0:
+        raise LookupLabError("cross-validation needs answerable cases (with an expected entry); there are none")
+    smallest = min(int((groups == g).sum()) for g in np.unique(groups))
     if smallest < folds:
-        raise EvalSetError(f"--folds {folds}: a set has only {smallest} answerable cases")
-    scores = np.vstack(
-        [(progress(i, len(grid)) if progress else None, reciprocal_ranks(signals, p, base))[1] for i, p in enumerate(grid)]
-    )
-    everything = np.arange(len(signals))
-    points = [
-        {
-            "settings": p,
-            "mrr@10": _macro(scores[i], sets, everything),
-            "per_set": {name: float(scores[i][sets == name].mean()) for name in np.unique(sets)},
-        }
-        for i, p in enumerate(grid)
-    ]
-    best = max(range(len(grid)), key=lambda i: points[i]["mrr@10"])
+        raise LookupLabError(f"--folds {folds}: an eval set has only {smallest} answerable cases; use fewer folds")
     rng = random.Random(seed)
-    held, trained, picks = [], [], []
-    for _ in range(repeats):
-        fold_of = np.zeros(len(signals), dtype=int)
-        for name in np.unique(sets):
-            rows = list(np.flatnonzero(sets == name))
-            rng.shuffle(rows)
-            for j, r in enumerate(rows):
-                fold_of[r] = j % folds
+    assignments = list(splits) if splits is not None else [stratified_folds(groups, folds, rng) for _ in range(repeats)]
+    picks, training, held = [], [], []
+    for fold_of in assignments:
         for f in range(folds):
             train, test = np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)
-            chosen = max(range(len(grid)), key=lambda i: _macro(scores[i], sets, train))
+            if len(test) == 0:
+                continue
+            chosen = max(range(len(scores)), key=lambda p: macro_mean(scores[p], groups, train))
             picks.append(chosen)
-            trained.append(_macro(scores[chosen], sets, train))
-            held.append(_macro(scores[chosen], sets, test))
-    counts = {i: picks.count(i) for i in set(picks)}
-    return {
-        "points": points,
-        "best": {"settings": grid[best], "in_sample": points[best]["mrr@10"], "per_set": points[best]["per_set"]},
-        "cv": {
-            "folds": folds,
-            "repeats": repeats,
-            "in_sample_mean": float(np.mean(trained)),
-            "in_sample_sd": float(np.std(trained)),
-            "held_out_mean": float(np.mean(held)),
-            "held_out_sd": float(np.std(held)),
-            "chosen": [{"settings": grid[i], "times": n} for i, n in sorted(counts.items(), key=lambda kv: -kv[1])],
-        },
-        "cases": {name: int((sets == name).sum()) for name in np.unique(sets)},
-    }
+            training.append(macro_mean(scores[chosen], groups, train))
+            held.append(macro_mean(scores[chosen], groups, test))
+    return CrossValidation(folds, len(assignments), tuple(picks), tuple(training), tuple(held))
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """Paired t-test over cases of one metric, b against a (delta = mean of b - a)."""
+
+    metric: str
+    cases: int
+    mean_a: float
+    mean_b: float
+    p_value: float | None
+    effect_size: float | None  # Cohen's d of the paired differences (mean / sd)
+
+    @property
+    def delta(self) -> float:
+        return self.mean_b - self.mean_a
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < ALPHA
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "test": "paired t-test over cases",
+            "cases": self.cases,
+            "current": self.mean_a,
+            "best": self.mean_b,
+            "delta": self.delta,
+            "p_value": self.p_value,
+            "effect_size": self.effect_size,
+            "significant": self.significant,
+            "alpha": ALPHA,
+        }
+
+
+def paired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, metric: str = "mrr@10") -> PairedTest:
+    """Identical scores give p = 1; equal non-zero differences on every case give p = 0."""
+    from scipy import stats  # type: ignore[import-untyped]
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = len(x)
+    if n < 2:
+        return PairedTest(metric, n, float(x.mean()) if n else math.nan, float(y.mean()) if n else math.nan, None, None)
+    diff = y - x
+    sd = float(np.std(diff, ddof=1))
+    if sd == 0.0:
+        p, effect = (1.0, 0.0) if diff[0] == 0 else (0.0, None)
+    else:
+        p, effect = float(stats.ttest_rel(y, x).pvalue), float(diff.mean() / sd)
+    return PairedTest(metric, n, float(x.mean()), float(y.mean()), p, effect)

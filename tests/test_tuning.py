@@ -1,77 +1,143 @@
-"""Cross-validated tuning: grid parsing, the CV bookkeeping on hand-made signals, and signals from a real run."""
+"""The sweep grid, stratified folds, cross-validation and the paired test: tables and hand-checked cases."""
 
 from __future__ import annotations
 
+import math
+import random
+
+import numpy as np
 import pytest
 
-from retrieval.errors import EvalSetError
-from retrieval.eval_sets import load_eval_set
-from retrieval.hints import L0Index
-from retrieval.lookup import LookupServices
-from retrieval.tuning import CaseSignals, collect_signals, cross_validate, parse_grid, reciprocal_ranks
-from retrieval.weaviate_store import Candidate
-
-from .conftest import SAMPLE_CORPUS
-
-
-def test_parse_grid_makes_every_combination():
-    assert parse_grid("vector_weight=0.5,1;l0_weight=0") == [
-        {"vector_weight": 0.5, "l0_weight": 0.0},
-        {"vector_weight": 1.0, "l0_weight": 0.0},
-    ]
+from retrieval.errors import ConfigError, LookupLabError
+from retrieval.tuning import cross_validate, paired_test, parse_grid, stratified_folds
 
 
 @pytest.mark.parametrize(
-    "text, named", [("", "empty"), ("top_k=1,2", "top_k"), ("l0_weight=a", "l0_weight"), ("l0_weight=-1", "l0_weight")]
+    "text, axes",
+    [
+        ("vector_weight=0.5,1;l0_weight=0", {"vector_weight": [0.5, 1.0], "l0_weight": [0.0]}),
+        (
+            "search_mode=near_vector,hybrid;l0_weight=0,0.1,0.2",
+            {"search_mode": ["near_vector", "hybrid"], "l0_weight": [0, 0.1, 0.2]},
+        ),
+        (" top_k = 5, 30 ", {"top_k": [5, 30]}),
+        ("mode=fusion;alpha=0.25,0.75", {"search_mode": ["fusion"], "hybrid_alpha": [0.25, 0.75]}),
+        ("min_support=0.3;strong_support=0.7,0.8;", {"min_support_similarity": [0.3], "strong_support_similarity": [0.7, 0.8]}),
+        ("lexical_weight=0,1", {"lexical_weight": [0.0, 1.0]}),
+    ],
+)
+def test_parse_grid_reads_every_sweepable_setting(text, axes):
+    grid = parse_grid(text)
+    assert grid.to_dict() == axes
+    assert len(grid.points()) == math.prod(len(v) for v in axes.values())
+
+
+def test_grid_points_are_every_combination_in_order():
+    assert parse_grid("search_mode=near_vector,hybrid;l0_weight=0,0.1").points() == [
+        {"search_mode": "near_vector", "l0_weight": 0.0},
+        {"search_mode": "near_vector", "l0_weight": 0.1},
+        {"search_mode": "hybrid", "l0_weight": 0.0},
+        {"search_mode": "hybrid", "l0_weight": 0.1},
+    ]
+    assert [type(p["top_k"]) for p in parse_grid("top_k=5,30").points()] == [int, int]
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("", "empty"),
+        ("  ;  ", "empty"),
+        ("collection=Kb_x", "'collection' is not a setting a sweep can vary"),
+        ("vector_wieght=1", "'vector_wieght'"),
+        ("l0_weight", "needs NAME=V1,V2"),
+        ("l0_weight=", "l0_weight has no values"),
+        ("l0_weight=a", "l0_weight needs numbers, got 'a'"),
+        ("l0_weight=-1", "l0_weight: -1.0 must not be negative"),
+        ("l0_weight=nan", "l0_weight needs finite numbers"),
+        ("top_k=2.5", "top_k needs whole numbers, got '2.5'"),
+        ("top_k=0", "top_k: 0 must be at least 1"),
+        ("search_mode=bm25", "search_mode 'bm25' is not one of fusion, near_vector, hybrid"),
+        ("hybrid_alpha=1.5", "hybrid_alpha: 1.5 is not between 0 and 1"),
+        ("min_support_similarity=2", "min_support_similarity 2.0 is not between 0 and 1"),
+        ("l0_weight=0;l0_weight=1", "l0_weight is given twice"),
+        ("alpha=0.5;hybrid_alpha=0.3", "hybrid_alpha is given twice"),
+        ("l0_weight=0,0.0", "lists a value twice"),
+        (
+            ";".join(
+                f"{n}=" + ",".join(str(i) for i in range(1, 8)) for n in ("vector_weight", "lexical_weight", "l0_weight", "top_k")
+            ),
+            "over the limit",
+        ),
+    ],
 )
 def test_parse_grid_refuses_by_name(text, named):
-    with pytest.raises(EvalSetError, match=named):
+    with pytest.raises(ConfigError, match="grid") as info:
         parse_grid(text)
+    assert named in str(info.value)
 
 
-def cand(entry_id, score):
-    return Candidate(entry_id, entry_id, "d", None, score, 0, "", 0.5)
+def test_stratified_folds_deal_each_set_round_the_folds():
+    groups = np.array(["a"] * 7 + ["b"] * 3)
+    fold_of = stratified_folds(groups, 3, random.Random(1))
+    for g, sizes in (("a", [3, 2, 2]), ("b", [1, 1, 1])):
+        assert sorted(np.bincount(fold_of[groups == g], minlength=3).tolist(), reverse=True) == sizes
 
 
-def case(set_name, i, right_by):
-    """A case whose right entry 'R' is first in the vector list or the lexical list, and second in the other."""
-    if right_by == "vector":
-        vector, lexical = [cand("R", 1.0), cand("W", 0.9)], [cand("W", 10.0), cand("R", 9.0)]
-    else:
-        vector, lexical = [cand("W", 1.0), cand("R", 0.9)], [cand("R", 10.0), cand("W", 9.0)]
-    return CaseSignals(set_name, f"{set_name}{i}", frozenset({"R"}), (), tuple(vector), tuple(lexical))
+def test_cross_validation_by_hand():
+    # point 0 wins on rows 0-1, point 1 on rows 2-3; folds {0, 1} and {2, 3}
+    scores = np.array([[1.0, 1.0, 0.0, 0.5], [0.5, 0.5, 1.0, 1.0]])
+    cv = cross_validate(scores, ["s"] * 4, folds=2, splits=[np.array([0, 0, 1, 1])])
+    # held out {0,1}: trained on {2,3} -> point 1 (1.0 > 0.25), scores 0.5 there
+    # held out {2,3}: trained on {0,1} -> point 0 (1.0 > 0.5), scores 0.25 there
+    assert cv.picks == (1, 0)
+    assert cv.training == (1.0, 1.0)
+    assert cv.held_out == (0.5, 0.25)
+    assert cv.cv_mean == pytest.approx(0.375)
+    assert cv.cv_sd == pytest.approx(math.sqrt(((0.5 - 0.375) ** 2 + (0.25 - 0.375) ** 2) / 1))
+    assert cv.chosen() == [(0, 1), (1, 1)]
+    # in-sample point 1 looks best (0.75 against 0.625); held out, choosing that way scores 0.375
+    assert scores.mean(axis=1).tolist() == [0.625, 0.75]
 
 
-def test_cross_validation_picks_the_weights_the_data_favour(base_settings):
-    # set a: 9 cases the vector gets right; set b: 6 cases the vector, 4 the lexical list gets right
-    signals = (
-        [case("a", i, "vector") for i in range(9)]
-        + [case("b", i, "vector") for i in range(6)]
-        + [case("b", 10 + i, "lexical") for i in range(4)]
-    )
-    grid = parse_grid("vector_weight=0.5,2")
-    rr = reciprocal_ranks(signals, grid[1], base_settings)
-    assert rr.tolist() == [1.0] * 15 + [0.5] * 4  # vector first: the lexical-only cases drop to rank 2
-    result = cross_validate(signals, grid, base_settings, folds=3, repeats=2)
-    assert result["best"]["settings"] == {"vector_weight": 2.0}
-    assert result["best"]["in_sample"] == pytest.approx((1.0 + (6 + 4 * 0.5) / 10) / 2)
-    assert result["cv"]["held_out_mean"] <= 1.0 and sum(c["times"] for c in result["cv"]["chosen"]) == 6
-    assert result["cases"] == {"a": 9, "b": 10}
-    with pytest.raises(EvalSetError, match="folds"):
-        cross_validate(signals, grid, base_settings, folds=1)
+def test_cross_validation_means_are_macro_over_sets():
+    # set a: 2 rows where point 1 is perfect; set b: 4 rows where point 0 is perfect
+    scores = np.array([[0, 0, 1, 1, 1, 1], [1, 1, 0, 0, 0, 0]], dtype=float)
+    groups = ["a", "a", "b", "b", "b", "b"]
+    cv = cross_validate(scores, groups, folds=2, splits=[np.array([0, 1, 0, 0, 1, 1])])
+    # every training split holds one row of a and two of b: a tie at 0.5 each -> the first point (0)
+    assert cv.picks == (0, 0) and cv.held_out == (0.5, 0.5)
 
 
-def test_signals_of_a_real_run_reproduce_the_lookup(sample_corpus, sample_store, embedder, base_settings):
-    from retrieval.lookup import lookup_knowledge
+def test_cross_validation_refuses_what_it_cannot_do():
+    scores = np.zeros((2, 3))
+    with pytest.raises(LookupLabError, match="at least 2 folds"):
+        cross_validate(scores, ["a"] * 3, folds=1)
+    with pytest.raises(LookupLabError, match="only 3 answerable cases"):
+        cross_validate(scores, ["a"] * 3, folds=5)
+    with pytest.raises(LookupLabError, match="repeats"):
+        cross_validate(scores, ["a"] * 3, folds=2, repeats=0)
 
-    eval_set = load_eval_set(SAMPLE_CORPUS.parent / "eval_sets" / "sample-ops-alerts.yaml")
-    settings = base_settings.with_(collection="TestSample", top_k=10)
-    services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store)
-    signals = collect_signals(eval_set, services, settings)
-    assert len(signals) == sum(c.answerable for c in eval_set.cases)
-    first = signals[0]
-    looked_up = lookup_knowledge(eval_set.case(first.case_id).query, services, settings)
-    rr = reciprocal_ranks([first], {}, settings)[0]
-    rank = next((i for i, r in enumerate(looked_up.results, 1) if r.entry_id in first.expected), None)
-    assert rr == (0.0 if rank is None else 1.0 / rank)
-    assert [c.entry_id for c in first.vector] == [c.entry_id for c in looked_up.l1.candidates]
+
+def test_shuffled_cross_validation_runs_every_repeat_and_fold():
+    rng = np.random.default_rng(3)
+    scores = rng.random((4, 20))
+    cv = cross_validate(scores, ["a"] * 12 + ["b"] * 8, folds=4, repeats=3, seed=5)
+    assert len(cv.held_out) == 12 and len(cv.picks) == 12
+    assert cv.to_dict()["held_out"] == list(cv.held_out)
+    assert cross_validate(scores, ["a"] * 12 + ["b"] * 8, folds=4, repeats=3, seed=5) == cv  # seeded: the same
+
+
+def test_paired_test_by_hand():
+    same = paired_test([0.5, 1.0, 0.0], [0.5, 1.0, 0.0])
+    assert (same.p_value, same.delta, same.significant) == (1.0, 0.0, False)
+    shifted = paired_test([0.0, 0.0, 0.0], [0.5, 0.5, 0.5])  # every case up by the same amount
+    assert shifted.p_value == 0.0 and shifted.significant
+    # differences 1, 0, 0, 1: mean 0.5, sd sqrt(1/3), t = 0.5 / (sqrt(1/3) / 2) = sqrt(3), 3 degrees of freedom
+    test = paired_test([0.0, 0.5, 1.0, 0.0], [1.0, 0.5, 1.0, 1.0])
+    from scipy import stats
+
+    assert test.delta == pytest.approx(0.5)
+    assert test.effect_size == pytest.approx(0.5 / math.sqrt(1 / 3))
+    assert test.p_value == pytest.approx(2 * stats.t.sf(math.sqrt(3), 3))
+    assert test.to_dict()["cases"] == 4 and not test.significant
+    assert paired_test([1.0], [0.0]).p_value is None

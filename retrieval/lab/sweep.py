@@ -1,0 +1,302 @@
+"""Settings sweeps: every grid point on every case of one or more eval sets, chosen by cross-validation.
+
+Each case is embedded once and asks Weaviate once per distinct query setting (search mode, hybrid alpha,
+candidate depth) of the grid and the current settings; every grid point then re-ranks those candidates with
+the lookup's own `fuse` and `assess`, so a point that changes only weights or support thresholds costs no
+query. The figures are those of `run_eval`'s `lookup` configuration at the same settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..catalog import EvalSetFile, same_path
+from ..config import Settings
+from ..errors import LookupLabError
+from ..eval_sets import EvalSet, corpus_fit, load_eval_set
+from ..evaluation import DEPTH
+from ..hints import EntryMatch
+from ..lookup import LookupServices, candidate_depth, clean_query, weights_of
+from ..ranking import assess, fuse
+from ..routing import category_filter
+from ..tuning import SWEEPABLE, CrossValidation, Grid, cross_validate, paired_test
+from ..weaviate_store import Candidate
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k")  # the rest only re-rank or re-assess
+METRIC_NAMES = ("mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate")
+
+
+@dataclass(frozen=True)
+class QueryKey:
+    """One kind of Weaviate query: near_vector, bm25 or hybrid (with its alpha), to a candidate depth."""
+
+    kind: str
+    depth: int
+    alpha: float | None = None
+
+
+def query_keys(settings: Settings) -> tuple[QueryKey, ...]:
+    """The queries a lookup at these settings makes, as run_eval runs it (its top-k at least DEPTH)."""
+    depth = candidate_depth(max(DEPTH, settings.top_k))
+    if settings.search_mode == "hybrid":
+        return (QueryKey("hybrid", depth, settings.hybrid_alpha),)
+    vector = QueryKey("near_vector", depth)
+    return (vector, QueryKey("bm25", depth)) if settings.search_mode == "fusion" else (vector,)
+
+
+def point_settings(current: Settings, point: Mapping[str, Any]) -> Settings:
+    return current.with_(**point)
+
+
+@dataclass(frozen=True)
+class CaseSignals:
+    """What the lookup's fusion sees for one case, per query setting: L0 matches and the L1 candidates."""
+
+    set_name: str
+    case_id: str
+    relevant: frozenset[str]  # expected entries with a grade > 0; empty: unanswerable
+    l0: tuple[EntryMatch, ...]
+    found: Mapping[QueryKey, tuple[Candidate, ...]]
+
+
+def collect_signals(
+    eval_set: EvalSet,
+    services: LookupServices,
+    settings: Settings,
+    keys: Sequence[QueryKey],
+    *,
+    progress: Progress | None = None,
+) -> list[CaseSignals]:
+    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing."""
+    if services.store is None or services.embedder is None or not settings.l1_enabled:
+        raise LookupLabError(f"a sweep needs L1, which is unavailable: {services.l1_unavailable or 'L1 is off or not connected'}")
+    services.embedder.prime([clean_query(c.query) for c in eval_set.cases])
+    out, total = [], len(eval_set.cases) * len(keys)
+    for i, case in enumerate(eval_set.cases):
+        query = clean_query(case.query)
+        hints = services.l0.match(query)
+        category = category_filter(hints.domains)
+        vector = services.embedder.embed_query(query)
+        found = {}
+        for j, key in enumerate(keys):
+            found[key] = tuple(
+                services.store.search(
+                    vector,
+                    k=key.depth,
+                    category=category,
+                    mode=key.kind,
+                    query_text=query,
+                    alpha=settings.hybrid_alpha if key.alpha is None else key.alpha,
+                    timeout_s=settings.l1_timeout_s,
+                )
+            )
+            if progress:
+                progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
+        relevant = frozenset(e for e, g in case.expected.items() if g > 0)
+        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found))
+    return out
+
+
+def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, float, bool, bool]:
+    """(reciprocal rank in the top 10, hit@1, recall@5, semantic support claimed, top result right) of one
+    case at these settings, as lookup_knowledge would rank and assess it."""
+    keys = query_keys(settings)
+    vector = s.found[keys[0]]
+    lexical = s.found[keys[1]] if len(keys) > 1 else ()
+    ranking = fuse(s.l0, vector, lexical, k=max(DEPTH, settings.top_k), weights=weights_of(settings))
+    signals = tuple(name for name, got in (("vector", vector), ("bm25", lexical)) if got)
+    relevance = assess(
+        ranking,
+        "ok" if signals else "empty",
+        min_support=settings.min_support_similarity,
+        strong_support=settings.strong_support_similarity,
+        l1_signals=signals,
+    )
+    ids = [r.entry_id for r in ranking]
+    rank = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)
+    recall = len(s.relevant & set(ids[:5])) / len(s.relevant) if s.relevant else 0.0
+    top_right = bool(ids) and ids[0] in s.relevant
+    return (0.0 if rank is None else 1.0 / rank), float(rank == 1), recall, relevance.semantic_support, top_right
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """One grid point (or the current settings): the swept values, macro metrics over the sets, mrr@10 per set."""
+
+    settings: dict[str, Any]
+    metrics: dict[str, float | None]
+    per_set: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"settings": self.settings, **self.metrics, "per_set": self.per_set}
+
+
+def _macro(values: np.ndarray, sets: np.ndarray, mask: np.ndarray) -> float | None:
+    means = [float(values[mask & (sets == g)].mean()) for g in np.unique(sets[mask])]
+    return float(np.mean(means)) if means else None
+
+
+def _score(signals: Sequence[CaseSignals], settings: Settings, shown: dict[str, Any]) -> tuple[PointResult, np.ndarray]:
+    figures = np.array([case_figures(s, settings) for s in signals], dtype=float).reshape(len(signals), 5)
+    sets = np.array([s.set_name for s in signals])
+    answerable = np.array([bool(s.relevant) for s in signals])
+    rr, hit1, recall5, supported, right = figures.T
+    metrics = {
+        "mrr@10": _macro(rr, sets, answerable),
+        "hit@1": _macro(hit1, sets, answerable),
+        "recall@5": _macro(recall5, sets, answerable),
+        "correct_supported_rate": _macro(supported * right, sets, answerable),
+        "unanswerable_unsupported_rate": _macro(1.0 - supported, sets, ~answerable),
+    }
+    per_set = {str(g): float(rr[answerable & (sets == g)].mean()) for g in np.unique(sets[answerable])}
+    return PointResult(shown, metrics, per_set), rr
+
+
+@dataclass(frozen=True)
+class BestPoint:
+    """The point with the best in-sample macro mrr@10, the cross-validated estimate of choosing that way,
+    and the paired test of its reciprocal ranks against the current settings' on the answerable cases."""
+
+    index: int
+    point: PointResult
+    cv: CrossValidation
+    chosen: tuple[tuple[dict[str, Any], int], ...]
+    vs_current: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "settings": self.point.settings,
+            "cv_mean": self.cv.cv_mean,
+            "cv_sd": self.cv.cv_sd,
+            "in_sample": self.point.metrics["mrr@10"],
+            "metrics": self.point.metrics,
+            "p_value": self.vs_current["p_value"],
+            "vs_current": self.vs_current,
+            "cv": self.cv.to_dict(),
+            "chosen": [{"settings": s, "times": n} for s, n in self.chosen],
+        }
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    grid: Grid
+    sets: dict[str, dict[str, int]]
+    fixed: dict[str, Any]  # the sweepable settings the grid does not vary, at their current values
+    points: tuple[PointResult, ...]
+    best: BestPoint
+    current: PointResult
+    queries: int  # distinct Weaviate query settings asked per case
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "grid": self.grid.to_dict(),
+            "sets": self.sets,
+            "fixed": self.fixed,
+            "queries_per_case": self.queries,
+            "points": [p.to_dict() for p in self.points],
+            "best": self.best.to_dict(),
+            "current": self.current.to_dict(),
+        }
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One flat row per point: the swept settings, then the metrics (for tables and charts)."""
+        return [{**p.settings, **p.metrics} for p in self.points]
+
+
+def keys_for(grid: Grid, current: Settings) -> tuple[QueryKey, ...]:
+    """Every distinct query of the grid's points and of the current settings, each once."""
+    wanted = [current, *(point_settings(current, p) for p in grid.points())]
+    return tuple(dict.fromkeys(k for s in wanted for k in query_keys(s)))
+
+
+def run_sweep(
+    signals: Sequence[CaseSignals],
+    grid: Grid,
+    current: Settings,
+    *,
+    folds: int = 5,
+    repeats: int = 5,
+    seed: int = 7,
+    progress: Progress | None = None,
+) -> SweepResult:
+    """Score every point on the collected signals, cross-validate the choice, compare with the current settings."""
+    points, scores = [], []
+    for i, p in enumerate(grid.points()):
+        result, rr = _score(signals, point_settings(current, p), dict(p))
+        points.append(result)
+        scores.append(rr)
+        if progress:
+            progress("grid points", i + 1, len(grid.points()))
+    now, now_rr = _score(signals, current, {name: getattr(current, name) for name in grid.names})
+    answerable = np.array([bool(s.relevant) for s in signals])
+    sets = np.array([s.set_name for s in signals])
+    matrix = np.vstack(scores)[:, answerable]
+    cv = cross_validate(matrix, sets[answerable], folds=folds, repeats=repeats, seed=seed)
+    best = max(range(len(points)), key=lambda i: points[i].metrics["mrr@10"] or 0.0)
+    test = paired_test(now_rr[answerable], scores[best][answerable]).to_dict()
+    chosen = tuple((points[i].settings, n) for i, n in cv.chosen())
+    return SweepResult(
+        grid=grid,
+        sets={
+            str(g): {"cases": int((sets == g).sum()), "answerable": int((answerable & (sets == g)).sum())}
+            for g in np.unique(sets)
+        },
+        fixed={name: getattr(current, name) for name in SWEEPABLE if name not in grid.names},
+        points=tuple(points),
+        best=BestPoint(best, points[best], cv, chosen, test),
+        current=now,
+        queries=len(keys_for(grid, current)),
+    )
+
+
+def check_folds(eval_sets: Sequence[EvalSet], folds: int, repeats: int) -> None:
+    """Refuse, before any query, folds and repeats the sets cannot give."""
+    if folds < 2:
+        raise LookupLabError(f"--folds {folds}: cross-validation needs at least 2 folds")
+    if repeats < 1:
+        raise LookupLabError(f"--repeats {repeats}: needs at least 1")
+    counts = {e.name: sum(c.answerable for c in e.cases) for e in eval_sets}
+    if not any(counts.values()):
+        raise LookupLabError("a sweep needs answerable cases (with an expected entry); these eval sets have none")
+    small = {name: n for name, n in counts.items() if 0 < n < folds}
+    if small:
+        name, n = next(iter(small.items()))
+        raise LookupLabError(f"--folds {folds}: eval set {name} has only {n} answerable cases; use fewer folds")
+
+
+def sweep_sets(
+    eval_sets: Sequence[EvalSet],
+    services: LookupServices,
+    current: Settings,
+    grid: Grid,
+    *,
+    folds: int = 5,
+    repeats: int = 5,
+    progress: Progress | None = None,
+) -> SweepResult:
+    """Sets on one loaded corpus (the app's case): collect the signals, then sweep."""
+    check_folds(eval_sets, folds, repeats)
+    keys = keys_for(grid, current)
+    signals = [s for e in eval_sets for s in collect_signals(e, services, current, keys, progress=progress)]
+    return run_sweep(signals, grid, current, folds=folds, repeats=repeats, progress=progress)
+
+
+def fitting_eval_sets(files: Sequence[EvalSetFile], known_ids: Sequence[str], corpus_dir: Path | str) -> list[EvalSetFile]:
+    """The eval set files a sweep can run on the loaded corpus: every entry they expect is in it, and they
+    have a case with a right answer or were written for this corpus."""
+    out = []
+    for f in files:
+        try:
+            eval_set = load_eval_set(f.path)
+        except LookupLabError:
+            continue
+        answerable = any(c.answerable for c in eval_set.cases)
+        if corpus_fit(eval_set, known_ids).fits and (answerable or same_path(eval_set.corpus_dir, corpus_dir)):
+            out.append(f)
+    return out

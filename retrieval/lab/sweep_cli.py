@@ -1,0 +1,148 @@
+"""`python -m retrieval sweep` (and `tune`, the same with a fusion-weight grid by default)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
+GRID_HELP = (
+    "NAME=V1,V2;NAME=... over top_k, search_mode, hybrid_alpha (alpha), vector_weight, lexical_weight, l0_weight, "
+    "min_support_similarity (min_support), strong_support_similarity (strong_support)"
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep)
+    app.command("tune")(tune)
+
+
+SetsArg = typer.Argument(..., help="eval set YAML files; each runs on the corpus it names")
+FoldsOpt = typer.Option(5, "--folds", help="folds of the cross-validation (stratified by set)")
+RepeatsOpt = typer.Option(5, "--repeats", help="shuffles of the folds")
+JsonOpt = typer.Option(False, "--json", help="print the full result as JSON")
+ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
+CorpusOpt = typer.Option(None, "--corpus", help="corpus folder for every set (default: the one each set names)")
+
+
+def sweep(
+    eval_sets: list[Path] = SetsArg,
+    grid: str = typer.Option(..., "--grid", help=GRID_HELP),
+    folds: int = FoldsOpt,
+    repeats: int = RepeatsOpt,
+    as_json: bool = JsonOpt,
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
+) -> None:
+    """Every grid point on every case; the choice cross-validated; the best against the current settings."""
+    _run(eval_sets, grid, folds, repeats, as_json, config, corpus)
+
+
+def tune(
+    eval_sets: list[Path] = SetsArg,
+    grid: str = typer.Option(TUNE_GRID, "--grid", help=GRID_HELP),
+    folds: int = FoldsOpt,
+    repeats: int = RepeatsOpt,
+    as_json: bool = JsonOpt,
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
+) -> None:
+    """`sweep` with a fusion-weight grid by default."""
+    _run(eval_sets, grid, folds, repeats, as_json, config, corpus)
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def _run(
+    paths: list[Path], grid_text: str, folds: int, repeats: int, as_json: bool, config: Path | None, corpus: Path | None
+) -> None:
+    import os
+
+    from ..config import load_settings
+    from ..errors import LookupLabError
+    from ..eval_sets import load_eval_set
+    from ..progress import progress_display
+    from ..services import open_runtime
+    from ..tuning import parse_grid
+    from .sweep import check_folds, collect_signals, keys_for, run_sweep
+
+    started = time.perf_counter()
+    try:
+        base = load_settings(config_file=config, corpus_dir=corpus)
+        grid = parse_grid(grid_text, base)
+        loaded = [load_eval_set(p) for p in paths]
+        check_folds(loaded, folds, repeats)
+    except LookupLabError as exc:
+        _fail(exc)
+    keys = keys_for(grid, base)
+    signals, embedder = [], None
+    log = lambda m: typer.echo(m, err=True)  # noqa: E731
+    try:
+        with progress_display() as show:
+            for path, eval_set in zip(paths, loaded, strict=True):
+                use = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else eval_set.corpus_dir)
+                settings = base.with_(corpus_dir=use) if use else base
+                runtime = open_runtime(settings, embedder=embedder, record=False, log=log)
+                try:
+                    embedder = runtime.services.embedder or embedder
+                    if runtime.services.store is not None:
+                        runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
+                    checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
+                    signals.extend(
+                        collect_signals(
+                            checked, runtime.services, settings, keys, progress=lambda s, d, t: show(s, d, t, "queries")
+                        )
+                    )
+                finally:
+                    runtime.close()
+            fetched = time.perf_counter()
+            result = run_sweep(
+                signals, grid, base, folds=folds, repeats=repeats, progress=lambda s, d, t: show(s, d, t, "points")
+            )
+    except LookupLabError as exc:
+        _fail(exc)
+    done = time.perf_counter()
+    timings = {"signals": round(fetched - started, 3), "points": round(done - fetched, 3), "total": round(done - started, 3)}
+    if as_json:
+        typer.echo(json.dumps({**result.to_dict(), "timings_s": timings}, ensure_ascii=False, default=str))
+        return
+    typer.echo(summary(result.to_dict(), timings))
+
+
+def _fmt(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def summary(data: dict[str, Any], timings: dict[str, float]) -> str:
+    """The terminal text: the points by mrr@10 (best first, at most 15), then the best against the current settings."""
+    names = list(data["grid"])
+    cols = ["mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"]
+    heads = [*names, "mrr@10", "hit@1", "recall@5", "right+supported", "unanswerable unsupported"]
+    rows = sorted(data["points"], key=lambda p: -(p["mrr@10"] or 0.0))[:15]
+    table = [heads] + [[_fmt(p["settings"][n]) for n in names] + [_fmt(p[c]) for c in cols] for p in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(heads))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in table]
+    best, now, test = data["best"], data["current"], data["best"]["vs_current"]
+    cv = best["cv"]
+    p = "–" if test["p_value"] is None else f"{test['p_value']:.3g}"
+    sets = ", ".join(f"{k} ({v['answerable']} answerable of {v['cases']})" for k, v in data["sets"].items())
+    lines += [
+        "",
+        f"sets: {sets}; {len(data['points'])} points; {data['queries_per_case']} Weaviate queries per case",
+        f"best {best['settings']}: in-sample mrr@10 {best['in_sample']:.4f}; "
+        f"held-out folds {cv['cv_mean']:.4f} ± {cv['cv_sd']:.4f} ({cv['repeats']}×{cv['folds']} folds; "
+        f"training folds {cv['training_mean']:.4f})",
+        f"current {now['settings']}: mrr@10 {_fmt(now['mrr@10'])}; best − current {test['delta']:+.4f}, "
+        f"p = {p} ({test['test']}, {test['cases']} cases){'' if test['significant'] else ', not significant'}",
+        f"time: {timings['signals']:.1f} s signals, {timings['points']:.1f} s re-ranking",
+    ]
+    for pick in best["chosen"][:5]:
+        lines.append(f"  chosen on {pick['times']} of {len(cv['held_out'])} training splits: {pick['settings']}")
+    return "\n".join(lines)

@@ -1,0 +1,178 @@
+"""Settings sweeps: the queries a point needs, a hand-checked tiny sweep, and a sweep on the sample sets whose
+re-ranked figures equal a direct eval run (run_eval's `lookup`) at the same settings, on the real Weaviate."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from retrieval.catalog import EvalSetFile, eval_set_files
+from retrieval.config import REPO_ROOT, Settings
+from retrieval.errors import LookupLabError
+from retrieval.eval_sets import load_eval_set
+from retrieval.evaluation import run_eval
+from retrieval.hints import L0Index
+from retrieval.lab.sweep import (
+    CaseSignals,
+    QueryKey,
+    check_folds,
+    fitting_eval_sets,
+    keys_for,
+    query_keys,
+    run_sweep,
+    sweep_sets,
+)
+from retrieval.lookup import LookupServices
+from retrieval.tuning import parse_grid, stratified_folds
+from retrieval.weaviate_store import Candidate
+
+ALERTS = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
+UNANSWERABLE = REPO_ROOT / "eval_sets" / "sample-ops-unanswerable.yaml"
+NV, BM = QueryKey("near_vector", 20), QueryKey("bm25", 20)
+
+
+@pytest.mark.parametrize(
+    "changes, keys",
+    [
+        ({}, (NV, BM)),
+        ({"search_mode": "near_vector"}, (NV,)),
+        ({"search_mode": "hybrid", "hybrid_alpha": 0.3}, (QueryKey("hybrid", 20, 0.3),)),
+        ({"top_k": 3}, (NV, BM)),  # an eval looks at 10 and fetches 20 candidates whatever top_k below that
+        ({"top_k": 30}, (QueryKey("near_vector", 30), QueryKey("bm25", 30))),
+        ({"vector_weight": 1, "l0_weight": 0.5, "min_support_similarity": 0.5}, (NV, BM)),  # re-ranking only
+    ],
+)
+def test_query_keys_per_settings(changes, keys):
+    assert query_keys(Settings().with_(**changes)) == keys
+
+
+def test_a_grid_asks_weaviate_once_per_distinct_query_setting():
+    current = Settings()
+    assert keys_for(parse_grid("vector_weight=1,2,3;l0_weight=0,0.1,0.2"), current) == (NV, BM)
+    keys = keys_for(parse_grid("search_mode=near_vector,hybrid;hybrid_alpha=0.25,0.75;l0_weight=0,0.2"), current)
+    assert keys == (NV, BM, QueryKey("hybrid", 20, 0.25), QueryKey("hybrid", 20, 0.75))
+
+
+def cand(entry_id, score, similarity=0.5):
+    return Candidate(entry_id, entry_id, "d", None, score, 0, "", similarity)
+
+
+def case(set_name, i, right_by):
+    """The right entry R first in the vector list or in the lexical list, second in the other; R's similarity
+    0.8 (strong support on its own), the wrong entry W's 0.5. 'none': unanswerable, the signals disagree."""
+    if right_by == "vector":
+        vector, lexical = [cand("R", 1.0, 0.8), cand("W", 0.9)], [cand("W", 10.0), cand("R", 9.0, 0.8)]
+    elif right_by == "lexical":
+        vector, lexical = [cand("W", 1.0), cand("R", 0.9, 0.8)], [cand("R", 10.0, 0.8), cand("W", 9.0)]
+    else:
+        vector, lexical = [cand("W", 1.0)], [cand("X", 10.0)]
+    relevant = frozenset() if right_by == "none" else frozenset({"R"})
+    return CaseSignals(set_name, f"{set_name}{right_by}{i}", relevant, (), {NV: tuple(vector), BM: tuple(lexical)})
+
+
+def test_a_tiny_sweep_by_hand():
+    signals = (
+        [case("a", i, "vector") for i in range(9)]
+        + [case("b", i, "vector") for i in range(6)]
+        + [case("b", i, "lexical") for i in range(4)]
+        + [case("b", 0, "none")]
+    )
+    current = Settings(vector_weight=0.5)
+    result = run_sweep(signals, parse_grid("vector_weight=0.5,2"), current, folds=3, repeats=1, seed=11)
+    low, high = result.points
+    # vector weight 0.5: W wins the vector cases (0.45 + 1 > 0.5 + 0.9), R the lexical ones
+    assert low.metrics["mrr@10"] == pytest.approx((0.5 + (6 * 0.5 + 4) / 10) / 2)
+    # vector weight 2: R wins the vector cases (2 + 0.9 > 1.8 + 1), W the lexical ones
+    assert high.metrics["mrr@10"] == pytest.approx((1.0 + (6 + 4 * 0.5) / 10) / 2)
+    assert high.metrics["hit@1"] == pytest.approx((1.0 + 0.6) / 2)
+    assert high.metrics["recall@5"] == 1.0
+    assert high.metrics["correct_supported_rate"] == pytest.approx((1.0 + 0.6) / 2)  # R on top at 0.8: supported
+    assert high.metrics["unanswerable_unsupported_rate"] == 1.0  # set b's one unanswerable case; set a has none
+    assert high.per_set == {"a": 1.0, "b": pytest.approx(0.8)}
+    assert result.sets == {"a": {"cases": 9, "answerable": 9}, "b": {"cases": 11, "answerable": 10}}
+    # the best, and the current settings (= the first point) against it over the 19 answerable cases
+    best = result.best
+    assert best.point is high and best.to_dict()["settings"] == {"vector_weight": 2.0}
+    assert result.current.metrics == low.metrics and result.current.settings == {"vector_weight": 0.5}
+    diffs = np.array([0.5] * 15 + [-0.5] * 4)
+    assert best.vs_current["cases"] == 19 and best.vs_current["delta"] == pytest.approx(diffs.mean())
+    from scipy import stats
+
+    assert best.vs_current["p_value"] == pytest.approx(stats.ttest_1samp(diffs, 0).pvalue)
+    # CV: weight 2 wins every training split (set a alone gives it 0.25 of macro lead; set b cannot take that
+    # back), so each held-out fold scores weight 2's macro mrr@10 on that fold's rows
+    groups = np.array([s.set_name for s in signals if s.relevant])
+    fold_of = stratified_folds(groups, 3, random.Random(11))
+    rr_b = np.array([1.0] * 6 + [0.5] * 4)
+    expected = [(1.0 + rr_b[fold_of[9:] == f].mean()) / 2 for f in range(3)]
+    assert best.cv.picks == (1, 1, 1)
+    assert best.cv.held_out == pytest.approx(tuple(expected))
+    assert best.to_dict()["cv_mean"] == pytest.approx(np.mean(expected))
+    assert best.to_dict()["cv_sd"] == pytest.approx(np.std(expected, ddof=1))
+    assert best.to_dict()["chosen"] == [{"settings": {"vector_weight": 2.0}, "times": 3}]
+
+
+def test_check_folds_refuses_before_any_query():
+    alerts, unanswerable = load_eval_set(ALERTS), load_eval_set(UNANSWERABLE)
+    check_folds([alerts, unanswerable], 5, 1)
+    with pytest.raises(LookupLabError, match="answerable cases"):
+        check_folds([unanswerable], 5, 1)
+    with pytest.raises(LookupLabError, match="only 48 answerable"):
+        check_folds([alerts], 49, 1)
+    with pytest.raises(LookupLabError, match="at least 2 folds"):
+        check_folds([alerts], 1, 1)
+
+
+def test_fitting_eval_sets_keep_those_of_the_loaded_corpus(sample_corpus, tmp_path):
+    known = [e.entry_id for e in sample_corpus.entries]
+    files = eval_set_files()
+    picked = {f.label for f in fitting_eval_sets(files, known, sample_corpus.root)}
+    assert {"eval_sets/sample-ops-alerts.yaml", "eval_sets/sample-ops-unanswerable.yaml"} <= picked
+    assert not [label for label in picked if label.startswith("shared/")]  # the shared sets expect other entries
+    other = tmp_path / "other.yaml"
+    other.write_text("name: other\ncorpus: elsewhere\ncases:\n  - {id: a, query: nothing here, expected: []}\n")
+    assert fitting_eval_sets([EvalSetFile("tmp/other.yaml", other)], known, sample_corpus.root) == []
+
+
+@pytest.fixture(scope="module")
+def sample_services(sample_corpus, sample_store, embedder):
+    return LookupServices(L0Index(sample_corpus.entries), embedder, sample_store)
+
+
+@pytest.mark.slow  # about a minute on 2 busy cores: four direct eval runs beside the sweep
+def test_a_sweep_on_the_sample_sets_agrees_with_direct_eval_runs(sample_services, base_settings):
+    settings = base_settings.with_(collection="TestSample")
+    alerts, unanswerable = load_eval_set(ALERTS), load_eval_set(UNANSWERABLE)
+    grid = parse_grid("search_mode=fusion,hybrid;l0_weight=0,0.2", settings)
+    seen = []
+    result = sweep_sets(
+        [alerts, unanswerable], sample_services, settings, grid, folds=3, repeats=2, progress=lambda *a: seen.append(a)
+    )
+    data = json.loads(json.dumps(result.to_dict()))
+    assert [p["settings"] for p in data["points"]] == grid.points()
+    for p in data["points"]:
+        assert {"mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"} <= set(p)
+        assert set(p["per_set"]) == {"sample-ops-alerts"}  # only sets with answerable cases
+    best = data["best"]
+    assert best["settings"] in grid.points() and 0 < best["cv_mean"] <= 1 and best["cv_sd"] >= 0
+    assert best["in_sample"] == max(p["mrr@10"] for p in data["points"])
+    assert best["vs_current"]["cases"] == 48 and best["p_value"] == best["vs_current"]["p_value"]
+    assert len(best["cv"]["held_out"]) == 6 and sum(c["times"] for c in best["chosen"]) == 6
+    assert data["current"]["settings"] == {"search_mode": "fusion", "l0_weight": 0.0}
+    assert data["queries_per_case"] == 3 and data["sets"]["sample-ops-unanswerable"]["answerable"] == 0
+    assert seen[-1] == ("grid points", 4, 4) and any(s[0].startswith("Weaviate queries") for s in seen)
+    # the cached path agrees with the real lookup: a fusion point re-ranked, a hybrid point from its own query
+    for point in ({"search_mode": "fusion", "l0_weight": 0.2}, {"search_mode": "hybrid", "l0_weight": 0.0}):
+        swept = data["points"][grid.points().index(point)]
+        direct = run_eval(alerts, sample_services, settings.with_(**point), configs=["lookup"])
+        for metric in ("mrr@10", "hit@1", "recall@5"):
+            assert swept[metric] == pytest.approx(direct.metrics["lookup"][metric]), (point, metric)
+        assert swept["correct_supported_rate"] == pytest.approx(direct.routing["lookup"]["correct_supported_rate"])
+    # the current settings, and the unanswerable set's support figure
+    direct = run_eval(unanswerable, sample_services, settings, configs=["lookup"])
+    assert data["current"]["unanswerable_unsupported_rate"] == pytest.approx(
+        direct.routing["lookup"]["unanswerable_unsupported_rate"]
+    )
