@@ -60,3 +60,13 @@ class EntryNotFound(LookupLabError):
 
 class ServeError(LookupLabError):
     """The MCP server could not start: address in use, or a bind that needs a token and has none."""
+
+
+class RunNotFound(LookupLabError):
+    """A saved eval run id that is not in the run store."""
+
+    def __init__(self, run_id: str, known: int, db_path: object) -> None:
+        self.run_id = run_id
+        super().__init__(
+            f"run_id {run_id!r} is not a saved run in {db_path} ({known} runs saved): `python -m retrieval runs` lists them"
+        )

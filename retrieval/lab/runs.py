@@ -1,0 +1,331 @@
+"""Saved eval runs: every run of an eval set as an `eval_run` row and its cases as `eval_run_case` rows, in
+the DuckDB file the invocations use (opened for a moment, with retry on the lock, like the invocation store)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+import pandas as pd
+
+from ..config import REPO_ROOT, Settings
+from ..errors import RunNotFound, StoreError
+from ..eval_sets import EvalSet
+from ..evaluation import EvalReport
+from ..invocations import is_lock_error
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS eval_run (
+    run_id VARCHAR PRIMARY KEY,
+    created_at TIMESTAMPTZ NOT NULL,
+    eval_set VARCHAR NOT NULL,
+    set_hash VARCHAR NOT NULL,
+    set_path VARCHAR,
+    corpus VARCHAR,
+    collection VARCHAR,
+    settings JSON,
+    code_version VARCHAR,
+    source VARCHAR,
+    configs JSON,
+    metrics JSON,
+    cases INTEGER,
+    answerable INTEGER
+);
+CREATE TABLE IF NOT EXISTS eval_run_case (
+    run_id VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    config VARCHAR NOT NULL,
+    query VARCHAR,
+    expected JSON,
+    rank INTEGER,
+    rr DOUBLE,
+    top_entries JSON,
+    filter VARCHAR,
+    l0_domains JSON,
+    layer VARCHAR,
+    l1_status VARCHAR,
+    fallback BOOLEAN,
+    semantic_support BOOLEAN,
+    support_score DOUBLE
+);
+"""
+SECRET_SETTINGS = ("weaviate_api_key",)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One saved run: what ran (set, its content hash, corpus, settings, code) and its metrics per configuration."""
+
+    run_id: str
+    created_at: str  # ISO 8601, UTC
+    eval_set: str
+    set_hash: str
+    set_path: str | None
+    corpus: str | None
+    collection: str | None
+    settings: dict[str, Any]
+    code_version: str | None
+    source: str | None
+    configs: tuple[str, ...]
+    metrics: dict[str, dict[str, float | None]]
+    cases: int
+    answerable: int
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["configs"] = list(self.configs)
+        out["set"] = self.eval_set
+        out["time"] = self.created_at
+        return out
+
+
+def set_hash(eval_set: EvalSet) -> str:
+    """A hash of the cases' content (id, query, expected, domain): equal sets hash equal whatever the file's layout."""
+    canonical = json.dumps([c.to_dict() for c in eval_set.cases], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str | None:
+    """`git describe --always --dirty` of the repository when it is a git checkout, else the package version."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return f"lookup-lab {version('lookup-lab')}"
+    except PackageNotFoundError:
+        return None
+
+
+def settings_dict(settings: Settings) -> dict[str, Any]:
+    """Every setting (paths as text), without secrets."""
+    out = {}
+    for f in dataclasses.fields(settings):
+        if f.name in SECRET_SETTINGS:
+            continue
+        value = getattr(settings, f.name)
+        out[f.name] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+def _clean(value: Any) -> Any:
+    """NaN becomes None, so the JSON is valid and readers see 'does not apply'."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+def new_run_id() -> str:
+    """Sortable and short enough to type: 20261201-102600-3fa2."""
+    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
+
+
+class RunStore:
+    """Saved runs in one DuckDB file. Holds no connection: each call opens the file for a moment."""
+
+    def __init__(self, db_path: Path | str, *, lock_timeout_s: float = 30.0) -> None:
+        self.db_path = Path(db_path)
+        self.lock_timeout_s = lock_timeout_s
+
+    def _with_connection(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Open (read-write, like every other opener of the file in this process), ensure the tables, run `fn`,
+        close; retry while another process holds the file."""
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout_s
+        delay = 0.02
+        while True:
+            try:
+                con = duckdb.connect(str(self.db_path))
+            except duckdb.Error as exc:
+                if is_lock_error(exc) and time.monotonic() < deadline:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.5)
+                    continue
+                raise StoreError(f"{self.db_path}: cannot open the run store: {exc}") from exc
+            try:
+                con.execute(SCHEMA)
+                return fn(con)
+            except duckdb.Error as exc:
+                raise StoreError(f"{self.db_path}: {exc}") from exc
+            finally:
+                con.close()
+
+    # --- writing ----------------------------------------------------------------------------------------
+    def save(self, report: EvalReport, eval_set: EvalSet, settings: Settings, *, source: str = "cli") -> RunSummary:
+        """Store one eval run and its cases in one transaction. Returns what was saved (with its run_id)."""
+        summary = RunSummary(
+            run_id=new_run_id(),
+            created_at=report.created_at,
+            eval_set=eval_set.name,
+            set_hash=set_hash(eval_set),
+            set_path=eval_set.path,
+            corpus=str(settings.corpus_dir),
+            collection=settings.collection,
+            settings=settings_dict(settings),
+            code_version=code_version(),
+            source=source,
+            configs=tuple(report.configs),
+            metrics={row.pop("config"): _clean(row) for row in report.metrics_table()},
+            cases=len(report.cases),
+            answerable=sum(1 for c in report.cases if c["expected"]),
+        )
+        rows = [
+            {
+                "run_id": summary.run_id,
+                "case_id": case["id"],
+                "config": config,
+                "query": case["query"],
+                "expected": json.dumps(case["expected"], ensure_ascii=False),
+                "rank": run["rank"],
+                "rr": run["rr"],
+                "top_entries": json.dumps(run["ranking"], ensure_ascii=False),
+                "filter": run["category"],
+                "l0_domains": json.dumps(case["routing"]["l0_domains"], ensure_ascii=False),
+                "layer": run["layer"],
+                "l1_status": run["l1_status"],
+                "fallback": bool(run["fallback"]),
+                "semantic_support": bool(run["semantic_support"]),
+                "support_score": run["support_score"],
+            }
+            for case in report.cases
+            for config, run in case["configs"].items()
+        ]
+        frame = pd.DataFrame(rows).astype({"rank": "Int64", "support_score": "float64"})
+
+        def insert(con: duckdb.DuckDBPyConnection) -> None:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                values = {**summary.to_dict(), "configs": list(summary.configs)}
+                for column in ("settings", "configs", "metrics"):
+                    values[column] = json.dumps(values[column], default=str, ensure_ascii=False)
+                con.execute(
+                    f"INSERT INTO eval_run ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(_RUN_COLUMNS))})",
+                    [values[c] for c in _RUN_COLUMNS],
+                )
+                con.register("incoming_cases", frame)
+                con.execute("INSERT INTO eval_run_case BY NAME SELECT * FROM incoming_cases")
+                con.unregister("incoming_cases")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+        self._with_connection(insert)
+        return summary
+
+    # --- reading ----------------------------------------------------------------------------------------
+    def list_runs(self, eval_set: str | None = None) -> list[RunSummary]:
+        """Saved runs, newest first; only those of one eval set when named."""
+        where, params = ("WHERE eval_set = ?", [eval_set]) if eval_set else ("", [])
+        rows = self._with_connection(
+            lambda con: con.execute(
+                f"SELECT {_SELECT} FROM eval_run {where} ORDER BY created_at DESC, run_id DESC", params
+            ).fetchall()
+        )
+        return [_summary(row) for row in rows]
+
+    def eval_sets(self) -> list[str]:
+        rows = self._with_connection(lambda con: con.execute("SELECT DISTINCT eval_set FROM eval_run ORDER BY 1").fetchall())
+        return [r[0] for r in rows]
+
+    def get(self, run_id: str) -> RunSummary:
+        """One run; RunNotFound names the id when there is none."""
+        sql = f"SELECT {_SELECT} FROM eval_run WHERE run_id = ?"
+        rows = self._with_connection(lambda con: con.execute(sql, [run_id]).fetchall())
+        if not rows:
+            known = self._with_connection(lambda con: con.execute("SELECT count(*) FROM eval_run").fetchone())
+            raise RunNotFound(run_id, int(known[0]) if known else 0, self.db_path)
+        return _summary(rows[0])
+
+    def cases(self, run_id: str, config: str | None = None) -> pd.DataFrame:
+        """The per-case rows of one run (one configuration when named), JSON columns parsed."""
+        where, params = "WHERE run_id = ?", [run_id]
+        if config is not None:
+            where, params = where + " AND config = ?", [run_id, config]
+        frame = self._with_connection(
+            lambda con: con.execute(f"SELECT * FROM eval_run_case {where} ORDER BY case_id, config", params).df()
+        )
+        for column in ("expected", "top_entries", "l0_domains"):
+            frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+        for column in ("filter", "layer", "l1_status"):
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        return frame
+
+
+_RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunSummary))  # the eval_run columns, in order
+# the time as microseconds since the epoch: a TIMESTAMPTZ fetched as a datetime needs pytz, which is not installed
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SELECT = ", ".join("epoch_us(created_at) AS created_at" if c == "created_at" else c for c in _RUN_COLUMNS)
+
+
+def _summary(row: tuple) -> RunSummary:
+    data = dict(zip(_RUN_COLUMNS, row, strict=True))
+    created = data["created_at"]
+    return RunSummary(
+        run_id=data["run_id"],
+        created_at=(_EPOCH + timedelta(microseconds=created)).isoformat() if isinstance(created, int) else str(created),
+        eval_set=data["eval_set"],
+        set_hash=data["set_hash"],
+        set_path=data["set_path"],
+        corpus=data["corpus"],
+        collection=data["collection"],
+        settings=json.loads(data["settings"] or "{}"),
+        code_version=data["code_version"],
+        source=data["source"],
+        configs=tuple(json.loads(data["configs"] or "[]")),
+        metrics=json.loads(data["metrics"] or "{}"),
+        cases=int(data["cases"] or 0),
+        answerable=int(data["answerable"] or 0),
+    )
+
+
+HISTORY_SETTINGS = ("search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "hybrid_alpha")
+HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate")
+
+
+def history_rows(runs: list[RunSummary], config: str = "lookup") -> list[dict[str, Any]]:
+    """One row per run for a history table or a trend chart: when, what, the main settings, one configuration's metrics."""
+    rows = []
+    for run in runs:
+        metrics = run.metrics.get(config) or {}
+        rows.append(
+            {
+                "run_id": run.run_id,
+                "time": run.created_at,
+                "set": run.eval_set,
+                "collection": run.collection,
+                **{k: run.settings.get(k) for k in HISTORY_SETTINGS},
+                **{m: metrics.get(m) for m in HISTORY_METRICS},
+                "cases": run.cases,
+                "code_version": run.code_version,
+                "source": run.source,
+            }
+        )
+    return rows

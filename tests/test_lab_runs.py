@@ -1,0 +1,122 @@
+"""Saved eval runs: real eval runs of the sample set on the real Weaviate, saved in a real DuckDB file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from retrieval.config import REPO_ROOT
+from retrieval.errors import LookupLabError, RunNotFound
+from retrieval.eval_sets import load_eval_set
+from retrieval.evaluation import run_eval
+from retrieval.hints import L0Index
+from retrieval.lab.runs import RunStore, code_version, set_hash, settings_dict
+from retrieval.lookup import LookupServices
+
+SAMPLE_EVAL = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
+
+
+@pytest.fixture(scope="module")
+def sample_run(sample_corpus, sample_store, embedder, base_settings):
+    """One real eval of the sample set (two configurations), not recorded."""
+    services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, None)
+    eval_set = load_eval_set(SAMPLE_EVAL, known_ids=[e.entry_id for e in sample_corpus.entries])
+    settings = base_settings.with_(collection="TestSample", weaviate_api_key="not-to-be-saved")
+    report = run_eval(eval_set, services, settings, configs=["l1_unfiltered", "lookup"])
+    return eval_set, report, settings
+
+
+def test_a_saved_run_reads_back_with_its_cases(sample_run, tmp_path):
+    eval_set, report, settings = sample_run
+    store = RunStore(tmp_path / "inv.duckdb")
+    saved = store.save(report, eval_set, settings, source="test")
+    got = store.get(saved.run_id)
+    assert got == saved
+    assert (got.eval_set, got.cases, got.answerable) == ("sample-ops-alerts", 48, 48)
+    assert got.configs == ("l1_unfiltered", "lookup")
+    assert got.collection == "TestSample" and got.corpus == str(settings.corpus_dir)
+    assert got.metrics["lookup"]["mrr@10"] == pytest.approx(report.metrics["lookup"]["mrr@10"])
+    assert got.metrics["lookup"]["correct_supported_rate"] == report.routing["lookup"]["correct_supported_rate"]
+    assert got.settings["vector_weight"] == settings.vector_weight and got.settings["search_mode"] == settings.search_mode
+    assert "weaviate_api_key" not in got.settings and "not-to-be-saved" not in json.dumps(got.to_dict())
+    assert got.code_version and got.code_version == code_version()
+    assert got.set_hash == set_hash(eval_set)
+
+    cases = store.cases(saved.run_id)
+    assert len(cases) == 48 * 2
+    lookup = cases[cases["config"] == "lookup"].set_index("case_id")
+    by_id = {c["id"]: c for c in report.cases}
+    for case_id, row in lookup.iterrows():
+        want = by_id[case_id]["configs"]["lookup"]
+        assert row["top_entries"] == want["ranking"]
+        assert (None if pd.isna(row["rank"]) else int(row["rank"])) == want["rank"]
+        assert row["rr"] == pytest.approx(want["rr"])
+        assert row["filter"] == want["category"] and bool(row["semantic_support"]) == want["semantic_support"]
+        assert row["expected"] == by_id[case_id]["expected"]
+        assert row["l0_domains"] == by_id[case_id]["routing"]["l0_domains"]
+    # the mean of the stored reciprocal ranks is the run's mrr@10 (every answer ranked within 10 here or missing)
+    assert lookup["rr"].mean() == pytest.approx(report.metrics["lookup"]["mrr@10"], abs=1e-9)
+
+
+def test_list_filters_by_set_newest_first_and_survives_a_reopen(sample_run, tmp_path):
+    eval_set, report, settings = sample_run
+    db = tmp_path / "inv.duckdb"
+    first = RunStore(db).save(report, eval_set, settings)
+    other = load_eval_set(SAMPLE_EVAL)
+    renamed = type(other)(
+        "other-set", other.description, other.path, other.corpus_dir, other.cases[:3]
+    )  # same cases, another name and content
+    second = RunStore(db).save(report, renamed, settings)
+    again = RunStore(db)
+    assert [r.run_id for r in again.list_runs()] == [second.run_id, first.run_id]
+    assert [r.run_id for r in again.list_runs("sample-ops-alerts")] == [first.run_id]
+    assert again.list_runs("no-such-set") == []
+    assert again.eval_sets() == ["other-set", "sample-ops-alerts"]
+    assert set_hash(renamed) != set_hash(eval_set)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM eval_run_case").fetchone() == (2 * 96,)
+
+
+def test_an_unknown_run_id_is_named(tmp_path):
+    store = RunStore(tmp_path / "inv.duckdb")
+    with pytest.raises(RunNotFound, match="'nope-123'") as err:
+        store.get("nope-123")
+    assert isinstance(err.value, LookupLabError) and "0 runs saved" in str(err.value)
+
+
+def test_saving_waits_for_another_process_holding_the_file(sample_run, tmp_path):
+    """The file held read-write by another process: save retries on the lock until it is free, or fails naming the file."""
+    import subprocess
+    import sys
+
+    eval_set, report, settings = sample_run
+    db = tmp_path / "inv.duckdb"
+    RunStore(db).list_runs()  # create the tables
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(LookupLabError, match=str(db.name)):
+            RunStore(db, lock_timeout_s=0.3).save(report, eval_set, settings)
+    finally:
+        holder.communicate("", timeout=60)
+    saved = RunStore(db).save(report, eval_set, settings)
+    assert [r.run_id for r in RunStore(db).list_runs()] == [saved.run_id]
+
+
+def test_settings_dict_is_json_ready(base_settings):
+    data = settings_dict(base_settings)
+    json.dumps(data)
+    assert data["corpus_dir"] == str(base_settings.corpus_dir) and isinstance(Path(data["data_dir"]), Path)
