@@ -1,0 +1,77 @@
+"""`python -m retrieval replay`: recorded invocations rerun under the current settings (retrieval.lab.replay)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..config import load_settings
+from ..errors import LookupLabError
+
+if TYPE_CHECKING:
+    from .replay import ReplayReport
+
+OUTCOME_MARK = {"changed": "≠", "unchanged": "=", "now_empty": "∅", "failed": "!"}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `replay` command to the CLI."""
+    app.command("replay")(replay_cmd)
+
+
+def replay_cmd(
+    session: list[str] = typer.Option([], "--session", help="replay calls recorded with this session tag (repeatable)"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="the newest N matching calls (default 200)"),
+    text: str = typer.Option("", "--text", help="only calls whose query contains this text (case-insensitive)"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    record: bool = typer.Option(False, "--record", help="record the replayed calls (nothing is recorded otherwise)"),
+    tag: str | None = typer.Option(None, "--tag", help="session tag of the recorded replays (default: replay)"),
+    config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
+    corpus: Path | None = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)"),
+) -> None:
+    """Rerun recorded queries under the current settings: top result before/after, changed/unchanged/now empty."""
+    # Imported here: the model, Weaviate and DuckDB modules take seconds, and every other command would pay.
+    from ..dashboard import InvocationFilter
+    from ..invocations import InvocationStore
+    from ..services import open_runtime
+    from .replay import DEFAULT_LIMIT, REPLAY_TAG, recorded_calls, replay
+
+    try:
+        settings = load_settings(config_file=config, corpus_dir=corpus)
+        store = InvocationStore(settings.invocation_db)
+        calls, matched = recorded_calls(
+            store, InvocationFilter(session_tags=tuple(session), text=text), limit=limit or DEFAULT_LIMIT
+        )
+    except LookupLabError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if not calls:
+        typer.echo("error: no recorded invocation matches: widen --session / --text", err=True)
+        raise typer.Exit(2)
+    runtime = open_runtime(settings, record=False, log=lambda m: typer.echo(m, err=True))
+    try:
+        report = replay(
+            calls, runtime.services, settings, recorder=store if record else None, session_tag=tag or REPLAY_TAG, matched=matched
+        )
+    finally:
+        runtime.close()
+        store.close()  # flushes the recorded replays, if any
+    typer.echo(json.dumps(report.to_dict(), ensure_ascii=False) if as_json else report_text(report))
+
+
+def report_text(report: ReplayReport) -> str:
+    t = report.totals
+    lines = [
+        f"{OUTCOME_MARK[c.outcome]} {c.outcome:<9}  {c.before_top or '(none)'} → {c.after_top or '(none)'}  {c.call.query}"
+        for c in report.calls
+    ]
+    cut = f" (newest {t['calls']} of {report.matched} matching)" if report.matched > t["calls"] else ""
+    lines.append(
+        f"{t['calls']} calls{cut}, {report.lookups} distinct queries: {t['changed']} changed, {t['unchanged']} unchanged, "
+        f"{t['now_empty']} now empty, {t['failed']} failed; {t['same_results']} with the same ranked list"
+    )
+    lines.append(f"recorded with session tag {report.session_tag!r}" if report.recorded else "nothing recorded")
+    return "\n".join(lines)
