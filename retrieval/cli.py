@@ -9,6 +9,7 @@ import typer
 
 from .config import load_settings
 from .errors import LookupLabError
+from .lab.replay_cli import register as register_replay
 from .lab.sweep_cli import register as register_sweep
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
@@ -297,6 +298,7 @@ def serve(
         _fail(exc)
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
+register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
 
 
 def main() -> None:
