@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from .cluster_cli import register as register_cluster
 from .config import load_settings
 from .errors import LookupLabError
 from .lab.replay_cli import register as register_replay
@@ -299,6 +300,9 @@ def serve(
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
+
+
+register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ WEAVIATE_VERSION = "1.38.11"
 # fusion: a near_vector and a BM25F query, fused with L0 in the lookup; near_vector: vector and L0 only;
 # hybrid: Weaviate's own hybrid query, fused with L0.
 SEARCH_MODES = ("fusion", "near_vector", "hybrid")
+CONSISTENCY_LEVELS = ("ONE", "QUORUM", "ALL")  # Weaviate's, for queries and ingest on a replicated collection
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class Settings:
     strong_support_similarity: float = 0.725  # on its own
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
+    replication_factor: int | None = None  # copies of each shard, set when the collection is created. None: Weaviate's (1)
+    shards: int | None = None  # shards of a new collection. None: Weaviate's default (one per node)
+    consistency: str | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
 
     def __post_init__(self) -> None:
         if not self.collection:
@@ -65,6 +69,16 @@ class Settings:
             raise ConfigError(f"top_k: {self.top_k} must be at least 1")
         if self.l1_timeout_s <= 0:
             raise ConfigError(f"l1_timeout_s: {self.l1_timeout_s} must be positive")
+        for name in ("replication_factor", "shards"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ConfigError(f"{name}: {getattr(self, name)} must be at least 1")
+        if self.consistency is not None:
+            level = str(self.consistency).strip().upper()
+            if level not in CONSISTENCY_LEVELS:
+                raise ConfigError(
+                    f"consistency (LOOKUP_CONSISTENCY): {self.consistency!r} is not one of {', '.join(CONSISTENCY_LEVELS)}"
+                )
+            object.__setattr__(self, "consistency", level)
 
     @property
     def invocation_db(self) -> Path:
@@ -110,6 +124,9 @@ ENV_NAMES = {
     "LOOKUP_MIN_SUPPORT": "min_support_similarity",
     "LOOKUP_STRONG_SUPPORT": "strong_support_similarity",
     "LOOKUP_READ_ONLY": "read_only",
+    "LOOKUP_REPLICATION_FACTOR": "replication_factor",
+    "LOOKUP_SHARDS": "shards",
+    "LOOKUP_CONSISTENCY": "consistency",
 }
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
