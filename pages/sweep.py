@@ -1,0 +1,181 @@
+"""Sweep: a grid of settings over eval sets, chosen by cross-validation (retrieval.lab.sweep); save the best."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from app_support import eval_ui, render, resources
+from app_support.render import md
+from retrieval.catalog import eval_set_files, preferred_eval_set
+from retrieval.errors import LookupLabError
+from retrieval.eval_sets import load_eval_set
+from retrieval.lab.config_file import config_path, plan_config, write_config
+from retrieval.lab.sweep import check_folds, fitting_eval_sets, keys_for, sweep_sets
+from retrieval.tuning import parse_grid
+
+SETS, GRID, FOLDS, REPEATS, RESULT, SAVED = "sweep_sets", "sweep_grid", "sweep_folds", "sweep_repeats", "_sweep", "_sweep_saved"
+DEFAULT_GRID = "vector_weight=1,2,3,4;l0_weight=0,0.1,0.2"
+METRIC = "mrr@10"
+
+ctx = resources.page_context()
+settings = ctx.settings
+
+st.title("Sweep")
+st.caption(
+    "Every combination of the settings in the grid on every case; the best chosen on training folds and scored "
+    "on held-out folds, against the current settings. Records nothing in the invocation store."
+)
+known = [e.entry_id for e in ctx.corpus.entries]
+files = fitting_eval_sets(eval_set_files(), known, settings.corpus_dir)
+if not files:
+    st.info("No eval set fits the loaded corpus: pick another corpus in the sidebar, or add a set to eval_sets/.")
+    st.stop()
+labels = [f.label for f in files]
+picked = st.multiselect(
+    "Eval sets (those that fit the loaded corpus)",
+    labels,
+    default=[labels[preferred_eval_set(files, settings.corpus_dir, known)]],
+    key=SETS,
+)
+if not picked:
+    st.info("Pick one or more eval sets.")
+    st.stop()
+eval_sets = [load_eval_set(f.path, known_ids=known) for f in files if f.label in picked]
+if ctx.store is None or not settings.l1_enabled:
+    st.info("A sweep needs L1 (Weaviate and the model): switch L1 on, or reconnect.", icon=":material/info:")
+    st.stop()
+eval_ui.offer_ingest(ctx, key="ingest_for_sweep")
+
+grid_text = st.text_input(
+    "Grid",
+    value=DEFAULT_GRID,
+    key=GRID,
+    help="NAME=V1,V2;NAME=… over top_k, search_mode, hybrid_alpha, vector_weight, lexical_weight, l0_weight, "
+    "min_support_similarity, strong_support_similarity (as `python -m retrieval sweep --grid`).",
+)
+left, right, _ = st.columns([1, 1, 3])
+folds = int(left.number_input("Folds", min_value=2, max_value=10, value=5, key=FOLDS))
+repeats = int(right.number_input("Repeats", min_value=1, max_value=20, value=3, key=REPEATS))
+try:
+    grid = parse_grid(grid_text, settings)
+    check_folds(eval_sets, folds, repeats)
+except LookupLabError as exc:
+    render.error("The sweep cannot run", exc, "Fix the grid or the folds named above.")
+    st.stop()
+cases = sum(len(e.cases) for e in eval_sets)
+points = grid.points()
+st.caption(f"{len(points)} points × {cases} cases; {len(keys_for(grid, settings))} Weaviate queries per case.")
+view = eval_ui.run_view(settings, label=", ".join(picked), grid=grid_text.strip(), folds=str(folds), repeats=str(repeats))
+if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
+    bar = st.progress(0.0, text="sweeping…")
+
+    def show(stage: str, done: int, total: int) -> None:
+        bar.progress(done / total, text=f"{stage}: {done} of {total}")
+
+    try:
+        result = sweep_sets(
+            eval_sets,
+            ctx.lookup_services(record=False),
+            settings,
+            grid,
+            folds=folds,
+            repeats=repeats,
+            progress=show,
+        )
+    except LookupLabError as exc:
+        bar.empty()
+        render.error("The sweep stopped", exc, "Fix what it names (see the sidebar status) and run it again.")
+        st.stop()
+    bar.empty()
+    st.session_state[RESULT] = (view, result)
+
+stored = st.session_state.get(RESULT)
+if stored is None:
+    st.stop()
+eval_ui.settings_changed(stored[0], view)
+result = stored[1]
+best, now, test = result.best, result.current, result.best.vs_current
+names = list(result.grid.names)
+
+st.subheader("Best against current")
+p = "–" if test["p_value"] is None else f"{test['p_value']:.3g}"
+st.markdown(
+    f"**Best** {md(best.point.settings)}: held-out folds **{best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}** mrr@10 "
+    f"({best.cv.repeats}×{best.cv.folds} folds), in-sample {best.point.metrics[METRIC]:.3f}.  \n"
+    f"**Current** {md(now.settings)}: mrr@10 {now.metrics[METRIC]:.3f}. Best − current {test['delta']:+.3f}, "
+    f"p = {p} (paired t-test over {test['cases']} cases): " + ("**significant**." if test["significant"] else "not significant.")
+)
+shown = ["mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"]
+st.table(
+    pd.DataFrame(
+        [{"": "best", **best.point.metrics}, {"": "current", **now.metrics}],
+        columns=["", *shown],
+    ).set_index("")
+)
+
+frame = pd.DataFrame(result.rows())
+if len(names) == 2:
+    table = frame.pivot_table(index=names[1], columns=names[0], values=METRIC, aggfunc="first")
+    fig = go.Figure(
+        go.Heatmap(
+            z=table.values,
+            x=[str(v) for v in table.columns],
+            y=[str(v) for v in table.index],
+            colorscale="Viridis",
+            texttemplate="%{z:.3f}",
+            colorbar=dict(title=METRIC),
+        )
+    )
+    fig.update_layout(title=f"{METRIC} per point (in-sample)", xaxis_title=names[0], yaxis_title=names[1])
+elif len(names) == 1:
+    fig = go.Figure(go.Scatter(x=[str(v) for v in frame[names[0]]], y=frame[METRIC], mode="lines+markers", name=METRIC))
+    fig.update_layout(title=f"{METRIC} per point (in-sample)", xaxis_title=names[0], yaxis_title=METRIC)
+else:
+    dims = []
+    for name in names:
+        values = list(dict.fromkeys(frame[name]))
+        code = {v: i for i, v in enumerate(values)}
+        dims.append(
+            dict(
+                label=name, values=[code[v] for v in frame[name]], tickvals=list(code.values()), ticktext=[str(v) for v in values]
+            )
+        )
+    dims.append(dict(label=METRIC, values=frame[METRIC]))
+    fig = go.Figure(go.Parcoords(line=dict(color=frame[METRIC], colorscale="Viridis", showscale=True), dimensions=dims))
+    fig.update_layout(title=f"{METRIC} per point (in-sample)")
+fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
+st.plotly_chart(fig, width="stretch")
+with st.expander(f"All {len(result.points)} points; chosen per training split"):
+    st.dataframe(frame.sort_values(METRIC, ascending=False), hide_index=True)
+    st.dataframe(pd.DataFrame([{"settings": str(s), "times": n} for s, n in best.chosen]), hide_index=True)
+
+st.subheader("Save as lookup.yaml")
+try:
+    plan = plan_config(config_path(), best.point.settings)
+except LookupLabError as exc:
+    render.error("The settings file cannot be read", exc, "Fix the file named above.")
+    st.stop()
+if not plan.changes:
+    st.caption(f"{md(plan.path)} already gives the best settings: nothing to write.")
+else:
+    source = md(plan.path) if plan.exists else f"the defaults ({md(plan.path)} does not exist yet)"
+    st.markdown(f"Against {source}:")
+    st.table(pd.DataFrame([c.to_dict() for c in plan.changes]).astype(str))
+    st.code(plan.diff, language="diff")
+    for name in plan.overridden_by_env:
+        st.warning(f"{md(name)} is set in the environment and wins over the file.", icon=":material/warning:")
+    if ctx.read_only:
+        st.caption(f"Writing is off: the app is read-only ({md(ctx.access.reason)}).")
+    elif st.button(f"Write {plan.path}", key="sweep_save"):
+        try:
+            write_config(plan)
+        except (LookupLabError, OSError) as exc:
+            render.error("Not written", exc, "Look at the new diff and save again.")
+            st.stop()
+        st.session_state[SAVED] = str(plan.path)
+        st.rerun()
+saved = st.session_state.pop(SAVED, None)
+if saved:
+    st.success(f"Written: {md(saved)}. The app reads it from now on.", icon=":material/check:")

@@ -1,0 +1,73 @@
+"""The Sweep page with AppTest, on the session's real Weaviate (collection TestSample) and a temporary settings file:
+picking sets, a refused grid, a sweep drawn as a heatmap with best against current, and lookup.yaml saved only
+after its diff was shown (and not at all when the app is read-only)."""
+
+from __future__ import annotations
+
+import plotly.io
+from streamlit.testing.v1 import AppTest
+
+from retrieval.config import load_settings
+
+from .test_app_pages import (  # noqa: F401  (autouse fixtures apply to this module once imported)
+    APP,
+    app_env,
+    assert_clean,
+    fresh_caches,
+    navigation_like_a_running_server,
+    served_on,
+    texts,
+)
+
+PAGE = "pages/sweep.py"
+
+
+def open_sweep() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)  # a ceiling for a busy machine, not a wait
+    at.run()
+    at.switch_page(PAGE).run()
+    assert_clean(at)
+    return at
+
+
+def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):  # noqa: F811 (fixtures)
+    at = open_sweep()
+    assert at.title[0].value == "Sweep"
+    assert at.multiselect(key="sweep_sets").value == ["eval_sets/sample-ops-alerts.yaml"]  # fits the sample corpus
+    assert not [o for o in at.multiselect(key="sweep_sets").options if o.startswith("shared/")]
+    # a grid naming an unknown setting is refused by name, and nothing can run
+    at.text_input(key="sweep_grid").input("vector_weight=1;colour=2").run()
+    assert [e for e in texts(at.error) if "'colour' is not a setting a sweep can vary" in e]
+    assert "run_sweep" not in {b.key for b in at.button}
+    # two axes: a heatmap; every point differs from the defaults (vector weight 3, L0 weight 0)
+    at.text_input(key="sweep_grid").input("vector_weight=1,2;l0_weight=0.1,0.2").run()
+    assert [c for c in texts(at.caption) if c.startswith("4 points × 48 cases; 2 Weaviate queries per case")]
+    at.button(key="run_sweep").click().run()
+    assert_clean(at)
+    said = " ".join(texts(at.markdown))
+    assert "held-out folds" in said and " ± " in said and "(3×5 folds)" in said and "paired t-test over 48 cases" in said
+    table = at.table[0].value
+    assert list(table.index) == ["best", "current"] and "mrr@10" in table.columns
+    figure = plotly.io.from_json(at.get("plotly_chart")[0].proto.spec)
+    heatmap = figure.data[0]
+    assert heatmap.type == "heatmap" and len(heatmap.x) == len(heatmap.y) == 2  # vector_weight across, l0_weight up
+    # the diff against the defaults (no settings file yet) is on the page before anything is written
+    settings_file = app_env / "no-lookup.yaml"
+    diff = at.code[0].value
+    assert diff.startswith("--- /dev/null") and "+vector_weight: " in diff and "+l0_weight: " in diff
+    assert not settings_file.exists()
+    # read-only: the diff still shows, the write button does not
+    served_on("0.0.0.0")
+    at.run()
+    assert at.code[0].value == diff and "sweep_save" not in {b.key for b in at.button}
+    assert [c for c in texts(at.caption) if c.startswith("Writing is off: the app is read-only")]
+    served_on("127.0.0.1")
+    at.run()
+    at.button(key="sweep_save").click().run()
+    assert_clean(at)
+    assert [s for s in texts(at.success) if s.startswith(f"Written: {settings_file}")]
+    saved = load_settings(config_file=settings_file, env={})
+    best = at.session_state["_sweep"][1].best.point.settings
+    assert (saved.vector_weight, saved.l0_weight) == (best["vector_weight"], best["l0_weight"])
+    # the file now gives the best settings: nothing more to write
+    assert [c for c in texts(at.caption) if "already gives the best settings" in c] and not at.code
