@@ -61,8 +61,8 @@ def known_corpora(settings: Settings, *, shared_dir: Path = SHARED_DIR, extra: I
     if corpora.is_dir():
         for path in sorted(p for p in corpora.iterdir() if p.is_dir() and not p.name.startswith(".")):
             add(path)
-    for path in extra:
-        add(Path(path))
+    for extra_path in extra:
+        add(Path(extra_path))
     return out
 
 

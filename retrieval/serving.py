@@ -201,6 +201,8 @@ async def _serve(
                     log(f"ready: MCP over stdio ({_describe(kb)})")
                     await server.run(read, write, server.create_initialization_options())
         else:
+            if sock is None:
+                raise ValueError("serving over HTTP needs a bound socket")
             with anyio.CancelScope() as scope:
                 state["cancel"] = scope
                 tg.start_soon(watch_signals)
@@ -240,7 +242,7 @@ async def _announce(web: Any, message: str, log: Callable[[str], None]) -> None:
         log(message)
 
 
-def _url(sock: socket.socket | None) -> str:
+def _url(sock: socket.socket) -> str:
     host, port = sock.getsockname()[:2]
     return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
 

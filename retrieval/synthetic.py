@@ -205,7 +205,8 @@ def _metric(domain: str, component: str, symptom: str) -> str:
 def service_name(i: int) -> str:
     """The i-th service instance, e.g. 'orders-api-north', 'orders-api-northb'."""
     k = len(SERVICES) * len(ROLES) * len(ROMAN)
-    base = f"{SERVICES[i % len(SERVICES)]}-{ROLES[(i // len(SERVICES)) % len(ROLES)]}-{ROMAN[(i // (len(SERVICES) * len(ROLES))) % len(ROMAN)]}"
+    service, role = SERVICES[i % len(SERVICES)], ROLES[(i // len(SERVICES)) % len(ROLES)]
+    base = f"{service}-{role}-{ROMAN[(i // (len(SERVICES) * len(ROLES))) % len(ROMAN)]}"
     return base if i < k else base + _suffix(i // k)
 
 
@@ -244,7 +245,7 @@ def make_entries(n: int, *, seed: int, body: BodyPolicy = FULL) -> list[Entry]:
         c, s = rng.choice(DOMAINS[d]), rng.choice(SYMPTOMS)
         svc = service_name(rng.randrange(services))
         m = _metric(d, c, s)
-        keywords = [c, s, svc] + rng.sample(OPS_TERMS, rng.randint(0, 7))
+        keywords = [c, s, svc, *rng.sample(OPS_TERMS, rng.randint(0, 7))]
         entities = [svc, m] + ([rng.choice(DOMAINS[d])] if rng.random() < 0.5 else [])
         title = f"{c.capitalize()} {s} on {svc}"
         entries.append(
