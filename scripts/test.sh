@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Set everything up (packages, the Weaviate build, chromium) and run the whole test suite.
-# Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
+# Set everything up (packages, the Weaviate build, chromium), run the lint, format and type checks
+# (scripts/lint.sh), then the whole test suite, whatever the checks said: one run reports everything,
+# and it fails if either part failed. Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 bash scripts/setup.sh --browser || exit 1
+PYTHON="$PYTHON" bash scripts/lint.sh
+lint_rc=$?
 "$PYTHON" -m pytest -ra "$@"
 rc=$?
 if [ "$rc" = 5 ]; then
     echo "error: pytest collected no tests; the suite is broken" >&2
-    exit 1
+    rc=1
+fi
+if [ "$lint_rc" != 0 ]; then
+    echo "error: the checks of scripts/lint.sh failed (see its 'lint failed:' line above)" >&2
+    [ "$rc" = 0 ] && rc=1
 fi
 exit "$rc"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Lint, format check and type check, all three every time; exits non-zero naming each one that failed.
+# Tools and settings: requirements.txt pins ruff and mypy, pyproject.toml configures them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+failed=()
+
+echo "== ruff check (lint)" >&2
+"$PYTHON" -m ruff check . || failed+=("ruff check")
+
+echo "== ruff format --check (formatting)" >&2
+"$PYTHON" -m ruff format --check . || failed+=("ruff format --check")
+
+echo "== mypy (types, over the files pyproject.toml names)" >&2
+"$PYTHON" -m mypy || failed+=("mypy")
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    joined=$(printf '%s, ' "${failed[@]}")
+    echo "lint failed: ${joined%, }" >&2
+    exit 1
+fi
+echo "lint: ruff check, ruff format --check and mypy passed" >&2
