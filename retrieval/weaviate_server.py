@@ -44,6 +44,10 @@ class Endpoint:
     grpc_port: int
     timeout_s: float
     suspect: bool = False
+    # The collection settings of the Settings the client was made with (KnowledgeStore applies them):
+    replication_factor: int | None = None
+    shards: int | None = None
+    consistency: str | None = None
 
 
 _ENDPOINTS: weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint] = weakref.WeakKeyDictionary()
@@ -120,16 +124,22 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
         if settings.weaviate_url:
             client = _connect_url(settings)
             url = urlparse(settings.weaviate_url)
-            _ENDPOINTS[client] = Endpoint(url.hostname or "", _remote_grpc_port(settings), settings.l1_timeout_s)
+            _ENDPOINTS[client] = Endpoint(
+                url.hostname or "", _remote_grpc_port(settings), settings.l1_timeout_s, **_cluster(settings)
+            )
         else:
             client = _connect_embedded(settings)
-            _ENDPOINTS[client] = Endpoint("127.0.0.1", settings.embedded_grpc_port, settings.l1_timeout_s)
+            _ENDPOINTS[client] = Endpoint("127.0.0.1", settings.embedded_grpc_port, settings.l1_timeout_s, **_cluster(settings))
         return client
     except (L1Error, WeaviateSetupError):
         raise
     except Exception as exc:
         where = settings.weaviate_url or f"embedded Weaviate on 127.0.0.1:{settings.embedded_port}"
         raise L1Error(f"cannot reach {where}: {exc}", unavailable=True) from exc
+
+
+def _cluster(settings: Settings) -> dict:
+    return {"replication_factor": settings.replication_factor, "shards": settings.shards, "consistency": settings.consistency}
 
 
 def _connect_url(settings: Settings) -> weaviate.WeaviateClient:

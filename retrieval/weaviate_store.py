@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 from weaviate import WeaviateClient
-from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+from weaviate.classes.config import Configure, ConsistencyLevel, DataType, Property, Tokenization, VectorDistances
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, HybridFusion, MetadataQuery
 from weaviate.util import generate_uuid5
@@ -95,9 +95,23 @@ def category_where(category: str | None):
 class KnowledgeStore:
     """The Weaviate collection of knowledge chunks. The client is passed in and owned by the caller."""
 
-    def __init__(self, client: WeaviateClient, collection: str) -> None:
+    def __init__(
+        self,
+        client: WeaviateClient,
+        collection: str,
+        *,
+        replication_factor: int | None = None,
+        shards: int | None = None,
+        consistency: str | None = None,
+    ) -> None:
+        """replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
+        ALL) to every query and insert; each defaults to the Settings the client was made with (connect)."""
         self.client = client
         self.name = collection
+        endpoint = endpoint_of(client)
+        self.replication_factor = replication_factor or (endpoint.replication_factor if endpoint else None)
+        self.shards = shards or (endpoint.shards if endpoint else None)
+        self.consistency = consistency or (endpoint.consistency if endpoint else None)
         # Chunk hits fetched per wanted entry by near_vector: 1 until a search folds into fewer than k
         # entries while more hits were there (entries with several chunks), then more, kept for the next search.
         self.fold_factor = 1
@@ -107,8 +121,14 @@ class KnowledgeStore:
         if self.client.collections.exists(self.name):
             return
         text = lambda n, **kw: Property(name=n, data_type=DataType.TEXT, **kw)  # noqa: E731
+        placement: dict[str, Any] = {}
+        if self.replication_factor:
+            placement["replication_config"] = Configure.replication(factor=self.replication_factor)
+        if self.shards:
+            placement["sharding_config"] = Configure.sharding(desired_count=self.shards)
         self.client.collections.create(
             self.name,
+            **placement,
             vector_config=Configure.Vectors.self_provided(
                 vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)
             ),
@@ -140,7 +160,8 @@ class KnowledgeStore:
 
     @property
     def collection(self):
-        return self.client.collections.use(self.name)
+        handle = self.client.collections.use(self.name)
+        return handle.with_consistency_level(ConsistencyLevel(self.consistency)) if self.consistency else handle
 
     # --- ingest -------------------------------------------------------------------------------------
     def indexed_state(self) -> dict[str, tuple[str, int, int]]:
