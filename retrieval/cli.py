@@ -12,6 +12,7 @@ from .config import load_settings
 from .errors import LookupLabError
 from .lab.replay_cli import register as register_replay
 from .lab.sweep_cli import register as register_sweep
+from .progress import progress_display
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
 
@@ -54,12 +55,8 @@ def ingest(
         if rebuild:
             store.drop()
         embedder = Embedder()
-
-        def progress(stage: str, done: int, total: int) -> None:
-            typer.echo(f"\r{stage}: {done}/{total} entries", nl=False, err=True)
-
-        report = store.ingest(loaded, embedder, progress=progress)
-        typer.echo("", err=True)
+        with progress_display() as show:
+            report = store.ingest(loaded, embedder, progress=show)
         typer.echo(
             json.dumps(
                 {
@@ -193,25 +190,22 @@ def eval_cmd(
     try:
         loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
         if runtime.services.store is not None:
-            ingest_report = runtime.services.store.ingest(
-                runtime.corpus,
-                runtime.services.embedder,
-                progress=lambda st, d, t: typer.echo(f"\ringest {d}/{t}", nl=False, err=True),
-            )
+            with progress_display() as show:
+                ingest_report = runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
             typer.echo(
-                f"\ncollection {settings.collection}: {ingest_report.unchanged} unchanged, "
+                f"collection {settings.collection}: {ingest_report.unchanged} unchanged, "
                 f"{ingest_report.added + ingest_report.updated} embedded",
                 err=True,
             )
-        result = run_eval(
-            loaded,
-            runtime.services,
-            settings,
-            configs=[c.strip() for c in configs.split(",") if c.strip()],
-            stat_test=stat_test,
-            progress=lambda d, t: (d == t or d % max(1, t // 20) == 0) and typer.echo(f"\reval {d}/{t}", nl=False, err=True),
-        )
-        typer.echo("", err=True)
+        with progress_display() as show:
+            result = run_eval(
+                loaded,
+                runtime.services,
+                settings,
+                configs=[c.strip() for c in configs.split(",") if c.strip()],
+                stat_test=stat_test,
+                progress=lambda d, t: show("eval", d, t, "case runs"),
+            )
         failures = check_gates(result, minimum, baseline_data, loaded)
     except LookupLabError as exc:
         _fail(exc)
