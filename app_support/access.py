@@ -38,7 +38,7 @@ def write_access(read_only: bool | None, address: str | None) -> WriteAccess:
         return WriteAccess(True, "LOOKUP_READ_ONLY is true")
     if read_only is False:
         return WriteAccess(False, "LOOKUP_READ_ONLY is false")
-    if binds_loopback(address):
+    if address is not None and binds_loopback(address):
         return WriteAccess(False, f"the app listens on {address.strip()} (this machine only)")
     where = f"on {address.strip()}" if address and address.strip() else "on every network interface (server.address is not set)"
     return WriteAccess(True, f"the app listens {where}, beyond this machine; LOOKUP_READ_ONLY=false allows writes")

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import streamlit as st
+from weaviate import WeaviateClient
 
 from retrieval.catalog import CorpusChoice, known_corpora, same_path
 from retrieval.config import Settings, load_settings
@@ -69,7 +71,7 @@ def current_settings(base: Settings | None = None) -> Settings:
 # --- Weaviate ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Connection:
-    client: Any | None
+    client: WeaviateClient | None
     error: str | None  # why L1 is unavailable; None when connected
     target: str  # where, for people (never the API key)
     opened_at: float
@@ -114,10 +116,8 @@ def _still_good(conn: Connection) -> bool:
 
 def _release(conn: Connection) -> None:
     if conn.client is not None:
-        try:
+        with contextlib.suppress(Exception):  # closing is best effort: the server may be gone already
             conn.client.close()
-        except Exception:
-            pass
 
 
 @st.cache_resource(show_spinner="Connecting to Weaviate…", validate=_still_good, on_release=_release)
@@ -197,6 +197,9 @@ def clear_all(*, keep_model: bool = True) -> None:
 
 
 # --- what a page works with ------------------------------------------------------------------------------------
+WRITABLE = WriteAccess(False, "")  # the default access: writes allowed, nothing to explain
+
+
 @dataclass(frozen=True)
 class AppContext:
     settings: Settings
@@ -205,7 +208,7 @@ class AppContext:
     conn: Connection
     recorder: InvocationStore | None
     recorder_error: str | None
-    access: WriteAccess = WriteAccess(False, "")
+    access: WriteAccess = WRITABLE
 
     @property
     def read_only(self) -> bool:
@@ -214,7 +217,8 @@ class AppContext:
 
     @property
     def store(self) -> KnowledgeStore | None:
-        return KnowledgeStore(self.conn.client, self.settings.collection) if self.conn.ok else None
+        client = self.conn.client
+        return KnowledgeStore(client, self.settings.collection) if client is not None else None
 
     @property
     def l1_reason(self) -> str | None:
