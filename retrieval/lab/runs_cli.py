@@ -1,0 +1,127 @@
+"""`python -m retrieval runs` and `compare`, and saving the eval command's run. `register(app)` adds the
+commands to the CLI's typer app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..config import Settings, load_settings
+from ..errors import LookupLabError
+from ..eval_sets import EvalSet
+from ..evaluation import METRICS, EvalReport
+from .compare import RunComparison, compare_runs
+from .runs import RunStore, RunSummary
+
+SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
+SHOWN_SETTINGS = ("search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "hybrid_alpha")
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def save_eval_run(report: EvalReport, eval_set: EvalSet, settings: Settings, *, source: str = "cli") -> str | None:
+    """Save the run in the settings' DuckDB file; its run_id, or None (with the reason on stderr) when it cannot."""
+    try:
+        return RunStore(settings.invocation_db).save(report, eval_set, settings, source=source).run_id
+    except LookupLabError as exc:
+        typer.echo(f"error: the run was not saved: {exc}", err=True)
+        return None
+
+
+def _fmt(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def runs_table(runs: list[RunSummary], config: str = "lookup") -> str:
+    """One line per run: id, time, set, collection, the chosen configuration's metrics, the main settings."""
+    lines = [f"{'run_id':<21} {'time (UTC)':<19} {'set':<28} {'mrr@10':>7} {'hit@1':>6} {'rec@5':>6}  settings"]
+    for run in runs:
+        m = run.metrics.get(config) or {}
+        shown = " ".join(f"{k}={run.settings.get(k)}" for k in SHOWN_SETTINGS if k in run.settings)
+        lines.append(
+            f"{run.run_id:<21} {run.created_at[:19].replace('T', ' '):<19} {run.eval_set[:28]:<28} "
+            f"{_fmt(m.get('mrr@10')):>7} {_fmt(m.get('hit@1')):>6} {_fmt(m.get('recall@5')):>6}  {shown}"
+        )
+    return "\n".join(lines)
+
+
+def comparison_text(cmp: RunComparison) -> str:
+    a, b = cmp.run_a, cmp.run_b
+    out = [
+        f"A {a.run_id} ({a.eval_set}, {a.created_at[:19]})  →  B {b.run_id} ({b.eval_set}, {b.created_at[:19]})",
+        f"configuration {cmp.config}, {cmp.shared_cases} shared answerable cases; paired t-test on each metric",
+    ]
+    if cmp.settings_diff:
+        out.append("settings changed: " + "; ".join(f"{k} {va} → {vb}" for k, (va, vb) in cmp.settings_diff.items()))
+    out.append(f"{'metric':<9} {'A':>6} {'B':>6} {'B−A':>7}  {'95% interval':<17} {'p':>6} {'d':>6}")
+    for m in cmp.metrics:
+        interval = "–" if m.ci_low is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]"
+        mark = " *" if m.significant else ""
+        out.append(
+            f"{m.metric:<9} {m.a:>6.3f} {m.b:>6.3f} {m.delta:>+7.3f}  {interval:<17} {_fmt(m.p_value):>6} "
+            f"{_fmt(m.effect_size):>6}{mark}"
+        )
+    for label, changes in (("improved", cmp.improved), ("regressed", cmp.regressed)):
+        out.append(f"{label} on {cmp.metric} ({len(changes)}):")
+        out.extend(f"  {c.case_id}: rank {_fmt(c.rank_before)} → {_fmt(c.rank_after)}" for c in changes)
+    out.append(f"unchanged: {cmp.unchanged}")
+    out.extend(f"warning: {w}" for w in cmp.warnings)
+    return "\n".join(out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `runs` and `compare` to the CLI."""
+
+    @app.command()
+    def runs(
+        eval_set: str | None = typer.Option(None, "--set", help="only the runs of this eval set (its name)"),
+        as_json: bool = typer.Option(False, "--json", help="print a JSON list"),
+        settings_file: Path | None = SettingsOpt,
+    ) -> None:
+        """List the saved eval runs, newest first."""
+        try:
+            found = RunStore(load_settings(config_file=settings_file).invocation_db).list_runs(eval_set)
+        except LookupLabError as exc:
+            _fail(exc)
+        if as_json:
+            keys = ("run_id", "set", "time", "settings", "metrics", "set_hash", "corpus", "collection", "code_version", "source")
+            typer.echo(json.dumps([{k: r.to_dict()[k] for k in keys} for r in found], ensure_ascii=False, default=str))
+        elif not found:
+            typer.echo("no saved runs" + (f" of eval set {eval_set}" if eval_set else ""))
+        else:
+            typer.echo(runs_table(found))
+
+    @app.command()
+    def compare(
+        run_a: str = typer.Argument(..., help="the earlier run (run_id)"),
+        run_b: str = typer.Argument(..., help="the run to judge against it (run_id)"),
+        config: str = typer.Option("lookup", "--config", help="the configuration compared (e.g. lookup, bm25)"),
+        metric: str = typer.Option(
+            "mrr@10", "--metric", help="the metric for improved/regressed and the verdict: " + ", ".join(METRICS)
+        ),
+        as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+        fail_on_regression: bool = typer.Option(
+            False, "--fail-on-regression", help="exit 1 when B is significantly worse (p < 0.05) on the metric"
+        ),
+        settings_file: Path | None = SettingsOpt,
+    ) -> None:
+        """Metric deltas of B against A with a paired test on their shared cases, and the cases that moved."""
+        try:
+            store = RunStore(load_settings(config_file=settings_file).invocation_db)
+            cmp = compare_runs(store, run_a, run_b, config=config, metric=metric)
+        except LookupLabError as exc:
+            _fail(exc)
+        typer.echo(json.dumps(cmp.to_dict(), ensure_ascii=False, default=str) if as_json else comparison_text(cmp))
+        if fail_on_regression and cmp.regression:
+            typer.echo(
+                f"REGRESSION: {cmp.metric} fell by {-cmp.chosen.delta:.4f} from {cmp.run_a.run_id} to {cmp.run_b.run_id} "
+                f"(p = {cmp.chosen.p_value:.4f})",
+                err=True,
+            )
+            raise typer.Exit(1)
