@@ -115,6 +115,14 @@ def test_a_tiny_sweep_by_hand():
     assert best.to_dict()["chosen"] == [{"settings": {"vector_weight": 2.0}, "times": 3}]
 
 
+def test_a_tie_goes_to_the_point_closest_to_the_current_settings():
+    signals = [case("a", i, "vector") for i in range(6)]
+    # alpha does not matter in fusion mode: both alphas tie; the current one (0.5) is kept, though 0.25 comes first
+    result = run_sweep(signals, parse_grid("vector_weight=0.5,2;hybrid_alpha=0.25,0.5"), Settings(), folds=2, repeats=1)
+    assert result.best.point.settings == {"vector_weight": 2.0, "hybrid_alpha": 0.5}
+    assert result.best.vs_current["p_value"] == 1.0  # the same rankings as the current settings (vector weight 3)
+
+
 def test_check_folds_refuses_before_any_query():
     alerts, unanswerable = load_eval_set(ALERTS), load_eval_set(UNANSWERABLE)
     check_folds([alerts, unanswerable], 5, 1)
@@ -176,3 +184,23 @@ def test_a_sweep_on_the_sample_sets_agrees_with_direct_eval_runs(sample_services
     assert data["current"]["unanswerable_unsupported_rate"] == pytest.approx(
         direct.routing["lookup"]["unanswerable_unsupported_rate"]
     )
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["sweep", str(ALERTS), "--grid", "search_mode=fusion;colour=red"], "'colour' is not a setting a sweep can vary"),
+        (["sweep", str(ALERTS), "--grid", "hybrid_alpha=0.5,2"], "hybrid_alpha: 2.0 is not between 0 and 1"),
+        (["tune", str(ALERTS), "--grid", "top_k=0"], "top_k: 0 must be at least 1"),
+        (["sweep", str(UNANSWERABLE), "--grid", "l0_weight=0,0.1"], "needs answerable cases"),
+        (["sweep", str(ALERTS), "--grid", "l0_weight=0,0.1", "--folds", "1"], "at least 2 folds"),
+    ],
+)
+def test_the_cli_refuses_before_starting_anything(args, named, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from retrieval.cli import app
+
+    monkeypatch.setenv("LOOKUP_CONFIG", str(tmp_path / "none.yaml"))
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and named in result.output

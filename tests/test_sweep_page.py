@@ -71,3 +71,24 @@ def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):  # 
     assert (saved.vector_weight, saved.l0_weight) == (best["vector_weight"], best["l0_weight"])
     # the file now gives the best settings: nothing more to write
     assert [c for c in texts(at.caption) if "already gives the best settings" in c] and not at.code
+
+
+def test_one_setting_draws_a_line_and_three_draw_parallel_coordinates(app_env):  # noqa: F811 (fixture)
+    at = open_sweep()
+    for grid, kind, axes in (
+        ("l0_weight=0,0.2", "scatter", None),
+        (
+            "search_mode=fusion,near_vector;vector_weight=1,3;l0_weight=0,0.2",
+            "parcoords",
+            ["search_mode", "vector_weight", "l0_weight", "mrr@10"],
+        ),
+    ):
+        at.text_input(key="sweep_grid").input(grid).run()
+        at.button(key="run_sweep").click().run()
+        assert_clean(at)
+        figure = plotly.io.from_json(at.get("plotly_chart")[0].proto.spec)
+        assert figure.data[0].type == kind
+        if axes:
+            assert [d.label for d in figure.data[0].dimensions] == axes
+            assert list(figure.data[0].dimensions[0].ticktext) == ["fusion", "near_vector"]
+        assert len(at.session_state["_sweep"][1].points) == (2 if kind == "scatter" else 8)

@@ -238,7 +238,9 @@ def run_sweep(
     sets = np.array([s.set_name for s in signals])
     matrix = np.vstack(scores)[:, answerable]
     cv = cross_validate(matrix, sets[answerable], folds=folds, repeats=repeats, seed=seed)
-    best = max(range(len(points)), key=lambda i: points[i].metrics["mrr@10"] or 0.0)
+    # a tie goes to the point that changes the fewest current settings (a setting that does not matter is left as it is)
+    changes = [sum(v != getattr(current, k) for k, v in p.settings.items()) for p in points]
+    best = max(range(len(points)), key=lambda i: (points[i].metrics["mrr@10"] or 0.0, -changes[i]))
     test = paired_test(now_rr[answerable], scores[best][answerable]).to_dict()
     chosen = tuple((points[i].settings, n) for i, n in cv.chosen())
     return SweepResult(
