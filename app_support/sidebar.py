@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.cluster import NodeHealth, node_health
 from retrieval.config import SEARCH_MODES, Settings
 
-from . import keys, resources
+from . import ingest, keys, resources
 from .render import md
 
 MODE_CAPTIONS = {"fusion": "vector + BM25F + L0, fused (default)", "near_vector": "vector + L0", "hybrid": "Weaviate hybrid + L0"}
@@ -76,8 +77,17 @@ def status(ctx: resources.AppContext) -> None:
             )
         if ctx.conn.ok:
             st.markdown(f":green-badge[L1 connected] {md(ctx.conn.target)}")
-            indexed, chunks, why = resources.collection_summary(ctx)
-            if why:
+            nodes = cluster_nodes(ctx)
+            if nodes and len(nodes) > 1:
+                healthy = sum(n.healthy for n in nodes)
+                badge = ":green-badge" if healthy == len(nodes) else ":orange-badge"
+                st.markdown(f"{badge}[Cluster: {healthy} of {len(nodes)} nodes healthy]")
+                st.caption(", ".join(f"{md(n.name)} {md(n.status)}" for n in nodes))
+            health = ingest.health_badge(ctx)  # a badge and a caption when the index needs repair or is loading
+            indexed, chunks, why = (None, None, None) if health.state == "loading" else resources.collection_summary(ctx)
+            if health.state == "loading":
+                pass
+            elif why:
                 st.caption(f"Collection **{md(s.collection)}**: cannot be read ({md(why)})")
             else:
                 st.caption(
@@ -98,6 +108,19 @@ def status(ctx: resources.AppContext) -> None:
             except Exception as exc:
                 rows = f"cannot be read now ({type(exc).__name__}); try again in a moment"
             st.caption(f"Invocation store: **{md(ctx.recorder.db_path)}**, {md(rows)}")
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def _node_health(target: str, _client) -> tuple[NodeHealth, ...] | None:
+    try:
+        return node_health(_client)
+    except Exception:
+        return None
+
+
+def cluster_nodes(ctx: resources.AppContext) -> tuple[NodeHealth, ...] | None:
+    """The nodes of the connected Weaviate from /v1/nodes (asked at most every 10 s); None when it does not say."""
+    return _node_health(ctx.conn.target, ctx.conn.client) if ctx.conn.ok else None
 
 
 def l1_banner(ctx: resources.AppContext) -> None:

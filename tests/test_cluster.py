@@ -352,3 +352,29 @@ def test_cli_lookup_at_node0_with_another_node_killed(replicated, cluster, tmp_p
     assert (out["layer"], out["l1"]["status"]) == ("L0+L1", "ok"), out["l1"]
     assert out["results"][0]["entry_id"] == "kubernetes/PodCrashLoopBackOff"
     cluster.revive(1)
+
+
+def test_sidebar_and_corpus_page_show_node_health(cluster, monkeypatch, tmp_path):
+    """Connected to node 0 of the cluster, the sidebar counts the healthy nodes and the Corpus page lists them;
+    after a kill -9 the count drops (once the 10 s cache of /v1/nodes is cleared)."""
+    from app_support import resources, sidebar
+
+    from .test_app_pages import open_app, point_app_at
+
+    node = cluster.node(0)
+    point_app_at(monkeypatch, tmp_path, url=node.url, grpc_port=node.grpc_port, collection=COLLECTION, corpus=SAMPLE_CORPUS)
+    resources.clear_all(keep_model=True)  # cached connections outlive an AppTest in this process
+    sidebar._node_health.clear()
+    at = open_app("Corpus")
+    badges = [m.value for m in at.sidebar.markdown]
+    assert any("Cluster: 3 of 3 nodes healthy" in b for b in badges), badges
+    frames = [df.value for df in at.dataframe if "status" in df.value.columns and "name" in df.value.columns]
+    assert frames and list(frames[0]["name"]) == ["node0", "node1", "node2"]
+    assert set(frames[0]["status"]) == {"HEALTHY"}
+    cluster.kill(2)
+    sidebar._node_health.clear()
+    at.run()
+    badges = [m.value for m in at.sidebar.markdown]
+    assert any(":orange-badge[Cluster: 2 of 3 nodes healthy]" in b for b in badges), badges
+    resources.clear_all(keep_model=True)
+    cluster.revive(2)
