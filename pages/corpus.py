@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_support import ingest, keys, render, resources, sidebar
 from app_support.render import md
-from retrieval.corpus_status import corpus_health, entry_statuses, orphans, statuses_frame
+from retrieval.corpus_status import entry_statuses, orphans, statuses_frame
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -18,12 +18,13 @@ corpus = ctx.corpus
 st.title("Corpus")
 st.caption(f"**{md(corpus.root)}**, indexed in the Weaviate collection **{md(settings.collection)}**.")
 
-reading = ingest.index_reading(ctx)
-state = reading.state
-if reading.error and ctx.store is not None:
+try:
+    state = resources.indexed_state(ctx)
+except Exception as exc:
+    state = None
     render.error(
         "The collection cannot be read",
-        reading.error,
+        f"{type(exc).__name__}: {exc}",
         "Check that Weaviate is up (Retry connection); the index state shows as unknown meanwhile.",
     )
 tokenizer = max_tokens = None
@@ -32,9 +33,7 @@ try:
     tokenizer, max_tokens = model.tokenizer, model.max_tokens
 except Exception as exc:
     st.caption(f"Chunk counts are not shown: the embedding model cannot be loaded ({md(exc)}).")
-statuses = entry_statuses(
-    corpus, ctx.l0, tokenizer=tokenizer, max_tokens=max_tokens or 256, indexed_state=state, lost=reading.lost
-)
+statuses = entry_statuses(corpus, ctx.l0, tokenizer=tokenizer, max_tokens=max_tokens or 256, indexed_state=state)
 counts = Counter(s.indexed for s in statuses)
 
 m1, m2, m3, m4, m5 = st.columns(5)
@@ -55,7 +54,6 @@ if nodes and len(nodes) > 1:
 
 # --- ingest ------------------------------------------------------------------------------------------------
 ingest.show_last_result()
-ingest.health_notice(ctx, corpus_health(corpus, reading), key="corpus_repair")
 with st.container(border=True):
     st.markdown("**Index in Weaviate**")
     gone = orphans(corpus, state)
@@ -102,10 +100,7 @@ st.dataframe(
     on_select=open_clicked_entry,
     selection_mode="single-row",
     column_config={
-        "indexed": st.column_config.TextColumn(
-            "indexed",
-            help="indexed / stale (changed since) / partial / lost (the vector index lost chunks: Repair) / missing / unknown",
-        ),
+        "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
         "index_terms": st.column_config.TextColumn("top L0 index terms"),
     },
 )
