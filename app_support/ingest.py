@@ -1,9 +1,11 @@
-"""Ingest / re-index the current corpus with a progress bar (used by the Corpus and Filter comparison pages)."""
+"""Ingest / re-index the current corpus with a progress bar (used by the Corpus and Filter comparison pages), and
+the index's health: a repair notice with its button, or a transient 'loading' status that reruns when loaded."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from retrieval.corpus_status import IndexHealth, IndexReading, corpus_health, read_index
 from retrieval.errors import LookupLabError
 
 from . import keys, resources
@@ -44,12 +46,74 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         return False
     bar.progress(1.0, text="done")
     st.cache_data.clear()  # the sidebar's indexed counts
+    repaired = " The index had lost entries: they are indexed again." if report.repaired_index else ""
     st.session_state[keys.INGEST_RESULT] = (
         f"Indexed **{md(ctx.settings.collection)}** in {report.seconds:.1f} s: {report.added} added, "
         f"{report.updated} updated, {report.unchanged} unchanged, {report.removed} removed, "
-        f"{report.chunks_embedded} chunks embedded."
+        f"{report.chunks_embedded} chunks embedded.{repaired}"
     )
     return True
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def _reading(target: str, collection: str, _store) -> IndexReading:
+    return read_index(_store)
+
+
+def index_reading(ctx: resources.AppContext) -> IndexReading:
+    """The current collection as read_index sees it. Loading is asked every run (it passes in seconds); the
+    rest is read at most every 15 s, and again at once after an ingest."""
+    store = ctx.store
+    loading = store.loading() if store is not None else None
+    if store is None or loading:
+        return IndexReading(None, loading=loading, error=None if loading else ctx.conn.error or "L1 is not connected")
+    reading = _reading(ctx.conn.target, ctx.settings.collection, store)
+    if reading.loading or reading.error:  # not kept for 15 s
+        _reading.clear()
+    return reading
+
+
+def index_health(ctx: resources.AppContext) -> IndexHealth:
+    """The state of the current collection against the corpus."""
+    return corpus_health(ctx.corpus, index_reading(ctx))
+
+
+def watch_loading(ctx: resources.AppContext) -> None:
+    """While Weaviate loads the index, check every second and rerun the app once it can be searched."""
+
+    @st.fragment(run_every=1.0)
+    def check() -> None:
+        if ctx.store is None or ctx.store.loading() is None:
+            st.cache_data.clear()  # figures read while loading
+            st.rerun()
+
+    check()
+
+
+def health_badge(ctx: resources.AppContext) -> IndexHealth:
+    """In the sidebar: a badge and a caption when the index needs repair or is loading (then watched)."""
+    health = index_health(ctx)
+    if health.state == "needs_repair":
+        st.markdown(":red-badge[Index needs repair]")
+        st.caption(f"{md(health.message)} Repair it on the Corpus page.")
+    elif health.state == "loading":
+        st.markdown(":orange-badge[Loading the index…]")
+        st.caption(md(health.message))
+        watch_loading(ctx)
+    return health
+
+
+def health_notice(ctx: resources.AppContext, health: IndexHealth, *, key: str) -> None:
+    """On a page: the repair notice and its button (none when read-only), or the loading status."""
+    if health.state == "loading":
+        st.info(f"**{md(health.message)}** This page reloads when it is done.", icon=":material/hourglass_top:")
+    elif health.state == "needs_repair":
+        st.error(f"**{md(health.message)}**", icon=":material/healing:")
+        if ctx.read_only:
+            st.caption(f"Repair is off: the app is read-only ({md(ctx.access.reason)}).")
+        elif st.button(f"Repair: index the {health.missing} missing entries again", key=key, type="primary") and run_ingest(ctx):
+            st.session_state.pop(keys.LAST_LOOKUP, None)  # the Lookup page runs its query again on the repaired index
+            st.rerun()
 
 
 def show_last_result() -> None:

@@ -35,11 +35,12 @@ if not query or not query.strip():
     st.info("Type a question or an alert summary and press Enter.", icon=":material/keyboard:")
     st.stop()
 
-# Before the first ingest there is nothing for L1 to search: say so, and offer the ingest here.
-unindexed = False
-if ctx.store is not None and settings.l1_enabled:
-    indexed, _, why = resources.collection_summary(ctx)
-    unindexed = why is None and indexed == 0
+# Before the first ingest there is nothing for L1 to search: say so, and offer the ingest here. An index that
+# lost entries (a killed server) offers its repair; one still loading after a restart says so.
+health = ingest.index_health(ctx) if ctx.store is not None and settings.l1_enabled else None
+unindexed = health is not None and health.state == "not_indexed"
+if health is not None:
+    ingest.health_notice(ctx, health, key="repair_for_lookup")
 if unindexed:
     ingest.show_last_result()
     st.warning(
@@ -69,6 +70,7 @@ view = (
     settings.search_mode,
     settings.hybrid_alpha,
     ctx.conn.ok,
+    health is not None and health.state == "loading",  # once loaded, the lookup runs again (unrecorded)
 )
 last = st.session_state.get(keys.LAST_LOOKUP)
 if last is not None and last[0] == view and not explicit:

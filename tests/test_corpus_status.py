@@ -12,7 +12,19 @@ from weaviate.classes.query import Filter
 
 from retrieval.chunking import chunk_entry, stored_hash
 from retrieval.corpus import Corpus, Entry, load_corpus
-from retrieval.corpus_status import INDEX_STATES, entry_statuses, index_state, orphans, statuses_frame
+from retrieval.corpus_status import (
+    HEALTH_STATES,
+    INDEX_STATES,
+    IndexHealth,
+    IndexReading,
+    corpus_health,
+    entry_statuses,
+    index_health,
+    index_state,
+    orphans,
+    read_index,
+    statuses_frame,
+)
 from retrieval.hints import L0Index
 from retrieval.weaviate_store import KnowledgeStore
 
@@ -41,6 +53,58 @@ def test_index_state(state, expected):
 
 
 @pytest.mark.parametrize(
+    "state, lost, expected",
+    [
+        ({"db/Lag": (HASH, 3, 3)}, {}, "indexed"),
+        ({"db/Lag": (HASH, 3, 3)}, {"db/Other": 2}, "indexed"),
+        ({"db/Lag": (HASH, 3, 3)}, {"db/Lag": 1}, "lost"),  # stored whole, the vector index lost a chunk
+        ({"db/Lag": (HASH, 2, 3)}, {"db/Lag": 1}, "partial"),
+        ({"db/Lag": ("0123456789abcdef", 3, 3)}, {"db/Lag": 3}, "stale"),  # changed anyway: the ingest redoes it
+        ({}, {"db/Lag": 1}, "missing"),
+        (None, {"db/Lag": 1}, "unknown"),
+    ],
+)
+def test_index_state_with_lost_vectors(state, lost, expected):
+    assert index_state(ENTRY, state, lost) == expected
+
+
+# (entry states, loading, error) -> (health, missing, to_update)
+@pytest.mark.parametrize(
+    "states, loading, error, expected",
+    [
+        (["indexed"] * 3, None, None, ("current", 0, 0)),
+        ([], None, None, ("current", 0, 0)),
+        (["indexed", "stale", "missing"], None, None, ("out_of_date", 0, 2)),
+        (["missing"] * 3, None, None, ("not_indexed", 0, 3)),
+        (["indexed", "lost", "lost"], None, None, ("needs_repair", 2, 0)),
+        (["partial", "indexed", "indexed"], None, None, ("needs_repair", 1, 0)),
+        (["lost", "partial", "stale", "missing"], None, None, ("needs_repair", 2, 2)),  # damage wins over changes
+        (["lost"] * 3, "loading its shards", None, ("loading", 0, 0)),  # transient: nothing is judged meanwhile
+        ([], "loading its shards", None, ("loading", 0, 0)),
+        (["unknown"] * 2, None, None, ("unknown", 0, 0)),
+        (["indexed"] * 2, None, "WeaviateQueryError: boom", ("unknown", 0, 0)),
+        (["indexed"] * 2, "loading", "WeaviateQueryError: boom", ("loading", 0, 0)),
+    ],
+)
+def test_index_health(states, loading, error, expected):
+    health = index_health(states, loading=loading, error=error)
+    assert (health.state, health.missing, health.to_update) == expected
+    assert health.state in HEALTH_STATES and health.entries == len(states)
+    assert health.reason == (loading or error)
+    d = health.to_dict()
+    assert json.loads(json.dumps(d)) == d and d["message"] == health.message
+
+
+def test_health_messages():
+    assert IndexHealth("needs_repair", 48, 24).message.startswith(
+        "The index needs repair: 24 of 48 entries are missing (the Weaviate server stopped without saving them)"
+    )
+    assert IndexHealth("loading", 48, reason="x").message.startswith("Weaviate is loading the index…")
+    assert "3 of 48 entries are new or changed" in IndexHealth("out_of_date", 48, 0, 3).message
+    assert IndexHealth("current", 48).message == "The index is current: all 48 entries indexed."
+
+
+@pytest.mark.parametrize(
     "state, expected",
     [
         (None, []),
@@ -62,7 +126,7 @@ def test_the_indexed_sample_corpus(sample_store, sample_corpus, embedder):
     assert [s.entry_id for s in statuses] == [e.entry_id for e in sample_corpus.entries]
     assert {s.indexed for s in statuses} == {"indexed"}
     assert orphans(sample_corpus, state) == []
-    for status, entry in zip(statuses, sample_corpus.entries):
+    for status, entry in zip(statuses, sample_corpus.entries, strict=True):
         assert status.chunks == state[entry.entry_id][2]  # the same chunking the ingest did
         assert (status.title, status.domain, status.keywords, status.entities) == (
             entry.title,
@@ -145,3 +209,33 @@ def test_statuses_frame(sample_corpus):
     assert row["indexed"] == "missing"
     empty = statuses_frame([])
     assert empty.empty and list(empty.columns) == list(frame.columns)
+
+
+def test_read_index_of_a_real_collection(weaviate_client, embedder, sample_corpus):
+    """read_index and corpus_health against the real server: current, then one chunk deleted through the API
+    (an entry the index lost), then a repair by ingest; a dropped collection is not indexed; no store is unknown."""
+    entry = sample_corpus.by_id()["security/VaultSealed"]
+    other = sample_corpus.by_id()["storage/InodeExhaustion"]
+    corpus = Corpus("health", (entry, other))
+    store = KnowledgeStore(weaviate_client, "TestStatusHealth")
+    store.drop()
+    try:
+        assert corpus_health(corpus, read_index(store)).state == "not_indexed"
+        store.ingest(corpus, embedder)
+        reading = read_index(store)
+        assert (reading.loading, reading.error, reading.lost) == (None, None, {})
+        assert corpus_health(corpus, reading).state == "current"
+        store.collection.data.delete_many(
+            where=Filter.by_property("entry_id").equal(entry.entry_id) & Filter.by_property("chunk_index").equal(0)
+        )
+        health = corpus_health(corpus, read_index(store))
+        assert (health.state, health.missing, health.entries) == ("needs_repair", 1, 2)
+        assert "1 of 2 entries are missing" in health.message
+        report = store.ingest(corpus, embedder)
+        assert (report.unchanged, report.updated) == (1, 1)
+        assert corpus_health(corpus, read_index(store)).state == "current"
+    finally:
+        store.drop()
+    none = read_index(None, "cannot reach 127.0.0.1:1")
+    assert none == IndexReading(None, error="cannot reach 127.0.0.1:1")
+    assert corpus_health(corpus, none).state == "unknown"
