@@ -828,3 +828,66 @@ def test_read_only_offers_no_ingest_for_an_eval_set(monkeypatch, tmp_path, base_
         assert key not in button_keys(at), page
         assert any("the app is read-only" in c for c in texts(at.caption)), page
     assert KnowledgeStore(weaviate_client, "TestReadOnlyEmpty").count_chunks() == 0
+
+
+def test_an_index_that_lost_entries_says_so_and_offers_repair(monkeypatch, tmp_path, base_settings, weaviate_client, embedder):
+    """An entry the index lost (a chunk deleted through the API, as a killed server loses what it had not saved):
+    the sidebar, Corpus and Lookup say the index needs repair and how many entries are missing, and offer Repair,
+    except when read-only; Repair brings the index back."""
+    from weaviate.classes.query import Filter
+
+    from retrieval.corpus import load_corpus
+    from retrieval.weaviate_store import KnowledgeStore
+
+    corpus = tmp_path / "kb"
+    (corpus / "net").mkdir(parents=True)
+    (corpus / "net" / "DnsDown.md").write_text(
+        "---\ntitle: DNS resolution fails\nkeywords: [dns]\n---\nCheck the CoreDNS pods.\n"
+    )
+    (corpus / "net" / "PacketLoss.md").write_text("---\ntitle: Packet loss between zones\n---\nLoss over 2 percent.\n")
+    store = KnowledgeStore(weaviate_client, "TestAppRepair")
+    store.drop()
+    store.ingest(load_corpus(corpus), embedder)
+    store.collection.data.delete_many(
+        where=Filter.by_property("entry_id").equal("net/DnsDown") & Filter.by_property("chunk_index").equal(0)
+    )
+    point_app_at(
+        monkeypatch,
+        tmp_path,
+        url=f"http://127.0.0.1:{base_settings.embedded_port}",
+        grpc_port=base_settings.embedded_grpc_port,
+        collection="TestAppRepair",
+        corpus=corpus,
+    )
+    said = "The index needs repair: 1 of 2 entries are missing (the Weaviate server stopped without saving them)"
+    try:
+        at = open_app("Corpus")
+        assert any(said in t for t in texts(at.error))
+        assert any("Index needs repair" in t for t in texts(at.sidebar.markdown))
+        assert any(said in t for t in texts(at.sidebar.caption))
+        assert "corpus_repair" in button_keys(at)
+        assert dict(zip(at.dataframe[0].value["entry_id"], at.dataframe[0].value["indexed"], strict=True)) == {
+            "net/DnsDown": "partial",
+            "net/PacketLoss": "indexed",
+        }
+        at = open_app(q="DNS resolution fails")
+        assert any(said in t for t in texts(at.error)) and "repair_for_lookup" in button_keys(at)
+
+        monkeypatch.setenv("LOOKUP_READ_ONLY", "true")
+        for page, key in (("Corpus", "corpus_repair"), ("Lookup", "repair_for_lookup")):
+            at = open_app(page, q="DNS resolution fails")
+            assert any(said in t for t in texts(at.error)), page
+            assert key not in button_keys(at), page
+            assert any("Repair is off: the app is read-only" in t for t in texts(at.caption)), page
+        assert store.indexed_state()["net/DnsDown"][1] == 1  # nothing was written
+
+        monkeypatch.delenv("LOOKUP_READ_ONLY")
+        at = open_app("Corpus")
+        at.button(key="corpus_repair").click().run()
+        assert_clean(at)
+        assert any("1 updated, 1 unchanged" in s for s in texts(at.success))
+        assert not any("needs repair" in t for t in texts(at.error) + texts(at.sidebar.caption))
+        assert "corpus_repair" not in button_keys(at)
+        assert set(at.dataframe[0].value["indexed"]) == {"indexed"}
+    finally:
+        store.drop()
