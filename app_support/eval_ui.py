@@ -95,9 +95,8 @@ def offer_ingest(ctx: resources.AppContext, *, key: str) -> None:
     if ctx.read_only:
         st.caption(f"Ingest is off: the app is read-only ({md(ctx.access.reason)}).")
         return
-    if st.button(f"Ingest {len(ctx.corpus.entries)} entries into {ctx.settings.collection}", key=key):
-        if ingest.run_ingest(ctx):
-            st.rerun()
+    if st.button(f"Ingest {len(ctx.corpus.entries)} entries into {ctx.settings.collection}", key=key) and ingest.run_ingest(ctx):
+        st.rerun()
 
 
 def eval_set_label(path: Path) -> str:
@@ -133,3 +132,15 @@ def settings_changed(stored: dict[str, str], view: dict[str, str]) -> bool:
         icon=":material/update:",
     )
     return True
+
+
+def save_run(ctx: resources.AppContext, report, eval_set: EvalSet) -> str | None:
+    """Save the run in the invocation store's DuckDB file (the Runs page lists it); its run_id, or None with a
+    warning when it cannot be saved."""
+    from retrieval.lab.runs import RunStore
+
+    try:
+        return RunStore(ctx.settings.invocation_db).save(report, eval_set, ctx.settings, source="app").run_id
+    except LookupLabError as exc:
+        st.warning(f"The run was not saved: {md(str(exc))}", icon=":material/warning:")
+        return None

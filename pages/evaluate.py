@@ -67,13 +67,17 @@ if st.button(
     f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary", key="run_eval", disabled=not configs
 ):
     bar = st.progress(0.0, text="evaluating…")
+
+    def show_progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"{done} of {total} runs")
+
     try:
         report = run_eval(
             eval_set,
             ctx.lookup_services(record=record),
             settings,
             configs=configs,
-            progress=lambda done, total: bar.progress(done / total, text=f"{done} of {total} runs"),
+            progress=show_progress,
         )
     except LookupLabError as exc:
         bar.empty()
@@ -88,7 +92,7 @@ if st.button(
         )
         st.stop()
     bar.empty()
-    st.session_state[keys.EVAL_REPORT] = (view, report)
+    st.session_state[keys.EVAL_REPORT] = (view, report, eval_ui.save_run(ctx, report, eval_set))
 
 stored = st.session_state.get(keys.EVAL_REPORT)
 if stored is None:
@@ -98,6 +102,8 @@ report = stored[1]
 for warning in report.warnings:
     st.warning(md(warning), icon=":material/warning:")
 st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable.")
+if stored[2:] and stored[2]:
+    st.page_link("pages/runs.py", label=f"Saved as run {stored[2]}: compare it on Runs", icon=":material/timeline:")
 table = metrics_frame(report)
 st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
 st.caption(

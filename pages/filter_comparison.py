@@ -114,12 +114,16 @@ def eval_set_section() -> None:
     view = eval_ui.run_view(settings, label=f"{eval_ui.eval_set_label(path)} ({kind})")
     if st.button(f"Compare on {len(cases)} cases", type="primary", key="run_set_comparison"):
         bar = st.progress(0.0, text="comparing…")
+
+        def show_progress(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"case {done} of {total}")
+
         try:
             deltas = compare_filter_on_set(
                 eval_set,
                 ctx.lookup_services(record=False),
                 settings,
-                progress=lambda done, total: bar.progress(done / total, text=f"case {done} of {total}"),
+                progress=show_progress,
                 kind=kind,
             )
         except LookupLabError as exc:
@@ -166,7 +170,7 @@ def eval_set_section() -> None:
             label=f"{md(row.case_id)}: {md(row.query)}  (RR {row.rr_unfiltered:.2f} → "
             f"{row.rr_filtered:.2f}, filter {md(row.category)})",
             icon=":material/open_in_new:",
-            query_params=urls.lookup_params(row.query, settings, resources.base_settings()),
+            query_params=urls.lookup_params(str(row.query), settings, resources.base_settings()),
         )
     if hurt.empty:
         st.caption("none")
