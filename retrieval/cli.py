@@ -234,11 +234,23 @@ def bench(
         1_000_000, "--invocation-rows", help="synthetic tool_invocation rows for the dashboard queries (0 skips them)"
     ),
     server: bool = typer.Option(False, "--server", help="only the MCP server part: its added p50 over a direct call, calls/s"),
+    cluster: int = typer.Option(0, "--cluster", help="only the cluster part: the first size on one node and on N nodes"),
     config: Path | None = ConfigOpt,
 ) -> None:
     """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
     from .bench import run_bench
 
+    if cluster:
+        from .bench_cluster import run_cluster_bench
+
+        try:
+            first = int(sizes.split(",")[0])
+            log = lambda m: typer.echo(m, err=True)  # noqa: E731
+            figures = run_cluster_bench(_settings(config), nodes=cluster, size=first, queries=queries, out_dir=out_dir, log=log)
+        except (LookupLabError, ValueError) as exc:
+            _fail(exc)
+        typer.echo(json.dumps(figures, default=str) if as_json else figures["table"])
+        return
     if server:
         from .bench_server import run_server_bench
 
