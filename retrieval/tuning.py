@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,6 +166,20 @@ class CrossValidation:
         }
 
 
+def check_cv(answerable: Mapping[str, int], folds: int, repeats: int) -> None:
+    """Refuse folds and repeats that the answerable cases per eval set (sets with none are left out) cannot give."""
+    if folds < 2:
+        raise LookupLabError(f"--folds {folds}: cross-validation needs at least 2 folds")
+    if repeats < 1:
+        raise LookupLabError(f"--repeats {repeats}: needs at least 1")
+    counts = {name: n for name, n in answerable.items() if n > 0}
+    if not counts:
+        raise LookupLabError("cross-validation needs answerable cases (with an expected entry); there are none")
+    name, smallest = min(counts.items(), key=lambda kv: kv[1])
+    if smallest < folds:
+        raise LookupLabError(f"--folds {folds}: eval set {name} has only {smallest} answerable cases; use fewer folds")
+
+
 def cross_validate(
     scores: np.ndarray,
     groups: Sequence[str] | np.ndarray,
@@ -179,15 +193,7 @@ def cross_validate(
     first in grid order on a tie) and its held-out macro mean. `splits` (a fold number per row, one array per
     repeat) replaces the shuffled folds, for hand-checked cases."""
     groups = np.asarray(groups)
-    if folds < 2:
-        raise LookupLabError(f"--folds {folds}: cross-validation needs at least 2 folds")
-    if repeats < 1:
-        raise LookupLabError(f"--repeats {repeats}: needs at least 1")
-    if len(groups) == 0:
-        raise LookupLabError("cross-validation needs answerable cases (with an expected entry); there are none")
-    smallest = min(int((groups == g).sum()) for g in np.unique(groups))
-    if smallest < folds:
-        raise LookupLabError(f"--folds {folds}: an eval set has only {smallest} answerable cases; use fewer folds")
+    check_cv({str(g): int((groups == g).sum()) for g in np.unique(groups)}, folds, repeats)
     rng = random.Random(seed)
     assignments = list(splits) if splits is not None else [stratified_folds(groups, folds, rng) for _ in range(repeats)]
     picks, training, held = [], [], []

@@ -24,7 +24,7 @@ from ..hints import EntryMatch
 from ..lookup import LookupServices, candidate_depth, clean_query, weights_of
 from ..ranking import assess, fuse
 from ..routing import category_filter
-from ..tuning import SWEEPABLE, CrossValidation, Grid, cross_validate, paired_test
+from ..tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
 from ..weaviate_store import Candidate
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -138,8 +138,8 @@ class PointResult:
 
 
 def _macro(values: np.ndarray, sets: np.ndarray, mask: np.ndarray) -> float | None:
-    means = [float(values[mask & (sets == g)].mean()) for g in np.unique(sets[mask])]
-    return float(np.mean(means)) if means else None
+    rows = np.flatnonzero(mask)
+    return macro_mean(values, sets, rows) if len(rows) else None
 
 
 def _score(signals: Sequence[CaseSignals], settings: Settings, shown: dict[str, Any]) -> tuple[PointResult, np.ndarray]:
@@ -259,17 +259,7 @@ def run_sweep(
 
 def check_folds(eval_sets: Sequence[EvalSet], folds: int, repeats: int) -> None:
     """Refuse, before any query, folds and repeats the sets cannot give."""
-    if folds < 2:
-        raise LookupLabError(f"--folds {folds}: cross-validation needs at least 2 folds")
-    if repeats < 1:
-        raise LookupLabError(f"--repeats {repeats}: needs at least 1")
-    counts = {e.name: sum(c.answerable for c in e.cases) for e in eval_sets}
-    if not any(counts.values()):
-        raise LookupLabError("a sweep needs answerable cases (with an expected entry); these eval sets have none")
-    small = {name: n for name, n in counts.items() if 0 < n < folds}
-    if small:
-        name, n = next(iter(small.items()))
-        raise LookupLabError(f"--folds {folds}: eval set {name} has only {n} answerable cases; use fewer folds")
+    check_cv({e.name: sum(c.answerable for c in e.cases) for e in eval_sets}, folds, repeats)
 
 
 def sweep_sets(
