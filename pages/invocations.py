@@ -8,7 +8,7 @@ from datetime import UTC, datetime, time, timedelta
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, keys, render, resources
+from app_support import charts, judging, keys, render, replay_ui, resources
 from app_support.render import md
 from retrieval.dashboard import (
     SAMPLE_CALLS,
@@ -174,6 +174,7 @@ def dashboard_section() -> None:
         on_click="ignore",
         key="dl_parquet",
     )
+    replay_ui.replay_section(ctx, flt, dash.total)
 
 
 def show_call(picked) -> None:
@@ -209,6 +210,14 @@ def show_call(picked) -> None:
         )
     else:
         st.caption("This call returned no results.")
+    judging.judge_results(
+        ctx,
+        query=str(picked["input"]),
+        found=found,
+        routed=None if pd.isna(picked["domain"]) else str(picked["domain"]),
+        source=f"invocation {picked['id']}",
+        key="judge_call",
+    )
     st.page_link(
         "pages/lookup.py",
         label="Open in Lookup (shown there without recording it again)",

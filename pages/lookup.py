@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, ingest, keys, render, resources, urls
+from app_support import charts, ingest, judging, keys, render, resources, urls
 from app_support.render import md
 from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
@@ -294,6 +294,15 @@ if result.l1.category and result.l1.status == "ok":
 rel = result.relevance
 show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
 show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
+
+judging.judge_results(
+    ctx,
+    query=result.query,
+    found=[r.to_dict() for r in result.results],
+    routed=result.l1.category,
+    source=f"Lookup, invocation {result.invocation_id}" if recorded else "Lookup",
+    key="judge_lookup",
+)
 
 # --- latency and record ------------------------------------------------------------------------------------
 st.plotly_chart(charts.latency_bar(result.timings_ms), width="stretch")

@@ -197,6 +197,9 @@ def replay(
             continue
         after = tuple(r.entry_id for r in answer.results)
         out.append(ReplayedCall(call, outcome_of(call.results, after), after, replay_id=answer.invocation_id if loud else None))
+    if recorder is not None:
+        with contextlib.suppress(StoreError):  # the recorded replays in the table now, not a second later
+            recorder.flush(timeout_s=5.0)
     return ReplayReport(
         tuple(out),
         settings_summary(settings),

@@ -1,0 +1,122 @@
+"""Judging a lookup's results (Lookup, and a selected call on Invocations): mark the relevant entries, or
+that none is, and add the query as a case to an eval set (retrieval.lab.judgments does the work)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from retrieval.errors import LookupLabError
+from retrieval.lab import judgments
+
+from . import keys, render, resources
+from .render import md
+
+KNOWN, NEW = "an eval set the app knows", "a new eval set"
+AUTO, NO_DOMAIN = "__auto__", "(none)"
+
+
+def judge_results(
+    ctx: resources.AppContext, *, query: str, found: Sequence[dict[str, Any]], routed: str | None, source: str, key: str
+) -> None:
+    """An expander under the results: which are relevant (or none), to which eval set, and the Add button.
+    `found`: the results as dicts with entry_id (and domain); `key` keeps two of these apart."""
+    with st.expander("Judge these results: add this query to an eval set", icon=":material/fact_check:"):
+        if ctx.read_only:
+            st.caption(f"Judging is off: the app is read-only ({md(ctx.access.reason)}), and judging writes eval set files.")
+            return
+        entries = {e.entry_id: e for e in ctx.corpus.entries}
+        shown = [str(f["entry_id"]) for f in found]
+        none = st.checkbox(
+            "None is relevant: no entry of the corpus answers this query (an unanswerable case)", key=f"{key}_none"
+        )
+        relevant = st.multiselect(
+            "Relevant entries",
+            shown + [e for e in entries if e not in shown],
+            key=f"{key}_relevant",
+            disabled=none,
+            format_func=lambda e: f"#{shown.index(e) + 1} {e}" if e in shown else e,
+            help="The results above first (by rank), then every other entry of the corpus: a right answer the lookup missed.",
+        )
+        picked = [] if none else list(relevant)
+        domain_of = {**{e: v.domain for e, v in entries.items()}, **{str(f["entry_id"]): f.get("domain") for f in found}}
+        suggested = judgments.suggest_domain([domain_of.get(e) for e in picked], routed)
+        c1, c2 = st.columns(2)
+        domain = c1.selectbox(
+            "Domain of the case",
+            [AUTO, NO_DOMAIN, *ctx.corpus.domains],
+            key=f"{key}_domain",
+            format_func=lambda d: f"from the judgment ({suggested or 'none'})" if d == AUTO else d,
+        )
+        case_id = c2.text_input("Case id", key=f"{key}_case_id", placeholder="generated from the query, unique in the set")
+        target = _target(ctx, key)
+        if target is None:
+            return
+        path, new = target
+        if not st.button("Add the case", key=f"{key}_add", type="primary", disabled=not (picked or none)):
+            if not (picked or none):
+                st.caption("Mark the relevant entries, or tick 'None is relevant', to add the case.")
+            return
+        judgment = judgments.Judgment(
+            query, tuple(picked), suggested if domain == AUTO else (None if domain == NO_DOMAIN else domain), case_id, source
+        )
+        try:
+            if new:
+                out = judgments.create_eval_set(path, judgment, corpus_dir=ctx.settings.corpus_dir, known_ids=entries)
+            else:
+                out = judgments.append_case(path, judgment, known_ids=entries)
+        except LookupLabError as exc:
+            render.error("The case was not added", exc, "The file is as it was. Fix what the message names and add it again.")
+            return
+        verb = "Created" if out.created else "Added to"
+        st.success(f"{verb} **{md(out.path)}**: case **{md(out.case_id)}** ({out.cases} cases now).", icon=":material/check:")
+        listed = next((t for t in judgments.target_sets(entries) if Path(t.path).resolve() == Path(out.path).resolve()), None)
+        if listed is not None:
+            st.page_link(
+                "pages/evaluate.py",
+                label=f"Run {listed.label} in Evaluate",
+                icon=":material/play_arrow:",
+                query_params={keys.EVAL_RUN_SET: listed.label},
+            )
+        else:
+            st.caption("Evaluate lists eval_sets/ and ../shared/eval_sets/: run this file with `python -m retrieval eval`.")
+
+
+def _target(ctx: resources.AppContext, key: str) -> tuple[Path, bool] | None:
+    """(path, is new) of the eval set the case goes to, or None with a message."""
+    where = st.radio("Add to", [KNOWN, NEW], key=f"{key}_where", horizontal=True)
+    if where == NEW:
+        n1, n2 = st.columns(2)
+        name = n1.text_input("Name of the new set", key=f"{key}_new_name", placeholder="e.g. judged-alerts")
+        other = n2.text_input("or a path", key=f"{key}_new_path", placeholder=f"default: eval_sets/{name or '<name>'}.yaml")
+        try:
+            if other.strip():
+                return Path(other.strip()).expanduser(), True
+            if not name.strip():
+                st.caption("Name the new set (it is written to eval_sets/ and listed in Evaluate).")
+                return None
+            return judgments.new_set_path(name, judgments.DEFAULT_DIR), True
+        except LookupLabError as exc:
+            st.warning(md(exc), icon=":material/warning:")
+            return None
+    sets = [t for t in judgments.target_sets(e.entry_id for e in ctx.corpus.entries) if t.error is None]
+    if not sets:
+        st.caption("No eval set loads: create a new one.")
+        return None
+    fitting = [i for i, t in enumerate(sets) if t.fits]
+    label = st.selectbox(
+        "Eval set",
+        [t.label for t in sets],
+        index=fitting[0] if fitting else 0,
+        key=f"{key}_set",
+        format_func=lambda lb: next(
+            f"{t.label} ({t.cases} cases{'' if t.fits else ', for another corpus'})" for t in sets if t.label == lb
+        ),
+    )
+    chosen = next(t for t in sets if t.label == label)
+    if not chosen.fits:
+        st.caption("This set expects entries the loaded corpus does not have: the new case is checked against the loaded corpus.")
+    return chosen.path, False

@@ -1,0 +1,96 @@
+"""Replay on the Invocations page: the calls its filters match, rerun under the sidebar settings
+(retrieval.lab.replay does the work; nothing is recorded unless the checkbox asks)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from retrieval.dashboard import InvocationFilter
+from retrieval.errors import LookupLabError
+from retrieval.lab.replay import REPLAY_TAG, ReplayReport, recorded_calls, replay, settings_summary
+
+from . import render, resources
+from .render import md
+
+LIMIT = "replay_limit"
+RECORD = "replay_record"
+TAG = "replay_tag"
+RUN = "replay_run"
+REPORT = "_replay_report"  # (filter, ReplayReport) of the last replay
+OUTCOME_LABEL = {"changed": "changed", "unchanged": "unchanged", "now_empty": "now empty", "failed": "failed"}
+
+
+def replay_section(ctx: resources.AppContext, flt: InvocationFilter, matching: int) -> None:
+    """An expander: how many of the `matching` calls to replay, whether to record, the button and the report."""
+    store = ctx.recorder
+    if store is None:
+        return
+    with st.expander("Replay these calls under the current settings", icon=":material/replay:"):
+        st.caption(
+            "Reruns the queries of the calls the filters above match (newest first) with the sidebar settings and "
+            "compares each top result with the recorded one. Nothing is recorded unless you tick the box."
+        )
+        a, b, c = st.columns([1, 1, 2], vertical_alignment="bottom")
+        limit = a.number_input("Calls to replay", min_value=1, max_value=5000, value=min(max(matching, 1), 200), key=LIMIT)
+        record = b.checkbox("Record the replayed calls", key=RECORD)
+        tag = c.text_input("Session tag of the recorded replays", value=REPLAY_TAG, key=TAG, disabled=not record)
+        if st.button(f"Replay {min(int(limit), matching):,} calls", key=RUN, type="primary"):
+            bar = st.progress(0.0, text="replaying…")
+
+            def step(done: int, total: int) -> None:
+                bar.progress(done / total, text=f"{done} of {total} queries")
+
+            try:
+                calls, matched = recorded_calls(store, flt, limit=int(limit))
+                report = replay(
+                    calls,
+                    ctx.lookup_services(record=False),
+                    ctx.settings,
+                    recorder=store if record else None,
+                    session_tag=tag.strip() or REPLAY_TAG,
+                    matched=matched,
+                    progress=step,
+                )
+            except LookupLabError as exc:
+                render.error("The replay stopped", exc, "Check the sidebar status and replay again.")
+                return
+            finally:
+                bar.empty()
+            st.session_state[REPORT] = (flt, report)
+        last = st.session_state.get(REPORT)
+        if last is not None:
+            show_report(*last, flt=flt, settings=settings_summary(ctx.settings))
+
+
+def show_report(used: InvocationFilter, report: ReplayReport, *, flt: InvocationFilter, settings: dict) -> None:
+    if used != flt or report.settings != settings:
+        st.caption("The filters or the settings changed since this replay: replay again to compare under the new ones.")
+    t = report.totals
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Changed", f"{t['changed']:,}", help="the top result is another entry now")
+    m2.metric("Unchanged", f"{t['unchanged']:,}", help=f"the same top result; {t['same_results']:,} with the same whole list")
+    m3.metric("Now empty", f"{t['now_empty']:,}", help="results then, none now")
+    m4.metric("Failed", f"{t['failed']:,}")
+    more = f" of {report.matched:,} matching" if report.matched > t["calls"] else ""
+    recorded = f"recorded with session tag {md(report.session_tag)}" if report.recorded else "nothing recorded"
+    st.caption(f"{t['calls']:,} calls{more}, {report.lookups:,} distinct queries; {recorded}.")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "outcome": OUTCOME_LABEL[c.outcome],
+                    "query": c.call.query,
+                    "top before": c.before_top,
+                    "top after": c.after_top,
+                    "same list": c.same_results,
+                    "recorded at": c.call.created_at,
+                    "invocation": c.call.invocation_id,
+                }
+                for c in report.calls
+            ],
+            columns=["outcome", "query", "top before", "top after", "same list", "recorded at", "invocation"],
+        ),
+        hide_index=True,
+        key="replay_table",
+    )
