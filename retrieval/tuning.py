@@ -188,12 +188,14 @@ def cross_validate(
     repeats: int = 5,
     seed: int = 7,
     splits: Sequence[np.ndarray] | None = None,
+    tiebreak: Sequence[float] | None = None,
 ) -> CrossValidation:
-    """`scores[p, i]`: point p's score on row i. Per split, the point with the best training macro mean (the
-    first in grid order on a tie) and its held-out macro mean. `splits` (a fold number per row, one array per
-    repeat) replaces the shuffled folds, for hand-checked cases."""
+    """`scores[p, i]`: point p's score on row i. Per split, the point with the best training macro mean (on a
+    tie the higher `tiebreak[p]`, then the first in grid order) and its held-out macro mean. `splits` (a fold
+    number per row, one array per repeat) replaces the shuffled folds, for hand-checked cases."""
     groups = np.asarray(groups)
     check_cv({str(g): int((groups == g).sum()) for g in np.unique(groups)}, folds, repeats)
+    second = list(tiebreak) if tiebreak is not None else [0.0] * len(scores)
     rng = random.Random(seed)
     assignments = list(splits) if splits is not None else [stratified_folds(groups, folds, rng) for _ in range(repeats)]
     picks, training, held = [], [], []
@@ -202,7 +204,7 @@ def cross_validate(
             train, test = np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)
             if len(test) == 0:
                 continue
-            chosen = max(range(len(scores)), key=lambda p: macro_mean(scores[p], groups, train))
+            chosen = max(range(len(scores)), key=lambda p: (macro_mean(scores[p], groups, train), second[p]))
             picks.append(chosen)
             training.append(macro_mean(scores[chosen], groups, train))
             held.append(macro_mean(scores[chosen], groups, test))

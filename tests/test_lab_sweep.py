@@ -120,6 +120,7 @@ def test_a_tie_goes_to_the_point_closest_to_the_current_settings():
     # alpha does not matter in fusion mode: both alphas tie; the current one (0.5) is kept, though 0.25 comes first
     result = run_sweep(signals, parse_grid("vector_weight=0.5,2;hybrid_alpha=0.25,0.5"), Settings(), folds=2, repeats=1)
     assert result.best.point.settings == {"vector_weight": 2.0, "hybrid_alpha": 0.5}
+    assert [settings for settings, _ in result.best.chosen] == [{"vector_weight": 2.0, "hybrid_alpha": 0.5}]  # in CV too
     assert result.best.vs_current["p_value"] == 1.0  # the same rankings as the current settings (vector weight 3)
 
 

@@ -108,6 +108,13 @@ def test_cross_validation_means_are_macro_over_sets():
     assert cv.picks == (0, 0) and cv.held_out == (0.5, 0.5)
 
 
+def test_a_cross_validation_tie_goes_by_the_tiebreak_then_grid_order():
+    scores = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    splits = [np.array([0, 0, 1, 1])]
+    assert cross_validate(scores, ["s"] * 4, folds=2, splits=splits).picks == (0, 0)
+    assert cross_validate(scores, ["s"] * 4, folds=2, splits=splits, tiebreak=[-2, -1, 0]).picks == (1, 1)
+
+
 def test_cross_validation_refuses_what_it_cannot_do():
     scores = np.zeros((2, 3))
     with pytest.raises(LookupLabError, match="at least 2 folds"):

@@ -236,11 +236,12 @@ def run_sweep(
     now, now_rr = _score(signals, current, {name: getattr(current, name) for name in grid.names})
     answerable = np.array([bool(s.relevant) for s in signals])
     sets = np.array([s.set_name for s in signals])
+    # a tie goes to the point that changes the fewest current settings (a setting that does not matter is left as it
+    # is, and the support thresholds, which do not move mrr@10, stay unless the sweep changes nothing else)
+    closeness = [-sum(v != getattr(current, k) for k, v in p.settings.items()) for p in points]
     matrix = np.vstack(scores)[:, answerable]
-    cv = cross_validate(matrix, sets[answerable], folds=folds, repeats=repeats, seed=seed)
-    # a tie goes to the point that changes the fewest current settings (a setting that does not matter is left as it is)
-    changes = [sum(v != getattr(current, k) for k, v in p.settings.items()) for p in points]
-    best = max(range(len(points)), key=lambda i: (points[i].metrics["mrr@10"] or 0.0, -changes[i]))
+    cv = cross_validate(matrix, sets[answerable], folds=folds, repeats=repeats, seed=seed, tiebreak=closeness)
+    best = max(range(len(points)), key=lambda i: (points[i].metrics["mrr@10"] or 0.0, closeness[i]))
     test = paired_test(now_rr[answerable], scores[best][answerable]).to_dict()
     chosen = tuple((points[i].settings, n) for i, n in cv.chosen())
     return SweepResult(
