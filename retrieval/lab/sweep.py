@@ -226,13 +226,13 @@ def run_sweep(
     progress: Progress | None = None,
 ) -> SweepResult:
     """Score every point on the collected signals, cross-validate the choice, compare with the current settings."""
-    points, scores = [], []
-    for i, p in enumerate(grid.points()):
+    points, scores, todo = [], [], grid.points()
+    for i, p in enumerate(todo):
         result, rr = _score(signals, point_settings(current, p), dict(p))
         points.append(result)
         scores.append(rr)
         if progress:
-            progress("grid points", i + 1, len(grid.points()))
+            progress("grid points", i + 1, len(todo))
     now, now_rr = _score(signals, current, {name: getattr(current, name) for name in grid.names})
     answerable = np.array([bool(s.relevant) for s in signals])
     sets = np.array([s.set_name for s in signals])
