@@ -37,7 +37,7 @@ picked = st.multiselect(
     "Eval sets (those that fit the loaded corpus)",
     labels,
     default=[labels[preferred_eval_set(files, settings.corpus_dir, known)]],
-    key=SETS,
+    key=f"{SETS}-{settings.collection}",  # per corpus: another corpus has other sets
 )
 if not picked:
     st.info("Pick one or more eval sets.")

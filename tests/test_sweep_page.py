@@ -33,8 +33,8 @@ def open_sweep() -> AppTest:
 def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):  # noqa: F811 (fixtures)
     at = open_sweep()
     assert at.title[0].value == "Sweep"
-    assert at.multiselect(key="sweep_sets").value == ["eval_sets/sample-ops-alerts.yaml"]  # fits the sample corpus
-    assert not [o for o in at.multiselect(key="sweep_sets").options if o.startswith("shared/")]
+    assert at.multiselect(key="sweep_sets-TestSample").value == ["eval_sets/sample-ops-alerts.yaml"]  # fits the sample corpus
+    assert not [o for o in at.multiselect(key="sweep_sets-TestSample").options if o.startswith("shared/")]
     # a grid naming an unknown setting is refused by name, and nothing can run
     at.text_input(key="sweep_grid").input("vector_weight=1;colour=2").run()
     assert [e for e in texts(at.error) if "'colour' is not a setting a sweep can vary" in e]
