@@ -1,4 +1,3 @@
-
 import pytest
 
 from retrieval.config import Settings, load_settings
@@ -42,7 +41,7 @@ def test_bad_values_name_the_setting(env, needle, tmp_path, monkeypatch):
 def test_bad_config_file_is_named(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("top_k: [1\n")
-    with pytest.raises(ConfigError, match="bad.yaml"):
+    with pytest.raises(ConfigError, match=r"bad\.yaml"):
         load_settings(config_file=bad, env={})
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("colection: X\n")
@@ -68,7 +67,7 @@ def test_read_only_setting(value, read_only, tmp_path, monkeypatch):
 
 def test_bad_read_only_value_is_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ConfigError, match="LOOKUP_READ_ONLY.*'maybe'"):
+    with pytest.raises(ConfigError, match=r"LOOKUP_READ_ONLY.*'maybe'"):
         load_settings(env={"LOOKUP_READ_ONLY": "maybe"})
     (tmp_path / "lookup.yaml").write_text("read_only: sometimes\n")
     with pytest.raises(ConfigError, match="read_only"):

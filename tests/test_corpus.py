@@ -26,7 +26,8 @@ def test_entry_ids_domains_and_fields(tmp_path):
     write(
         tmp_path,
         "kubernetes/KubePodCrashLooping.md",
-        "---\ntitle: Pod crash looping\nkeywords: [crashloop]\ntags: restart, backoff\naliases: [KPCL]\nentities: [kubelet]\n---\nBody text.",
+        "---\ntitle: Pod crash looping\nkeywords: [crashloop]\ntags: restart, backoff\naliases: [KPCL]\n"
+        "entities: [kubelet]\n---\nBody text.",
     )
     write(tmp_path, "databases/pg/Lag.md", "---\ntitle: Lag\ncategory: postgres\n---\nBody.")
     write(tmp_path, "Top.md", "---\ntitle: Top level\n---\nBody.")

@@ -30,7 +30,7 @@ def test_sequential_calls_reuse_their_thread():
 def test_a_hung_call_times_out_and_does_not_hold_up_the_next():
     release = threading.Event()
     t0 = time.perf_counter()
-    with pytest.raises(TimedOut, match="0.2 s"):
+    with pytest.raises(TimedOut, match=r"0\.2 s"):
         call_within(release.wait, 0.2)
     assert 0.19 <= time.perf_counter() - t0 < 1.0
     t1 = time.perf_counter()

@@ -36,7 +36,7 @@ def runbooks_run(runbooks_corpus, runbooks_store, embedder, base_settings, tmp_p
 
 
 def test_runbooks_summaries_all_four_configurations(runbooks_run):
-    eval_set, report, *_ = runbooks_run
+    _, report, *_ = runbooks_run
     print("\n" + metrics_text(report))
     assert set(report.metrics) == set(CONFIGS)
     for metrics in report.metrics.values():
@@ -46,7 +46,7 @@ def test_runbooks_summaries_all_four_configurations(runbooks_run):
 
 
 def test_ranx_metrics_agree_with_the_per_case_ranks(runbooks_run):
-    eval_set, report, *_ = runbooks_run
+    _, report, *_ = runbooks_run
     answerable = [c for c in report.cases if c["expected"]]
     for config in CONFIGS:
         rr = [c["configs"][config]["rr"] for c in answerable]

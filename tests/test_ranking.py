@@ -97,7 +97,8 @@ def test_support_needs_strong_similarity_or_agreement(sim, lexical_first, suppor
             "both",
             (("vector", 1), ("bm25", 2), ("l0", 3)),
             FusionWeights(3, 1, 0),
-            "vector #1, BM25F #2, L0 #3; score = 3×vector + 1×BM25F (each scaled to this query's best); L0 at weight 0, not counted",
+            "vector #1, BM25F #2, L0 #3; score = 3×vector + 1×BM25F (each scaled to this query's best); "
+            "L0 at weight 0, not counted",
         ),
         ("L1", (("bm25", 1),), FusionWeights(1, 1, 0.2), "BM25F #1; score = 1×BM25F (each scaled to this query's best)"),
         (

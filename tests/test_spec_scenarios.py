@@ -120,7 +120,7 @@ def test_l1_has_no_results(sample_corpus, sample_store, embedder, recorder, sett
         ("qubit decoherence",),
         ("cryostat",),
     )
-    l0 = L0Index(list(sample_corpus.entries) + [fresh])
+    l0 = L0Index([*sample_corpus.entries, fresh])
     services = LookupServices(l0, embedder, sample_store, recorder)
     result = lookup_knowledge("qubit decoherence in the cryostat", services, settings)
     assert result.l1.category == "quantum"

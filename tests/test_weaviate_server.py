@@ -53,5 +53,5 @@ def test_missing_binary_says_how_to_build_it(base_settings, tmp_path):
     s = base_settings.with_(
         weaviate_bin_dir=tmp_path, embedded_port=free_port(), embedded_grpc_port=free_port(), data_dir=tmp_path
     )
-    with pytest.raises(WeaviateSetupError, match="scripts/setup.sh"):
+    with pytest.raises(WeaviateSetupError, match=r"scripts/setup\.sh"):
         connect(s)
