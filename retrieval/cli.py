@@ -11,6 +11,7 @@ from .cluster_cli import register as register_cluster
 from .config import load_settings
 from .errors import LookupLabError
 from .lab.replay_cli import register as register_replay
+from .lab.runs_cli import register as register_runs
 from .lab.sweep_cli import register as register_sweep
 from .progress import progress_display
 
@@ -158,6 +159,7 @@ def eval_cmd(
     lexical_weight: float | None = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
     min_support: float | None = typer.Option(None, "--min-support", help="similarity needed to claim semantic support"),
     stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
+    save: bool = typer.Option(True, "--save/--no-save", help="save the run in the DuckDB file (`runs` lists, `compare` diffs)"),
     config: Path | None = ConfigOpt,
     corpus: Path | None = CorpusOpt,
 ) -> None:
@@ -214,14 +216,19 @@ def eval_cmd(
     if report:
         report.write_text(render_html(result), encoding="utf-8")
         typer.echo(f"report written to {report}", err=True)
+    from .lab.runs_cli import save_eval_run
+
+    run_id = save_eval_run(result, loaded, settings) if save else None
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        typer.echo(json.dumps({**result.to_dict(), "run_id": run_id}, ensure_ascii=False, default=str))
     else:
-        typer.echo(metrics_text(result))
+        typer.echo(metrics_text(result) + (f"\nrun id: {run_id}" if run_id else "\nrun not saved"))
     for failure in failures:
         typer.echo(f"GATE FAILED: {failure}", err=True)
     if failures:
         raise typer.Exit(1)
+    if save and run_id is None:
+        raise typer.Exit(2)
 
 
 @app.command()
@@ -306,6 +313,7 @@ def serve(
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
+register_runs(app)  # runs and compare: saved eval runs (retrieval/lab/runs_cli.py)
 
 
 register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)

@@ -149,6 +149,7 @@ def cli(*args, env, timeout=900):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # nine CLI processes, each loading the model or the lab, on a shared 2-core machine
 def test_cli_eval_saves_runs_that_runs_lists_and_compare_judges(tmp_path, base_settings, sample_store):
     env = {
         "LOOKUP_CONFIG": str(tmp_path / "no-lookup.yaml"),
