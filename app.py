@@ -17,6 +17,7 @@ PAGES = [
         "pages/filter_comparison.py", title="Filter comparison", icon=":material/compare_arrows:", url_path="filter_comparison"
     ),
     st.Page("pages/evaluate.py", title="Evaluate", icon=":material/rule:", url_path="evaluate"),
+    st.Page("pages/runs.py", title="Runs", icon=":material/timeline:", url_path="runs"),
     st.Page("pages/sweep.py", title="Sweep", icon=":material/tune:", url_path="sweep"),
     st.Page("pages/invocations.py", title="Invocations", icon=":material/history:", url_path="invocations"),
     st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", url_path="corpus"),

@@ -28,7 +28,7 @@ SET_COMPARISON = "_set_comparison"  # (view key, list[CaseFilterDelta])
 EVAL_RUN_SET = "es"
 EVAL_CONFIGS = "eval_configs"
 EVAL_RECORD = "eval_record"
-EVAL_REPORT = "_eval_report"  # (view key, EvalReport)
+EVAL_REPORT = "_eval_report"  # (view key, EvalReport, saved run_id or None)
 
 # Invocations
 INV_RANGE = "inv_range"

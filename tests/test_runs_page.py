@@ -1,0 +1,113 @@
+"""The Runs page and the saving of Evaluate's runs, with AppTest on the session's real Weaviate and a temporary
+DuckDB file (the setup of test_app_pages)."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl
+
+import pytest
+
+from retrieval.config import REPO_ROOT
+from retrieval.eval_sets import load_eval_set
+from retrieval.evaluation import run_eval
+from retrieval.hints import L0Index
+from retrieval.lab.runs import RunStore
+from retrieval.lookup import LookupServices
+
+from . import test_app_pages as pages
+from .test_app_pages import assert_clean, open_app, texts
+
+app_env = pages.app_env
+fresh_caches = pages.fresh_caches
+navigation_like_a_running_server = pages.navigation_like_a_running_server
+served_on = pages.served_on
+
+SAMPLE_EVAL = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
+
+
+def open_runs(**query_params: str):
+    at = open_app(**query_params)
+    at.switch_page("pages/runs.py").run()
+    assert_clean(at)
+    return at
+
+
+@pytest.fixture
+def two_runs(app_env, sample_corpus, sample_store, embedder, base_settings):
+    """Two real eval runs of the sample set saved in the app's DuckDB file: the defaults, then a worse fusion
+    (L0 alone) with top-k 3 in near_vector mode."""
+    services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, None)
+    eval_set = load_eval_set(SAMPLE_EVAL, known_ids=[e.entry_id for e in sample_corpus.entries])
+    store = RunStore(app_env / "invocations.duckdb")
+    first = base_settings.with_(collection="TestSample")
+    second = first.with_(search_mode="near_vector", vector_weight=0.0, l0_weight=1.0, top_k=3)
+    a = store.save(run_eval(eval_set, services, first, configs=["lookup"]), eval_set, first)
+    b = store.save(run_eval(eval_set, services, second, configs=["lookup"]), eval_set, second)
+    return a, b
+
+
+def test_no_saved_runs_says_how_to_make_one(app_env):
+    at = open_runs()
+    assert any("No saved runs yet" in t for t in texts(at.info))
+
+
+def test_history_trend_and_a_two_run_comparison(two_runs):
+    a, b = two_runs
+    at = open_runs()
+    history = at.dataframe[0].value
+    assert list(history["run_id"]) == [b.run_id, a.run_id]  # newest first
+    assert history.loc[1, "mrr@10"] == pytest.approx(a.metrics["lookup"]["mrr@10"])
+    assert not at.get("plotly_chart") or all("over time" not in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("Pick one eval set" in t for t in texts(at.caption))
+
+    at.selectbox(key="runs_set").set_value("sample-ops-alerts").run()
+    assert_clean(at)
+    assert any("sample-ops-alerts: lookup over time" in c.proto.spec for c in at.get("plotly_chart"))
+    assert (at.selectbox(key="run_a").value, at.selectbox(key="run_b").value) == (a.run_id, b.run_id)
+    assert any("Settings changed" in t and "search_mode fusion → near_vector" in t for t in texts(at.markdown))
+    assert any("48** shared answerable cases, B is **significantly worse** on mrr@10" in t for t in texts(at.markdown))
+    deltas = at.dataframe[1].value.set_index("metric")
+    assert list(deltas.index) == ["hit@1", "recall@5", "mrr@10", "ndcg@10"]
+    assert deltas.loc["mrr@10", "B − A"] == pytest.approx(b.metrics["lookup"]["mrr@10"] - a.metrics["lookup"]["mrr@10"])
+    assert deltas.loc["mrr@10", "95% low"] < deltas.loc["mrr@10", "B − A"] < deltas.loc["mrr@10", "95% high"]
+    cases = at.dataframe[2].value
+    assert set(cases["change"]) <= {"improved", "regressed"} and "regressed" in set(cases["change"])
+    assert not at.get("page_link")  # nothing selected yet
+
+    # a selected case opens in Lookup with either run's settings
+    row = int((cases["change"] == "regressed").idxmax())
+    at.session_state["runs_cases"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    assert_clean(at)
+    links = {
+        p.proto.label.split(" in Lookup with run ")[1][0]: dict(parse_qsl(p.proto.query_string)) for p in at.get("page_link")
+    }
+    query = cases.loc[row, "query"]
+    assert links["A"] == {"q": query}  # the defaults: nothing else to carry
+    assert links["B"] == {"q": query, "k": "3", "mode": "near_vector"}
+    assert any("vector_weight, l0_weight come from lookup.yaml" in t for t in texts(at.caption))
+    lookup = open_app(**links["B"])
+    assert lookup.text_input(key="q").value == query and lookup.radio(key="mode").value == "near_vector"
+
+    # swapped: B better than A; the URL keeps the choice
+    at.selectbox(key="run_a").set_value(b.run_id)
+    at.selectbox(key="run_b").set_value(a.run_id).run()
+    assert_clean(at)
+    assert any("B is **significantly better**" in t for t in texts(at.markdown))
+    reopened = open_runs(runs_set="sample-ops-alerts", run_a=b.run_id, run_b=a.run_id)
+    assert (reopened.selectbox(key="run_a").value, reopened.selectbox(key="run_b").value) == (b.run_id, a.run_id)
+
+
+def test_evaluate_saves_its_run_and_runs_lists_it(app_env):
+    ev = open_app("Evaluate", es=pages.SAMPLE_EVAL)
+    ev.multiselect(key="eval_configs-True").set_value(["lookup"]).run()
+    ev.button(key="run_eval").click().run()
+    assert_clean(ev)
+    (saved,) = RunStore(app_env / "invocations.duckdb").list_runs()
+    assert saved.source == "app" and saved.configs == ("lookup",) and saved.cases == 48
+    assert [p.proto.label for p in ev.get("page_link") if "Saved as run" in p.proto.label] == [
+        f"Saved as run {saved.run_id}: compare it on Runs"
+    ]
+    at = open_runs()
+    assert list(at.dataframe[0].value["run_id"]) == [saved.run_id]
+    assert any("Two saved runs are needed" in t for t in texts(at.info))
