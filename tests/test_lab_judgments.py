@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,26 @@ def test_target_sets_list_the_known_sets_with_their_fit(tmp_path):
     assert by_label["eval_sets/sample-ops-unanswerable.yaml"].fits is True
     assert by_label["eval_sets/sample-ops-unanswerable.yaml"].cases == 10
     assert "field 'cases'" in (by_label["eval_sets/zz-broken.yaml"].error or "")
+
+
+def test_judgments_added_at_once_all_land_with_different_ids(tmp_path):
+    path = copy_of(UNANSWERABLE, tmp_path)
+    start = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def judge() -> None:
+        start.wait(timeout=60)
+        try:
+            append_case(path, Judgment("Kafka lag", ()))
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=judge) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    ids = [c.id for c in load_eval_set(path).cases]
+    assert len(ids) == 16 and len(set(ids)) == 16
+    assert sorted(p.name for p in tmp_path.iterdir()) == [UNANSWERABLE.name]

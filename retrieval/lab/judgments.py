@@ -10,9 +10,10 @@ the error names the file and field.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,16 +127,16 @@ def new_set_path(name: str, directory: Path | None = None) -> Path:
 def append_case(path: Path | str, judgment: Judgment, *, known_ids: Iterable[str] | None = None) -> AppendResult:
     """Append the judged case to an existing eval set. `known_ids` (the corpus) checks the new case's ids."""
     path = Path(path)
-    before = load_eval_set(path)  # a set that does not load now gets nothing appended
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise EvalSetError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
-    text = raw.decode("utf-8")
-    case_id = _case_id(judgment, before, path)
-    new_text = _insert_case(text, _case_text(case_id, judgment), path)
-    after = _validated(path, new_text, case_id, judgment, known_ids, before=before)
-    _replace(path, new_text.encode("utf-8"))
+    with _folder_lock(path):
+        before = load_eval_set(path)  # a set that does not load now gets nothing appended
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except OSError as exc:
+            raise EvalSetError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
+        case_id = _case_id(judgment, before, path)
+        new_text = _insert_case(text, _case_text(case_id, judgment), path)
+        after = _validated(path, new_text, case_id, judgment, known_ids, before=before)
+        _replace(path, new_text.encode("utf-8"))
     return AppendResult(str(path), case_id, False, len(after.cases), after.name)
 
 
@@ -162,14 +163,15 @@ def create_eval_set(
     lines.append("cases:")
     case_id = judgment.case_id.strip() if judgment.case_id and judgment.case_id.strip() else suggest_case_id(judgment.query, ())
     text = "\n".join(lines) + "\n" + _indent(_case_text(case_id, judgment), "  - ", "    ")
-    after = _validated(path, text, case_id, judgment, known_ids, before=None)
-    try:
-        with open(path, "x", encoding="utf-8", newline="") as out:  # exclusive: never overwrites a file made meanwhile
-            out.write(text)
-    except FileExistsError as exc:
-        raise EvalSetError(f"{path}: already exists: pick it from the known sets to add the case to it") from exc
-    except OSError as exc:
-        raise EvalSetError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
+    with _folder_lock(path):
+        after = _validated(path, text, case_id, judgment, known_ids, before=None)
+        try:
+            with open(path, "x", encoding="utf-8", newline="") as out:  # exclusive: never overwrites a file made meanwhile
+                out.write(text)
+        except FileExistsError as exc:
+            raise EvalSetError(f"{path}: already exists: pick it from the known sets to add the case to it") from exc
+        except OSError as exc:
+            raise EvalSetError(f"{path}: cannot be written: {exc.strerror or exc}") from exc
     return AppendResult(str(path), case_id, True, len(after.cases), after.name)
 
 
@@ -233,6 +235,21 @@ def _outer_comment(line: str, item: int) -> bool:
 
 
 # --- validation and writing ------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _folder_lock(path: Path) -> Iterator[None]:
+    """One writer at a time in the set's folder, across threads and processes (an flock on the folder), so two
+    judgments added at once both land, with different ids."""
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError as exc:
+        raise EvalSetError(f"{path}: folder {path.parent} cannot be opened: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
 def _case_id(judgment: Judgment, eval_set: EvalSet, path: Path) -> str:
     existing = [c.id for c in eval_set.cases]
     if judgment.case_id and judgment.case_id.strip():
