@@ -103,7 +103,7 @@ for warning in report.warnings:
     st.warning(md(warning), icon=":material/warning:")
 st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable.")
 if stored[2:] and stored[2]:
-    st.page_link("pages/runs.py", label=f"Saved as run {stored[2]}: compare it on Runs", icon=":material/timeline:")
+    st.caption(f"Saved as run **{md(stored[2])}**: compare it with other runs on the Runs page.")
 table = metrics_frame(report)
 st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
 st.caption(
