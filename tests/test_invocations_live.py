@@ -16,7 +16,7 @@ from .test_app_pages import (  # noqa: F401 - the app fixtures (autouse ones inc
 )
 
 
-def test_follow_live_traffic_shows_calls_recorded_while_the_page_is_open(app_env, base_settings, embedder):
+def test_follow_live_traffic_shows_calls_recorded_while_the_page_is_open(app_env, base_settings, embedder):  # noqa: F811 - pytest passes the imported fixture by its name
     settings = base_settings.with_(collection="TestSample", db_path=app_env / "invocations.duckdb", session_tag="agent")
     with open_lookup(settings, embedder=embedder) as kb:
         kb.lookup("Pod keeps restarting")

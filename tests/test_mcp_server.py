@@ -55,19 +55,18 @@ def run(coro):
 
 
 def test_http_lists_tools_answers_reads_an_entry_and_records_the_call_for_readers(served, direct):
-    proc, url, db = served
+    _, url, db = served
 
     async def talk():
         async with http_client(url, "test-http-agent") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             called = await client.call_tool("lookup_knowledge", {"query": QUERY, "top_k": 3})
-            done = time.monotonic()
             top = called.structured_content["results"][0]["entry_id"]
             entry = await client.call_tool("read_entry", {"entry_id": top})
             resource = await client.read_resource(f"kb://entry/{top}")
-            return tools, called, done, entry, resource
+            return tools, called, entry, resource
 
-    tools, called, done, entry, resource = run(talk())
+    tools, called, entry, resource = run(talk())
     assert set(tools) == {"lookup_knowledge", "read_entry"}
     schema = tools["lookup_knowledge"].input_schema
     assert schema["required"] == ["query"] and schema["properties"]["top_k"]["type"] == "integer"
@@ -142,7 +141,7 @@ def test_bad_input_is_an_error_result_naming_the_problem_and_the_server_goes_on(
             return answers, good
 
     answers, good = run(talk())
-    for (tool, args, message), answer in zip(BAD_CALLS, answers):
+    for (tool, args, message), answer in zip(BAD_CALLS, answers, strict=True):
         assert answer.is_error, (tool, args)
         assert message in answer.content[0].text, (tool, args, answer.content[0].text)
     assert not good.is_error and good.structured_content["results"]
@@ -152,7 +151,7 @@ def test_bad_input_is_an_error_result_naming_the_problem_and_the_server_goes_on(
 
 
 def test_unknown_resource_is_a_protocol_error(served):
-    proc, url, db = served
+    _, url, _ = served
 
     async def talk():
         async with http_client(url, "test-resource") as client:
@@ -297,7 +296,7 @@ CLIENTS, CALLS = 20, 50
 
 
 def test_twenty_http_clients_times_fifty_calls_store_a_thousand_rows_none_lost_or_twice(served):
-    proc, url, db = served
+    _, url, db = served
     queries = ["disk is full", "pod keeps restarting", "certificate expired", "replica lag is high", "DNS lookups fail"]
 
     async def one_client(i: int) -> list[str]:

@@ -79,10 +79,11 @@ class ServedProcess:
             self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as exc:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"the server did not stop within {timeout} s of {signal.Signals(sig).name}:\n{self.stderr}")
+            stopped_by = signal.Signals(sig).name
+            raise AssertionError(f"the server did not stop within {timeout} s of {stopped_by}:\n{self.stderr}") from exc
         finally:
             self._reader.join(timeout=5)
 
@@ -90,9 +91,12 @@ class ServedProcess:
 @asynccontextmanager
 async def http_client(url: str, name: str, *, token: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as hc, Client(
-        streamable_http_client(url, http_client=hc), mode=mode, client_info=Implementation(name=name, version="1")
-    ) as client:
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as hc,
+        Client(
+            streamable_http_client(url, http_client=hc), mode=mode, client_info=Implementation(name=name, version="1")
+        ) as client,
+    ):
         yield client
 
 
@@ -120,7 +124,7 @@ def stored_rows(db_path: Path, where: str = "true", params: list | None = None) 
                 params or [],
             )
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, row)) for row in cur.fetchall()]
+            return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
         finally:
             con.close()
     raise AssertionError(f"{db_path} stayed locked")
