@@ -7,7 +7,7 @@ import streamlit as st
 from retrieval.cluster import NodeHealth, node_health
 from retrieval.config import SEARCH_MODES, Settings
 
-from . import keys, resources
+from . import ingest, keys, resources
 from .render import md
 
 MODE_CAPTIONS = {"fusion": "vector + BM25F + L0, fused (default)", "near_vector": "vector + L0", "hybrid": "Weaviate hybrid + L0"}
@@ -83,8 +83,11 @@ def status(ctx: resources.AppContext) -> None:
                 badge = ":green-badge" if healthy == len(nodes) else ":orange-badge"
                 st.markdown(f"{badge}[Cluster: {healthy} of {len(nodes)} nodes healthy]")
                 st.caption(", ".join(f"{md(n.name)} {md(n.status)}" for n in nodes))
-            indexed, chunks, why = resources.collection_summary(ctx)
-            if why:
+            health = ingest.health_badge(ctx)  # a badge and a caption when the index needs repair or is loading
+            indexed, chunks, why = (None, None, None) if health.state == "loading" else resources.collection_summary(ctx)
+            if health.state == "loading":
+                pass
+            elif why:
                 st.caption(f"Collection **{md(s.collection)}**: cannot be read ({md(why)})")
             else:
                 st.caption(

@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_support import ingest, keys, render, resources, sidebar
 from app_support.render import md
-from retrieval.corpus_status import entry_statuses, orphans, statuses_frame
+from retrieval.corpus_status import corpus_health, entry_statuses, orphans, statuses_frame
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -18,13 +18,12 @@ corpus = ctx.corpus
 st.title("Corpus")
 st.caption(f"**{md(corpus.root)}**, indexed in the Weaviate collection **{md(settings.collection)}**.")
 
-try:
-    state = resources.indexed_state(ctx)
-except Exception as exc:
-    state = None
+reading = ingest.index_reading(ctx)
+state = reading.state
+if reading.error and ctx.store is not None:
     render.error(
         "The collection cannot be read",
-        f"{type(exc).__name__}: {exc}",
+        reading.error,
         "Check that Weaviate is up (Retry connection); the index state shows as unknown meanwhile.",
     )
 tokenizer = max_tokens = None
@@ -33,7 +32,9 @@ try:
     tokenizer, max_tokens = model.tokenizer, model.max_tokens
 except Exception as exc:
     st.caption(f"Chunk counts are not shown: the embedding model cannot be loaded ({md(exc)}).")
-statuses = entry_statuses(corpus, ctx.l0, tokenizer=tokenizer, max_tokens=max_tokens or 256, indexed_state=state)
+statuses = entry_statuses(
+    corpus, ctx.l0, tokenizer=tokenizer, max_tokens=max_tokens or 256, indexed_state=state, lost=reading.lost
+)
 counts = Counter(s.indexed for s in statuses)
 
 m1, m2, m3, m4, m5 = st.columns(5)
@@ -54,6 +55,7 @@ if nodes and len(nodes) > 1:
 
 # --- ingest ------------------------------------------------------------------------------------------------
 ingest.show_last_result()
+ingest.health_notice(ctx, corpus_health(corpus, reading), key="corpus_repair")
 with st.container(border=True):
     st.markdown("**Index in Weaviate**")
     gone = orphans(corpus, state)
@@ -100,7 +102,10 @@ st.dataframe(
     on_select=open_clicked_entry,
     selection_mode="single-row",
     column_config={
-        "indexed": st.column_config.TextColumn("indexed", help="indexed / stale (changed since) / partial / missing / unknown"),
+        "indexed": st.column_config.TextColumn(
+            "indexed",
+            help="indexed / stale (changed since) / partial / lost (the vector index lost chunks: Repair) / missing / unknown",
+        ),
         "index_terms": st.column_config.TextColumn("top L0 index terms"),
     },
 )
