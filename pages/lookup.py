@@ -11,6 +11,7 @@ from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge, weights_of
 from retrieval.ranking import explain
+from retrieval.weaviate_store import Candidate
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -53,10 +54,9 @@ if unindexed:
         i1.caption(f"Ingest is off: the app is read-only ({md(ctx.access.reason)}).")
     elif i1.button(
         f"Ingest {len(ctx.corpus.entries)} entries into {settings.collection}", key="ingest_for_lookup", type="primary"
-    ):
-        if ingest.run_ingest(ctx):
-            st.session_state.pop(keys.LAST_LOOKUP, None)
-            st.rerun()
+    ) and ingest.run_ingest(ctx):
+        st.session_state.pop(keys.LAST_LOOKUP, None)
+        st.rerun()
     i2.page_link("pages/corpus.py", label="Corpus: entries, index state, Ingest and Re-index", icon=":material/library_books:")
 
 # Only an explicit run records an invocation. Opening the view from a URL (a refresh, a shared link, "Open in
@@ -257,6 +257,7 @@ if result.results:
 else:
     st.caption("No results: neither L0 nor L1 found anything.")
 if result.l1.category and result.l1.status == "ok":
+    kept_out: list[tuple[int, Candidate]] | None
     try:
         kept_out = excluded_by_filter(result.query, result.l1.category, ctx.lookup_services(record=False), settings)
     except Exception as exc:

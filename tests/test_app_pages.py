@@ -3,6 +3,7 @@ the real embedding model and a temporary DuckDB file. The app finds them through
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -184,7 +185,7 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     keywords = at.dataframe[0].value
     assert list(keywords.columns) == ["term", "field", "weight", "key"]
     assert ("PostgreSQL replication", "title", "postgr sql replication") in set(
-        zip(keywords["term"], keywords["field"], keywords["key"])
+        zip(keywords["term"], keywords["field"], keywords["key"], strict=True)
     )
     assert "postgr sql replication" not in set(keywords["term"])
     # the matched words are highlighted, in the query and in the matched title, as escaped HTML
@@ -367,10 +368,8 @@ class TcpForward:
             pass
         finally:
             for s in (src, dst):
-                try:
+                with contextlib.suppress(OSError):  # the other side may have closed it already
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def stop(self) -> None:
         if self.server is not None:
@@ -511,7 +510,7 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
         )
     )
     listed = catalog.eval_set_files()
-    monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: listed + [catalog.EvalSetFile("tmp/hurt.yaml", path)])
+    monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: [*listed, catalog.EvalSetFile("tmp/hurt.yaml", path)])
 
     at = open_app("Filter comparison", eval="tmp/hurt.yaml", k="4")
     at.button(key="run_set_comparison").click().run()
@@ -542,7 +541,7 @@ def add_eval_set(monkeypatch, path: Path, label: str) -> None:
     from app_support import eval_ui
 
     listed = catalog.eval_set_files()
-    monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: listed + [catalog.EvalSetFile(label, path)])
+    monkeypatch.setattr(eval_ui, "eval_set_files", lambda **kw: [*listed, catalog.EvalSetFile(label, path)])
 
 
 @pytest.mark.parametrize("page, run_key", [("Filter comparison", "run_set_comparison"), ("Evaluate", "run_eval")])
@@ -563,7 +562,7 @@ def test_an_eval_set_fits_by_its_expected_ids_not_its_corpus_path(app_env, monke
             {
                 "name": "partial",
                 "corpus": str(app_env / "mounted" / "sample_corpus"),
-                "cases": cases + [{"id": "gone", "query": "Something else", "expected": ["nowhere/Missing", "nowhere/Gone"]}],
+                "cases": [*cases, {"id": "gone", "query": "Something else", "expected": ["nowhere/Missing", "nowhere/Gone"]}],
             }
         )
     )
@@ -741,7 +740,7 @@ def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, b
     assert "dns" in entries.iloc[0]["index_terms"]
     terms = at.dataframe[1].value  # the chosen entry's index terms, as the file writes them, with the key
     assert list(terms.columns) == ["term", "field", "weight", "key"]
-    assert ("DNS resolution fails", "dns resolution fail") in set(zip(terms["term"], terms["key"]))
+    assert ("DNS resolution fails", "dns resolution fail") in set(zip(terms["term"], terms["key"], strict=True))
     problems = at.dataframe[-1].value
     assert problems.iloc[0]["path"].endswith("Broken.md") and "frontmatter" in problems.iloc[0]["reason"]
     assert json.loads(at.json[0].proto.body)["entities"] == ["CoreDNS"]
