@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import io
-from datetime import UTC, datetime, time, timedelta
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
 
 import pandas as pd
 import streamlit as st
@@ -20,9 +21,10 @@ from retrieval.dashboard import (
     result_for,
 )
 from retrieval.errors import LookupLabError, SqlRefused
+from retrieval.invocations import InvocationStore
 from retrieval.sql_console import EXAMPLES, run_readonly
 
-RANGES = {
+RANGES: dict[str, timedelta | str | None] = {
     "All time": None,
     "Last hour": timedelta(hours=1),
     "Last 24 hours": timedelta(days=1),
@@ -33,30 +35,31 @@ ROW_LIMIT = 500
 LIVE_REFRESH_S = 2  # what "follow live traffic" waits between reloads (the store flushes every second)
 
 ctx = resources.page_context()
-store = ctx.recorder
+recorder = ctx.recorder
 
 st.title("Invocations")
 st.caption("Every `lookup_knowledge` call, as stored in the `tool_invocation` table of the DuckDB invocation store.")
-if store is None:
+if recorder is None:
     render.error(
         "The invocation store is not available",
         ctx.recorder_error or "unknown reason",
         "Check LOOKUP_DB_PATH / LOOKUP_DATA_DIR (a writable folder), then reload.",
     )
     st.stop()
+store: InvocationStore = recorder
 
 
 def time_window(choice: str) -> tuple[datetime | None, datetime | None]:
     span = RANGES[choice]
-    if span is None:
+    if isinstance(span, timedelta):
+        return datetime.now(UTC) - span, None
+    if span != "custom":
         return None, None
-    if span == "custom":
-        picked = st.session_state.get(keys.INV_DATES) or ()
-        if len(picked) != 2:
-            return None, None
-        start = datetime.combine(picked[0], time.min, tzinfo=UTC)
-        return start, datetime.combine(picked[1], time.min, tzinfo=UTC) + timedelta(days=1)
-    return datetime.now(UTC) - span, None
+    picked: Sequence[date] = st.session_state.get(keys.INV_DATES) or ()
+    if len(picked) != 2:
+        return None, None
+    start = datetime.combine(picked[0], time.min, tzinfo=UTC)
+    return start, datetime.combine(picked[1], time.min, tzinfo=UTC) + timedelta(days=1)
 
 
 def dashboard_section() -> None:
@@ -184,7 +187,7 @@ def show_call(picked) -> None:
     st.markdown(f"**Call {md(picked['id'])}**: {md(picked['input'])}")
     relevance = result.get("relevance") or {}
     if relevance:
-        show = {"high": st.success, "medium": st.info}.get(relevance.get("level"), st.warning)
+        show = {"high": st.success, "medium": st.info}.get(relevance.get("level") or "", st.warning)
         show(
             f"**Relevance: {md(relevance.get('level'))}** (semantic support: "
             f"{'yes' if relevance.get('semantic_support') else 'no'}). {md(relevance.get('reason', ''))}"
