@@ -43,8 +43,9 @@ class Settings:
     vector_weight: float = 3.0  # chosen by 5x5-fold CV on the shared runbooks and kubevirt sets (python -m retrieval tune)
     lexical_weight: float = 1.0
     l0_weight: float = 0.0
-    min_support_similarity: float = 0.30  # with every L1 signal agreeing on the top result
-    strong_support_similarity: float = 0.725  # on its own
+    min_support_similarity: float = 0.30  # with a BM25F score of lexical_support_score (or, without BM25F, agreement)
+    strong_support_similarity: float = 0.85  # on its own
+    lexical_support_score: float = 10.0  # the top result's BM25F score that, with min_support_similarity, is support
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
     replication_factor: int | None = None  # copies of each shard, set when the collection is created. None: Weaviate's (1)
@@ -123,6 +124,7 @@ ENV_NAMES = {
     "LOOKUP_LEXICAL_WEIGHT": "lexical_weight",
     "LOOKUP_MIN_SUPPORT": "min_support_similarity",
     "LOOKUP_STRONG_SUPPORT": "strong_support_similarity",
+    "LOOKUP_LEXICAL_SUPPORT": "lexical_support_score",
     "LOOKUP_READ_ONLY": "read_only",
     "LOOKUP_REPLICATION_FACTOR": "replication_factor",
     "LOOKUP_SHARDS": "shards",

@@ -186,6 +186,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
         l1.status,
         min_support=settings.min_support_similarity,
         strong_support=settings.strong_support_similarity,
+        lexical_support=settings.lexical_support_score,
         l1_signals=l1.signals,
     )
     timings["fuse"] = (time.perf_counter() - t0) * 1000

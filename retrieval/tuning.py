@@ -29,12 +29,14 @@ SWEEPABLE: dict[str, type] = {
     "l0_weight": float,
     "min_support_similarity": float,
     "strong_support_similarity": float,
+    "lexical_support_score": float,
 }
 ALIASES = {
     "mode": "search_mode",
     "alpha": "hybrid_alpha",
     "min_support": "min_support_similarity",
     "strong_support": "strong_support_similarity",
+    "lexical_support": "lexical_support_score",
 }
 MAX_POINTS = 2000
 GRID_EXAMPLE = "search_mode=fusion,hybrid;l0_weight=0,0.1,0.2"

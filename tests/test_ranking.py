@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from retrieval.hints import EntryMatch
@@ -72,20 +74,38 @@ def test_relevance_claims_support_only_from_l1_similarity():
 
 
 @pytest.mark.parametrize(
-    "sim, lexical_first, supported",
+    "sim, lex, supported, said",
     [
-        (0.80, False, True),  # strong similarity on its own
-        (0.60, True, True),  # vector and bm25 agree, above the floor
-        (0.60, False, False),  # they disagree, below the strong level
-        (0.25, True, False),  # below the floor even when they agree
+        (0.90, 3.0, True, "similarity 0.90 for the top result (at least 0.85)"),  # strong similarity on its own
+        (0.60, 12.0, True, "BM25F score 12.0 for the top result (at least 10)"),  # lexical evidence, above the floor
+        (0.60, 9.5, False, "BM25F score 9.5 is below 10 and similarity 0.60 below 0.85"),
+        (0.25, 30.0, False, "similarity 0.25 is below 0.30"),  # below the floor whatever BM25F says
+        (0.60, None, False, "no BM25F match is below 10"),  # the top result was not a BM25F hit at all
     ],
 )
-def test_support_needs_strong_similarity_or_agreement(sim, lexical_first, supported):
+def test_support_with_bm25_needs_strong_similarity_or_a_strong_bm25f_score(sim, lex, supported, said):
     vec = [c("a/X", sim), c("a/Y", sim - 0.05)]
-    lex = [bm("a/X", 9.0, sim), bm("a/Y", 8.0)] if lexical_first else [bm("a/Y", 9.0), bm("a/X", 8.5, sim)]
-    results = fuse([], vec, lex, k=5, weights=FusionWeights(vector=3.0, lexical=1.0))
+    lexical = [bm("a/X", lex, sim), bm("a/Y", lex * 0.5)] if lex is not None else [bm("a/Z", 4.0)]
+    results = fuse([], vec, lexical, k=5, weights=FusionWeights(vector=3.0, lexical=1.0))
     assert results[0].entry_id == "a/X"
-    rel = assess(results, "ok", min_support=0.30, strong_support=0.725, l1_signals=("vector", "bm25"))
+    rel = assess(results, "ok", min_support=0.30, strong_support=0.85, lexical_support=10.0, l1_signals=("vector", "bm25"))
+    assert rel.semantic_support is supported, rel.reason
+    assert said in rel.reason
+
+
+@pytest.mark.parametrize(
+    "sim, first, supported",
+    [
+        (0.90, False, True),  # strong similarity on its own
+        (0.60, True, True),  # the one signal ranks it first, above the floor
+        (0.25, True, False),  # below the floor
+    ],
+)
+def test_support_without_bm25_needs_strong_similarity_or_agreement(sim, first, supported):
+    results = fuse([], [c("a/X", sim), c("a/Y", sim - 0.05)], k=5)
+    if not first:  # the top result is not the vector query's first (an L0-weighted or hybrid ranking)
+        results = [replace(results[0], ranks=(("vector", 2),)), *results[1:]]
+    rel = assess(results, "ok", min_support=0.30, strong_support=0.85, l1_signals=("vector",))
     assert rel.semantic_support is supported, rel.reason
     assert f"{sim:.2f}" in rel.reason
 

@@ -116,6 +116,7 @@ def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, floa
         "ok" if signals else "empty",
         min_support=settings.min_support_similarity,
         strong_support=settings.strong_support_similarity,
+        lexical_support=settings.lexical_support_score,
         l1_signals=signals,
     )
     ids = [r.entry_id for r in ranking]
