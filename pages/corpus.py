@@ -74,9 +74,8 @@ with st.container(border=True):
         do_ingest = a.button("Ingest", type="primary", key="corpus_ingest", disabled=ctx.store is None)
         do_rebuild = b.button("Re-index", key="corpus_reindex", disabled=ctx.store is None)
         c.button("Reload corpus from disk", key="corpus_reload", on_click=resources.reload_corpus)
-        if do_ingest or do_rebuild:
-            if ingest.run_ingest(ctx, rebuild=do_rebuild):
-                st.rerun()
+        if (do_ingest or do_rebuild) and ingest.run_ingest(ctx, rebuild=do_rebuild):
+            st.rerun()
 
 # --- entries -----------------------------------------------------------------------------------------------
 st.subheader("Entries")

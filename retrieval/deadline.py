@@ -77,7 +77,7 @@ class Pending(Generic[T]):
             raise TimedOut(f"no answer within {timeout_s:g} s")
         if self._job.error is not None:
             raise self._job.error
-        return self._job.value  # type: ignore[no-any-return]
+        return self._job.value
 
 
 def start(fn: Callable[[], T]) -> Pending[T]:
