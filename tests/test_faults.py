@@ -15,6 +15,7 @@ Covered elsewhere, not repeated here:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -88,10 +89,8 @@ def stop_servers(port: int) -> None:
     """End every Weaviate still serving `port` (orphans of killed processes included)."""
     for pid in weaviate_pids(port):
         for sig in (signal.SIGCONT, signal.SIGTERM):
-            try:
+            with contextlib.suppress(ProcessLookupError):  # gone already
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + 20
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -167,10 +166,8 @@ class FaultServer:
         for pid in weaviate_pids(self.port):  # a frozen server would never take the SIGTERM of close()
             os.kill(pid, signal.SIGCONT)
         for client in reversed(self.clients):
-            try:
+            with contextlib.suppress(Exception):  # best effort: its server may be gone
                 client.close()
-            except Exception:
-                pass
         stop_servers(self.port)
 
 
@@ -215,7 +212,7 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
     """The server process is stopped from outside (SIGTERM, as `systemctl stop` would), the client stays open.
     Also: two threads of one process racing to start the same embedded server start exactly one."""
     server = fault_server("Stopped")
-    client, store, services = server.serve(recorder, racing_threads=2)
+    client, _store, services = server.serve(recorder, racing_threads=2)
     queries = queries_for(sample_corpus)
     assert lookup_knowledge(queries[0], services, server.settings).layer == "L0+L1"
 
@@ -323,7 +320,7 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
 
 def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embedder, recorder):
     server = fault_server("Frozen")
-    client, store, services = server.serve(recorder)
+    client, _store, services = server.serve(recorder)
     queries = queries_for(sample_corpus)
     assert lookup_knowledge(queries[0], services, server.settings).layer == "L0+L1"
 
@@ -553,7 +550,7 @@ def test_threads_cli_and_reader_on_one_store(base_settings, sample_store, sample
         layers[layer] = layers.get(layer, 0) + 1
     check = InvocationStore(db)
     frame = check.query("SELECT id, count(*) AS n FROM tool_invocation GROUP BY id")
-    found = dict(zip(frame["id"], frame["n"]))
+    found = dict(zip(frame["id"], frame["n"], strict=True))
     missing = set(expected) - set(found)
     print(
         f"\nrows expected {len(expected)}, rows found {int(frame['n'].sum())} "
