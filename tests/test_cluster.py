@@ -19,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from weaviate.util import generate_uuid5
@@ -55,7 +56,8 @@ class MemoEmbedder:
     the same corpus into another collection does not embed again (the slow part on 2 busy cores)."""
 
     def __init__(self, model) -> None:
-        self.model, self.memo = model, {}
+        self.model = model
+        self.memo: dict[str, Any] = {}
         self.tokenizer, self.max_tokens, self.dimensions = model.tokenizer, model.max_tokens, model.dimensions
 
     def embed(self, texts, **kw):
@@ -174,7 +176,8 @@ def test_kill_9_of_a_node_during_four_threads_of_lookups(replicated, cluster, me
     settings, _, store = replicated
     queries = queries_for(sample_corpus)
     memo_embedder.prime(queries)  # the lookups then time L1, not the model
-    services = services_for(store, memo_embedder, sample_corpus, InvocationStore(tmp_path / "inv.duckdb"))
+    recorder = InvocationStore(tmp_path / "inv.duckdb")
+    services = services_for(store, memo_embedder, sample_corpus, recorder)
     results: list = []
     errors: list = []
     stop = threading.Event()
@@ -205,7 +208,7 @@ def test_kill_9_of_a_node_during_four_threads_of_lookups(replicated, cluster, me
         stop.set()
         for t in threads:
             t.join(timeout=60)
-        services.recorder.close()
+        recorder.close()
     during = [r for at, r in results if at >= killed_at]
     bad = [(r.layer, r.l1.status, r.l1.error) for _, r in results if r.layer != "L0+L1" or r.l1.status != "ok"]
     print(
