@@ -254,7 +254,10 @@ def test_frames_of_the_whole_file(made):
     dash = load_dashboard(made, InvocationFilter(), bucket="day")
     assert (dash.total, dash.fallbacks, dash.median_latency_ms, dash.fallback_rate) == (5, 2, 30.0, 0.4)
     assert dash.bucket == "day"
-    day = lambda d: pd.Timestamp(f"2024-03-0{d}", tz="UTC")  # noqa: E731
+
+    def day(d: int) -> pd.Timestamp:
+        return pd.Timestamp(f"2024-03-0{d}", tz="UTC")
+
     over = [(b.tz_convert("UTC"), layer, n) for b, layer, n in dash.calls_over_time.itertuples(index=False)]
     assert over == [(day(1), "L0", 1), (day(1), "L0+L1", 1), (day(2), "L0", 1), (day(2), "L1", 1), (day(4), "none", 1)]
     fb = [(b.tz_convert("UTC"), c, f, r) for b, c, f, r in dash.fallback_over_time.itertuples(index=False)]

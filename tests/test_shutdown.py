@@ -123,7 +123,7 @@ def test_a_signalled_cli_command_leaves_a_reused_server_running(tmp_path, ports,
 
 # --- the app -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signalled_app_stops_the_server_it_started(tmp_path, ports, base_settings, page, sig):  # noqa: F811
+def test_a_signalled_app_stops_the_server_it_started(tmp_path, ports, base_settings, page, sig):  # noqa: F811 - the imported fixture
     port, grpc_port = ports
     app = start_app(tmp_path, base_settings, collection="StopTest", weaviate_env=embedded_env(tmp_path / "data", port, grpc_port))
     try:
@@ -144,7 +144,7 @@ def test_a_signalled_app_stops_the_server_it_started(tmp_path, ports, base_setti
     assert weaviate_pids(port) == [] and not port_open("127.0.0.1", grpc_port)
 
 
-def test_a_signalled_app_leaves_a_reused_server_running(tmp_path, ports, base_settings, page):  # noqa: F811
+def test_a_signalled_app_leaves_a_reused_server_running(tmp_path, ports, base_settings, page):  # noqa: F811 - the imported fixture
     port, grpc_port = ports
     settings = base_settings.with_(data_dir=tmp_path / "data", embedded_port=port, embedded_grpc_port=grpc_port)
     client = connect(settings)
