@@ -249,7 +249,7 @@ class PairedTest:
 
 def paired_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, metric: str = "mrr@10") -> PairedTest:
     """Identical scores give p = 1; equal non-zero differences on every case give p = 0."""
-    from scipy import stats  # type: ignore[import-untyped]
+    from scipy import stats
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     n = len(x)

@@ -127,7 +127,7 @@ def _none_if_nan(value: float) -> float | None:
 def paired_delta(metric: str, a: np.ndarray, b: np.ndarray) -> MetricDelta:
     """B − A over paired per-case values: means, a 95% t-interval of the mean difference, the paired t-test's
     two-sided p-value and Cohen's d_z. With no variation in the differences there is no test (p = None)."""
-    from scipy import stats  # type: ignore[import-untyped]
+    from scipy import stats
 
     n = len(a)
     diff = b - a
