@@ -124,13 +124,19 @@ if "lookup" in report.configs:
         f"{render.rate(lookup_routing.get('correct_supported_rate'))} of answerable cases; "
         f"unanswerable left unsupported {render.rate(lookup_routing.get('unanswerable_unsupported_rate'))}."
     )
-    st.plotly_chart(
-        charts.support_scores(
+    if report.settings.get("search_mode") == "fusion":  # support from similarity and the BM25F score
+        chart = charts.support_map(
+            support_points(report),
+            min_similarity=report.settings["min_support_similarity"],
+            strong_similarity=report.settings["strong_support_similarity"],
+            lexical_score=report.settings["lexical_support_score"],
+        )
+    else:
+        chart = charts.support_scores(
             support_points(report),
             {"with agreement": report.settings["min_support_similarity"], "alone": report.settings["strong_support_similarity"]},
-        ),
-        width="stretch",
-    )
+        )
+    st.plotly_chart(chart, width="stretch")
 if report.filter_effect:
     effect = report.filter_effect
     hurt = effect["hurt_cases"]

@@ -41,6 +41,7 @@ class ConfigRun:
     semantic_support: bool
     timings_ms: dict[str, float] = field(default_factory=dict)
     support_score: float | None = None  # cosine similarity of the query to the top result's best chunk
+    support_lexical: float | None = None  # the top result's BM25F score (None: not a BM25F hit, or no BM25F query)
 
     def rank_of(self, expected: dict[str, int]) -> int | None:
         for i, entry_id in enumerate(self.ranking):
@@ -123,6 +124,7 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
             res.relevance.semantic_support,
             dict(res.timings_ms),
             res.results[0].l1_score if res.results else None,
+            res.results[0].lexical_score if res.results else None,
         )
     t0 = time.perf_counter()
     hints = services.l0.match(query)
@@ -155,6 +157,7 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
         supported,
         timings,
         sim,
+        found[0].score if found and mode == "bm25" else None,
     )
 
 
@@ -300,6 +303,7 @@ def run_eval(
                 "fallback": r.fallback,
                 "semantic_support": r.semantic_support,
                 "support_score": None if r.support_score is None else round(float(r.support_score), 5),
+                "support_lexical": None if r.support_lexical is None else round(float(r.support_lexical), 4),
             }
         l0_domains = list(services.l0.match(case.query).domains)
         cases_out.append(
@@ -338,6 +342,7 @@ def run_eval(
             "l0_weight": settings.l0_weight,
             "min_support_similarity": settings.min_support_similarity,
             "strong_support_similarity": settings.strong_support_similarity,
+            "lexical_support_score": settings.lexical_support_score,
             "collection": settings.collection,
             "cases": len(eval_set.cases),
             "answerable": answerable,
@@ -355,8 +360,8 @@ def run_eval(
 
 
 def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str, Any]]:
-    """Per case of one configuration: its top result's support score (similarity), whether it claimed
-    support, and the outcome: right (top result expected), wrong, or unanswerable (nothing expected)."""
+    """Per case of one configuration: its top result's support score (similarity) and BM25F score, whether
+    it claimed support, and the outcome: right (top result expected), wrong, or unanswerable (nothing expected)."""
     out = []
     for case in report.cases:
         run = case["configs"].get(config)
@@ -373,6 +378,7 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
                 "case": case["id"],
                 "outcome": outcome,
                 "support_score": run.get("support_score"),
+                "support_lexical": run.get("support_lexical"),
                 "semantic_support": run.get("semantic_support"),
             }
         )

@@ -608,6 +608,12 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     mrr = table["mrr@10"].map(lambda v: float(v.split(" ")[0]))
     assert ((mrr >= 0) & (mrr <= 1)).all() and mrr["lookup"] > mrr["l0_only"]
     assert {b.label for b in at.get("download_button")} == {"Download JSON", "Download HTML report"}
+    # the support map: one point per case (all answerable), filled where support was claimed
+    (support,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Support of the top result")]
+    drawn = {t["name"].split(" ")[0]: t for t in support["data"]}
+    assert sum(len(t["x"]) for t in drawn.values()) == 48 and "wrong" in drawn and "right" in drawn
+    claimed = sum(sym == "circle" for t in drawn.values() for sym in t["marker"]["symbol"])
+    assert 0 < claimed < 48
     # the lookups were recorded under the run tag, 48 cases
     tags = InvocationStore(app_env / "invocations.duckdb").query(
         "SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL"

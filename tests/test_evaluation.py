@@ -205,3 +205,11 @@ def test_support_points_sort_cases_by_outcome(runbooks_run):
         assert p["support_score"] is None or -1.0 <= p["support_score"] <= 1.0
     right = sum(p["outcome"] == "right" and p["semantic_support"] for p in points) / len(points)
     assert right == pytest.approx(report.routing["lookup"]["correct_supported_rate"])
+    # support follows the rule: strong similarity alone, or the BM25F score with the floor similarity
+    s = report.settings
+    for p in points:
+        sim, lex = p["support_score"], p["support_lexical"] or 0.0
+        claimed = sim is not None and (
+            sim >= s["strong_support_similarity"] or (lex >= s["lexical_support_score"] and sim >= s["min_support_similarity"])
+        )
+        assert p["semantic_support"] is claimed, p
