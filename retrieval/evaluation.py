@@ -22,6 +22,15 @@ from .routing_metrics import RoutingObservation, confusion, filter_effect, routi
 # lookup; hybrid: Weaviate's hybrid query, unfiltered; lookup: the whole flow with the settings' mode.
 CONFIGS = ("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")
 METRICS = {"hit@1": "hit_rate@1", "recall@5": "recall@5", "mrr@10": "mrr@10", "ndcg@10": "ndcg@10"}
+# The routing and support figures of a configuration, in the order tables show them.
+ROUTING_FIGURES = (
+    "filter_applied_rate",
+    "routing_accuracy",
+    "filter_excluded_rate",
+    "fallback_rate",
+    "correct_supported_rate",
+    "unanswerable_unsupported_rate",
+)
 DEPTH = 10
 SMALL_SAMPLE = 30
 ALPHA = 0.05
@@ -88,19 +97,7 @@ class EvalReport:
         for name in self.configs:
             row = {"config": name, **{k: self.metrics[name][k] for k in METRICS}}
             r = self.routing.get(name, {})
-            row.update(
-                {
-                    k: r.get(k)
-                    for k in (
-                        "filter_applied_rate",
-                        "routing_accuracy",
-                        "filter_excluded_rate",
-                        "fallback_rate",
-                        "correct_supported_rate",
-                        "unanswerable_unsupported_rate",
-                    )
-                }
-            )
+            row.update({k: r.get(k) for k in ROUTING_FIGURES})
             rows.append(row)
         return rows
 

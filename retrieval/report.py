@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import plotly.graph_objects as go
 
-from .evaluation import METRICS, EvalReport
+from .evaluation import METRICS, ROUTING_FIGURES, EvalReport
 
 REPORT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")  # one per metric, distinct
 
@@ -18,14 +18,7 @@ def metrics_frame(report: EvalReport) -> pd.DataFrame:
 
 
 HIGHER, LOWER = "▲", "▼"
-ROUTING_COLUMNS = (
-    "filter_applied_rate",
-    "routing_accuracy",
-    "filter_excluded_rate",
-    "fallback_rate",
-    "correct_supported_rate",
-    "unanswerable_unsupported_rate",
-)
+ROUTING_COLUMNS = ROUTING_FIGURES
 COLUMN_LABELS = {
     "filter_applied_rate": "filter applied",
     "routing_accuracy": "routing accuracy",
