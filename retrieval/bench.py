@@ -7,6 +7,7 @@ where they can be), because these machines are noisy and absolute times drift.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -56,6 +57,10 @@ RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunk
 
 def pct(values: Sequence[float], q: float) -> float | None:
     return round(float(np.percentile(values, q)), 3) if values else None
+
+
+def _load1() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def _free_port() -> int:
@@ -286,14 +291,19 @@ def bench_size(
     raw_sample_chunks: int,
     run_id: str,
     log: Callable[[str], None],
+    vectors: Any = None,
 ) -> dict[str, Any]:
+    """One size; with `vectors` (a bench_vectors.SyntheticVectors) ingest stores synthetic chunk vectors, and
+    filtered L1 is also timed under each filter strategy."""
     t0 = time.perf_counter()
     corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
     out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}
+    load = out["loadavg"] = {"start": _load1()}
     store = KnowledgeStore(client, f"Bench_{n}_{run_id}")
     store.drop()
     log(f"[{n}] ingest ({body.label} words per body)")
-    out["ingest"] = bench_ingest(store, corpus, embedder, raw_sample_chunks=raw_sample_chunks)
+    out["ingest"] = bench_ingest(store, corpus, vectors or embedder, raw_sample_chunks=raw_sample_chunks)
+    load["ingest"] = _load1()
     out["chunks_per_entry"] = round(out["ingest"]["chunks"] / n, 2)
     t0 = time.perf_counter()
     l0 = L0Index(corpus.entries)
@@ -310,6 +320,7 @@ def bench_size(
     out["l0"].update(
         p50_ms=pct(times, 50), p95_ms=pct(times, 95), matches_p50=pct(matched, 50), matches_max=max(matched, default=0)
     )
+    load["l0"] = _load1()
     log(f"[{n}] {len(look_q)} lookups against the floor, and filtered against unfiltered L1")
     services = LookupServices(l0=l0, embedder=embedder, store=store, recorder=recorder)
     out.update(
@@ -323,6 +334,13 @@ def bench_size(
         )
     )
     out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
+    load["lookups"] = _load1()
+    if vectors is not None:
+        from .bench_vectors import filter_strategies
+
+        log(f"[{n}] filtered against unfiltered L1 under each filter strategy")
+        qvecs = [embedder.embed_query(q) for q in look_q]
+        out["filter_strategies"] = filter_strategies(store, qvecs, sorted(synthetic.DOMAINS), k=settings.top_k)
     out["peak_rss_mb"] = peak_rss_mb()
     out["weaviate_rss_mb"] = _server_rss_mb(client)
     return out
@@ -359,6 +377,12 @@ class _TimedResult:
 
     def fetchall(self):
         return self._done(self._res.fetchall())
+
+
+def _insert_table(table: pa.Table, con: Any) -> int:
+    """Insert an Arrow table of invocation rows through one connection; the rows added."""
+    con.register("batch", table)
+    return insert_rows(con, "batch")
 
 
 class TimedInvocationStore(InvocationStore):
@@ -411,10 +435,7 @@ def bench_invocation_store(
         batch = synthetic.invocation_rows(
             templates, min(100_000, rows - offset), seed=seed + offset, start_s=start_s, offset=offset
         )
-        store.with_connection(
-            lambda con: (con.register("batch", batch), insert_rows(con, "batch")),  # noqa: B023
-            read_only=False,
-        )
+        store.with_connection(functools.partial(_insert_table, batch), read_only=False)
     insert_s = time.perf_counter() - t0
     size_mb = (workdir / "dashboard.duckdb").stat().st_size / 2**20
     cases = {
@@ -483,6 +504,11 @@ def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any]
     return ratios, goals
 
 
+def _strategy_cell(label: str, size: dict[str, Any]) -> str:
+    f = size.get("filter_strategies", {}).get(label)
+    return "n/a" if f is None else "{unfiltered_p50_ms} / {filtered_p50_ms}, {filtered_over_unfiltered} ({loadavg})".format(**f)
+
+
 def render_table(result: dict[str, Any]) -> str:
     """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
     m, sizes = result["machine"], result["sizes"]
@@ -491,7 +517,7 @@ def render_table(result: dict[str, Any]) -> str:
         f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
         f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
         "(includes the embedding model).",
-        "",
+        *([f"{result['corpus_vectors']}", ""] if result.get("corpus_vectors", "real") != "real" else [""]),
     ]
     rows = [
         ("body words", lambda s: s["body_words"]),
@@ -519,8 +545,11 @@ def render_table(result: dict[str, Any]) -> str:
         ),
         ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
         ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
+        ("load average 1 min: start / ingest / L0 / lookups", lambda s: " / ".join(map(str, s.get("loadavg", {}).values()))),
     ]
     keys = list(sizes)
+    for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):
+        rows.append((f"L1 unfiltered / filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
     lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
     lines += ["", "| goal | value | target | met |", "|---|---|---|---|"]
@@ -574,8 +603,12 @@ def run_bench(
     seed: int | None = None,
     full_bodies_up_to: int = 2000,
     raw_sample_chunks: int = 1500,
+    vectors: str = "real",
 ) -> dict[str, Any]:
     """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
+
+    `vectors="synthetic"` stores synthetic chunk vectors instead of embedding every chunk (bench_vectors);
+    the result says so in `corpus_vectors`, its table and its file name.
 
     Entries up to `full_bodies_up_to` get bodies of 200-800 words; larger sizes one short chunk (40-80 words).
     Without `client`, an embedded Weaviate is started on free ports with a temporary data directory
@@ -585,6 +618,8 @@ def run_bench(
     sizes = sorted(set(sizes))
     if not sizes or min(sizes) < 1 or queries < 1:
         raise ValueError("bench needs at least one size >= 1 and queries >= 1")
+    if vectors not in ("real", "synthetic"):
+        raise ValueError(f"--vectors {vectors!r}: real or synthetic")
     started = time.perf_counter()
     seed = int(time.time()) % 100_000 if seed is None else seed
     run_id = f"{seed:05d}"
@@ -606,6 +641,13 @@ def run_bench(
         t0 = time.perf_counter()
         embedder = embedder or Embedder()
         model_s = time.perf_counter() - t0
+        synth = None
+        if vectors == "synthetic":
+            from .bench_vectors import SyntheticVectors
+
+            log("embedding the templates of the synthetic corpus vectors")
+            synth = SyntheticVectors(embedder, seed=seed)
+            log(synth.describe())
         machine = machine_info(client)
         recorder = InvocationStore(workdir / "invocations.duckdb")
         recorder.start_background_flush()
@@ -625,18 +667,22 @@ def run_bench(
                 raw_sample_chunks=raw_sample_chunks,
                 run_id=run_id,
                 log=log,
+                vectors=synth,
             )
         kb_peak = peak_rss_mb()
         recorder.flush()
         store_fig = bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log) if invocation_rows else None
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         ratios, goals = ratios_and_goals(figures, store_fig)
+        if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
+            goals["ingest_over_raw"].update(value=None, met=None)
         result: dict[str, Any] = {
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine,
             "seed": seed,
             "queries": queries,
             "model_load_s": round(model_s, 2),
+            "corpus_vectors": "real" if synth is None else synth.describe(),
             "sizes": {str(n): f for n, f in figures.items()},
             "ratios": ratios,
             "goals": goals,
@@ -656,7 +702,8 @@ def run_bench(
         shutil.rmtree(workdir, ignore_errors=True)
         restore_sigterm()
     result["table"] = render_table(result)
-    return write_results(result, Path(out_dir), f"bench-{'-'.join(map(str, sizes))}", log)
+    name = f"bench-{'-'.join(map(str, sizes))}" + ("" if synth is None else "-synthetic-vectors")
+    return write_results(result, Path(out_dir), name, log)
 
 
 def write_results(result: dict[str, Any], out_dir: Path, name: str, log: Callable[[str], None]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -123,7 +124,10 @@ class KnowledgeStore:
     def ensure_collection(self) -> None:
         if self.client.collections.exists(self.name):
             return
-        text = lambda n, **kw: Property(name=n, data_type=DataType.TEXT, **kw)  # noqa: E731
+
+        def text(n: str, **kw: Any) -> Property:
+            return Property(name=n, data_type=DataType.TEXT, **kw)
+
         placement: dict[str, Any] = {}
         if self.replication_factor:
             placement["replication_config"] = Configure.replication(factor=self.replication_factor)
@@ -424,7 +428,7 @@ class KnowledgeStore:
                 if deadline is None:
                     res = query(limit)
                 else:
-                    res = call_within(lambda: query(limit), max(deadline - time.monotonic(), 0.05) + GRACE_S)  # noqa: B023
+                    res = call_within(functools.partial(query, limit), max(deadline - time.monotonic(), 0.05) + GRACE_S)
             except Exception as exc:
                 if endpoint is not None:
                     endpoint.suspect = True
