@@ -242,6 +242,9 @@ def bench(
     ),
     server: bool = typer.Option(False, "--server", help="only the MCP server part: its added p50 over a direct call, calls/s"),
     cluster: int = typer.Option(0, "--cluster", help="only the cluster part: the first size on one node and on N nodes"),
+    vectors: str = typer.Option(
+        "real", "--vectors", help="real (every chunk embedded) or synthetic (template embeddings + noise; queries real)"
+    ),
     config: Path | None = ConfigOpt,
 ) -> None:
     """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
@@ -284,8 +287,9 @@ def bench(
             out_dir=out_dir,
             invocation_rows=invocation_rows,
             log=lambda m: typer.echo(m, err=True),
+            vectors=vectors,
         )
-    except LookupLabError as exc:
+    except (LookupLabError, ValueError) as exc:
         _fail(exc)
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
 
