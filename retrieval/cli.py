@@ -315,12 +315,12 @@ def serve(
     except LookupLabError as exc:
         _fail(exc)
 
+
+register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)
+
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
 register_runs(app)  # runs and compare: saved eval runs (retrieval/lab/runs_cli.py)
-
-
-register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)
 
 
 def main() -> None:
