@@ -47,7 +47,10 @@ from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 TIMEOUT_S = 1.5  # l1_timeout_s of the fault tests
-BOUND_S = TIMEOUT_S + 1.0  # what a lookup may take while Weaviate is down or frozen
+# What a lookup may take while Weaviate is down or frozen: its time-out plus room for a busy 2-core machine
+# (embedding and L0 under load took up to 3.9 s). Still far below the ~63 s the client retries on its own,
+# which is what these bounds catch.
+BOUND_S = TIMEOUT_S + 8.0
 FAULT_DOMAINS = ("security", "databases")
 
 
