@@ -32,10 +32,9 @@ def test_a_hung_call_times_out_and_does_not_hold_up_the_next():
     t0 = time.perf_counter()
     with pytest.raises(TimedOut, match=r"0\.2 s"):
         call_within(release.wait, 0.2)
-    assert 0.19 <= time.perf_counter() - t0 < 1.0
-    t1 = time.perf_counter()
-    assert call_within(lambda: "next", 1.0) == "next"  # another thread takes it while the first still hangs
-    assert time.perf_counter() - t1 < 0.5
+    assert 0.19 <= time.perf_counter() - t0 < 3.0  # not the hung call's whole wait (it never returns)
+    # another thread takes it while the first still hangs (else this would raise TimedOut after 1 s)
+    assert call_within(lambda: "next", 1.0) == "next"
     release.set()
 
 

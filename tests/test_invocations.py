@@ -660,7 +660,8 @@ def test_record_is_quick_and_flush_waits_while_another_process_holds_the_lock(db
         f"(slowest {max(times) * 1000:.2f} ms); {pending} rows waited in the spool; flush() waited "
         f"{flush_s:.2f}s for the lock; rows expected 200, found {len(found)}"
     )
-    assert max(times) < 0.1 and sum(times) < 1.0
+    # record() never waits for the lock (held longer than these calls take, see flush_s); room for a busy machine
+    assert max(times) < 0.5 and sum(times) < 5.0
     assert pending == 200
     assert flush_s > 0.5, "flush() returned before the other process let go of the file"
     assert released

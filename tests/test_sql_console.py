@@ -287,7 +287,7 @@ def test_row_limit_streams_a_huge_result(db_path):
     elapsed = time.perf_counter() - t
     print(f"\n5 rows of 10^10 in {elapsed * 1000:.0f} ms, truncated={out.truncated}")
     assert out.truncated and list(out.frame["n"]) == [0, 1, 2, 3, 4]
-    assert elapsed < 2.0
+    assert elapsed < 10.0  # materialising 10^10 rows would take hours; 10 s leaves room for a busy machine
 
 
 @pytest.mark.parametrize(
