@@ -62,11 +62,12 @@ def cand(entry_id, score, similarity=0.5):
 
 def case(set_name, i, right_by):
     """The right entry R first in the vector list or in the lexical list, second in the other; R's similarity
-    0.8 (strong support on its own), the wrong entry W's 0.5. 'none': unanswerable, the signals disagree."""
+    0.9 (strong support on its own, at least 0.85), the wrong entry W's 0.5. 'none': unanswerable, the signals
+    disagree."""
     if right_by == "vector":
-        vector, lexical = [cand("R", 1.0, 0.8), cand("W", 0.9)], [cand("W", 10.0), cand("R", 9.0, 0.8)]
+        vector, lexical = [cand("R", 1.0, 0.9), cand("W", 0.9)], [cand("W", 10.0), cand("R", 9.0, 0.9)]
     elif right_by == "lexical":
-        vector, lexical = [cand("W", 1.0), cand("R", 0.9, 0.8)], [cand("R", 10.0, 0.8), cand("W", 9.0)]
+        vector, lexical = [cand("W", 1.0), cand("R", 0.9, 0.9)], [cand("R", 10.0, 0.9), cand("W", 9.0)]
     else:
         vector, lexical = [cand("W", 1.0)], [cand("X", 10.0)]
     relevant = frozenset() if right_by == "none" else frozenset({"R"})
@@ -89,7 +90,7 @@ def test_a_tiny_sweep_by_hand():
     assert high.metrics["mrr@10"] == pytest.approx((1.0 + (6 + 4 * 0.5) / 10) / 2)
     assert high.metrics["hit@1"] == pytest.approx((1.0 + 0.6) / 2)
     assert high.metrics["recall@5"] == 1.0
-    assert high.metrics["correct_supported_rate"] == pytest.approx((1.0 + 0.6) / 2)  # R on top at 0.8: supported
+    assert high.metrics["correct_supported_rate"] == pytest.approx((1.0 + 0.6) / 2)  # R on top at 0.9: supported
     assert high.metrics["unanswerable_unsupported_rate"] == 1.0  # set b's one unanswerable case; set a has none
     assert high.per_set == {"a": 1.0, "b": pytest.approx(0.8)}
     assert result.sets == {"a": {"cases": 9, "answerable": 9}, "b": {"cases": 11, "answerable": 10}}
