@@ -420,26 +420,35 @@ def stop_node(node: ClusterNode, *, grace_s: float = 10.0) -> bool:
     if node.pid is None or not is_our_node(node.pid, node):
         return False
     os.kill(node.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while process_alive(node.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if process_alive(node.pid):
-        os.kill(node.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while process_alive(node.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    _wait_or_kill(node.pid, grace_s)
     return True
+
+
+def _wait_or_kill(pid: int, grace_s: float) -> None:
+    """Wait for a process already sent SIGTERM to end; SIGKILL it after `grace_s`. No second identity check:
+    a process on its way out no longer shows its command line."""
+    deadline = time.monotonic() + grace_s
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if process_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while process_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def stop_cluster(data_dir: Path, *, grace_s: float = 10.0) -> list[str]:
     """Stop every node of the state file (all get SIGTERM first, then each its SIGKILL after the grace);
     the state file stays, without pids, so `start` can bring the same cluster back. Returns the names stopped."""
     state = ClusterState.load(data_dir)
-    ours = [n for n in state.nodes if is_our_node(n.pid, n)]
-    for node in ours:
-        if node.pid:
-            os.kill(node.pid, signal.SIGTERM)
-    stopped = [n.name for n in ours if stop_node(n, grace_s=grace_s) or not process_alive(n.pid)]
+    ours = {n.name: n.pid for n in state.nodes if n.pid is not None and is_our_node(n.pid, n)}
+    for pid in ours.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    for pid in ours.values():
+        _wait_or_kill(pid, grace_s)
+    stopped = list(ours)
     for node in state.nodes:
         state = state.with_pid(node.name, None)
     state.save()

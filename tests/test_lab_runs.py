@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -70,7 +72,9 @@ def test_list_filters_by_set_newest_first_and_survives_a_reopen(sample_run, tmp_
     renamed = type(other)(
         "other-set", other.description, other.path, other.corpus_dir, other.cases[:3]
     )  # same cases, another name and content
-    second = RunStore(db).save(report, renamed, settings)
+    # a run made a second later (the same report twice would tie on time, and the order would be the ids')
+    later = (datetime.fromisoformat(report.created_at) + timedelta(seconds=1)).isoformat()
+    second = RunStore(db).save(replace(report, created_at=later), renamed, settings)
     again = RunStore(db)
     assert [r.run_id for r in again.list_runs()] == [second.run_id, first.run_id]
     assert [r.run_id for r in again.list_runs("sample-ops-alerts")] == [first.run_id]
