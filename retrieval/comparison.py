@@ -10,7 +10,7 @@ from .config import Settings
 from .errors import QueryError
 from .eval_sets import EvalSet
 from .evaluation import DEPTH
-from .lookup import LookupServices, candidate_depth, weights_of
+from .lookup import LookupServices, l1_queries, weights_of
 from .ranking import fuse
 from .routing import category_filter, describe_routing
 from .routing_metrics import filter_verdict
@@ -75,9 +75,7 @@ def l1_ranking(
     kw: dict[str, Any] = dict(query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s, category=category)
     if kind != "fusion":
         return store.search(vector, k=settings.top_k, mode=kind, **kw)
-    depth = candidate_depth(settings.top_k)
-    vec = store.search(vector, k=depth, mode="near_vector", **kw)
-    lex = store.search(vector, k=depth, mode="bm25", **kw)
+    vec, lex = l1_queries(store, vector, text=query, category=category, settings=settings.with_(search_mode="fusion"))
     by_id = {c.entry_id: c for c in lex} | {c.entry_id: c for c in vec}
     fused = fuse((), vec, lex, k=settings.top_k, weights=weights_of(settings))
     return [replace(by_id[r.entry_id], score=r.score) for r in fused]

@@ -129,31 +129,38 @@ def _run_l1(
     vector = services.embedder.embed_query(query)
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
-    depth = candidate_depth(settings.top_k)
-    store = services.store
-    kind = "hybrid" if mode == "hybrid" else "near_vector"
-
-    def lexical_query() -> list[Candidate]:
-        return store.search(vector, k=depth, category=category, mode="bm25", query_text=query, timeout_s=settings.l1_timeout_s)
-
     try:
-        # fusion: the BM25F query runs on a worker thread while this one makes the vector query
-        pending = start(lexical_query) if mode == "fusion" else None
-        found = store.search(
-            vector,
-            k=depth,
-            category=category,
-            mode=kind,
-            query_text=query,
-            alpha=settings.hybrid_alpha,
-            timeout_s=settings.l1_timeout_s,
-        )
-        lexical = pending.result() if pending is not None else []
+        found, lexical = l1_queries(services.store, vector, text=query, category=category, settings=settings)
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
         return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)
     timings["l1"] = (time.perf_counter() - t0) * 1000
     return L1Outcome("ok" if found or lexical else "empty", category, tuple(found), mode=mode, lexical=tuple(lexical))
+
+
+def l1_queries(
+    store: KnowledgeStore, vector: Any, *, text: str, category: str | None, settings: Settings
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The L1 queries of `settings.search_mode`, candidate_depth deep under `category` (None: unfiltered):
+    (vector or hybrid candidates, BM25F candidates). In fusion the BM25F query runs on a worker thread while
+    this one makes the vector query; in the other modes there is no BM25F query ([]). Raises L1Error."""
+    depth = candidate_depth(settings.top_k)
+    kind = "hybrid" if settings.search_mode == "hybrid" else "near_vector"
+
+    def lexical_query() -> list[Candidate]:
+        return store.search(vector, k=depth, category=category, mode="bm25", query_text=text, timeout_s=settings.l1_timeout_s)
+
+    pending = start(lexical_query) if settings.search_mode == "fusion" else None
+    found = store.search(
+        vector,
+        k=depth,
+        category=category,
+        mode=kind,
+        query_text=text,
+        alpha=settings.hybrid_alpha,
+        timeout_s=settings.l1_timeout_s,
+    )
+    return found, pending.result() if pending is not None else []
 
 
 CANDIDATE_DEPTH = 20
