@@ -1,13 +1,14 @@
 """`python -m retrieval bench`: where lookup time goes, and how each cost grows with the knowledge base.
 
 Every figure that has a goal is a ratio of two things measured side by side in one run (interleaved
-where they can be), because these machines are noisy and absolute times drift.
+where they can be), because these machines are noisy and absolute times drift. Here: the shared helpers,
+the ingest, lookup and per-size benches, and the run; the invocation store's bench is `bench_store`, the
+goals and the table `bench_report`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 import platform
@@ -15,11 +16,9 @@ import resource
 import shutil
 import signal
 import socket
-import statistics
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,31 +26,20 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from weaviate.classes.query import MetadataQuery
 
 from . import synthetic
+from .bench_report import STAGES, ratios_and_goals, render_table
+from .bench_store import bench_invocation_store
 from .chunking import chunk_entry
 from .config import Settings
-from .dashboard import InvocationFilter, details_for, filter_options, load_dashboard
 from .embedding import Embedder
 from .hints import L0Index
-from .invocations import InvocationStore, insert_rows
+from .invocations import InvocationStore
 from .lookup import LookupServices, lookup_knowledge
 from .weaviate_server import connect
 from .weaviate_store import OVERSAMPLE, KnowledgeStore
 
-GOALS = {  # name: (comparison, target)
-    "l0_p50_growth": ("<=", 2.0),
-    "lookup_over_floor": ("<=", 1.3),
-    "filtered_over_unfiltered": ("<=", 1.2),
-    "record_ms": ("<=", 1.0),
-    "ingest_over_raw": (">=", 0.9),
-    "reingest_s": ("<=", 30.0),
-    "reingest_chunks_embedded": ("<=", 0),
-    "dashboard_query_max_ms": ("<", 200.0),
-}
-STAGES = ("l0", "embed", "l1", "fuse", "record")
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
 
 
@@ -344,234 +332,6 @@ def bench_size(
     out["peak_rss_mb"] = peak_rss_mb()
     out["weaviate_rss_mb"] = _server_rss_mb(client)
     return out
-
-
-class _TimedConnection:
-    """Passes calls through to a DuckDB connection, timing each execute until its result is fetched."""
-
-    def __init__(self, con, sink: list[tuple[str, float]]) -> None:
-        self._con, self._sink = con, sink
-
-    def execute(self, sql: str, params=None):
-        t0 = time.perf_counter()
-        res = self._con.execute(sql, params or [])
-        return _TimedResult(res, sql, t0, self._sink)
-
-    def __getattr__(self, name):
-        return getattr(self._con, name)
-
-
-class _TimedResult:
-    def __init__(self, res, sql, t0, sink) -> None:
-        self._res, self._sql, self._t0, self._sink = res, sql, t0, sink
-
-    def _done(self, value):
-        self._sink.append((self._sql, (time.perf_counter() - self._t0) * 1000))
-        return value
-
-    def df(self):
-        return self._done(self._res.df())
-
-    def fetchone(self):
-        return self._done(self._res.fetchone())
-
-    def fetchall(self):
-        return self._done(self._res.fetchall())
-
-
-def _insert_table(table: pa.Table, con: Any) -> int:
-    """Insert an Arrow table of invocation rows through one connection; the rows added."""
-    con.register("batch", table)
-    return insert_rows(con, "batch")
-
-
-class TimedInvocationStore(InvocationStore):
-    """An InvocationStore whose connections time every query the dashboard functions run."""
-
-    def __init__(self, db_path: Path) -> None:
-        self.sink: list[tuple[str, float]] = []
-        super().__init__(db_path)
-
-    def with_connection(self, fn, **kw):
-        return super().with_connection(lambda con: fn(_TimedConnection(con, self.sink)), **kw)
-
-
-QUERY_NAMES = (
-    ("DISTINCT", "options: distinct values"),
-    ("max(created_at)), count(*)", "options: range and total"),
-    ("count(*) FILTER (WHERE fallback), median", "summary"),
-    ("ORDER BY created_at DESC", "rows"),
-    ("AS bucket, layer", "calls_over_time"),
-    ("quantile_cont(l0_ms", "stage_latency"),
-    ("UNPIVOT", "stage_samples"),
-    ("AS fallbacks", "fallback_over_time"),
-    ("coalesce(domain", "top_domains"),
-    ("invocation_keyword", "top_keywords"),
-    ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"),
-)
-
-
-def _query_name(sql: str) -> str:
-    flat = " ".join(sql.split())
-    return next((name for key, name in QUERY_NAMES if key in flat), flat[:40])
-
-
-def bench_invocation_store(
-    recorder: InvocationStore, workdir: Path, rows: int, *, seed: int, log: Callable[[str], None], repeats: int = 3
-) -> dict[str, Any]:
-    """The Invocations page's queries on `rows` synthetic tool_invocation rows (real recorded rows repeated)."""
-    templates = pa.Table.from_pandas(
-        recorder.query(
-            "SELECT tool_name, input, status, layer, CAST(result AS VARCHAR) AS result, CAST(retrieval_details AS VARCHAR) "
-            "AS retrieval_details, error, domain, l1_status, fallback, top_entry_id FROM tool_invocation"
-        ),
-        preserve_index=False,
-    )
-    store = TimedInvocationStore(workdir / "dashboard.duckdb")
-    log(f"invocation store: inserting {rows} rows from {templates.num_rows} recorded ones")
-    start_s = time.time() - 30 * 86400
-    t0 = time.perf_counter()
-    for offset in range(0, rows, 100_000):
-        batch = synthetic.invocation_rows(
-            templates, min(100_000, rows - offset), seed=seed + offset, start_s=start_s, offset=offset
-        )
-        store.with_connection(functools.partial(_insert_table, batch), read_only=False)
-    insert_s = time.perf_counter() - t0
-    size_mb = (workdir / "dashboard.duckdb").stat().st_size / 2**20
-    cases = {
-        "all rows": InvocationFilter(),
-        "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, UTC)),
-        "one session + text": InvocationFilter(session_tags=("run-03",), text="latency"),
-    }
-    timed: dict[str, dict[str, list[float]]] = {}
-    calls: dict[str, list[float]] = {}
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The inplace keyword")  # raised inside duckdb's df() on pandas 3.1
-        for label, flt in [("filter_options", None), *cases.items()]:
-            for _ in range(repeats):
-                store.sink.clear()
-                t1 = time.perf_counter()
-                if flt is None:
-                    filter_options(store)
-                else:
-                    dash = load_dashboard(store, flt)
-                    if not dash.rows.empty:  # the page reads the details of the row the user picks
-                        details_for(store, dash.rows["id"].iloc[-1])
-                calls.setdefault(label, []).append((time.perf_counter() - t1) * 1000)
-                for sql, ms in store.sink:
-                    timed.setdefault(label, {}).setdefault(_query_name(sql), []).append(ms)
-                if calls[label][-1] > 5000:
-                    break  # far over the goal already: one run says enough
-    per_query = {label: {name: round(statistics.median(v), 1) for name, v in qs.items()} for label, qs in timed.items()}
-    return {
-        "rows": rows,
-        "templates": templates.num_rows,
-        "insert_s": round(insert_s, 2),
-        "insert_rows_per_s": round(rows / insert_s),
-        "file_mb": round(size_mb, 1),
-        "call_ms": {k: round(statistics.median(v), 1) for k, v in calls.items()},
-        "query_ms": per_query,
-        "runs": {k: len(v) for k, v in calls.items()},
-        "query_max_ms": max((ms for qs in per_query.values() for ms in qs.values()), default=None),
-    }
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return round(a / b, 3) if a is not None and b else None
-
-
-def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any] | None) -> tuple[dict, dict]:
-    small, big = sizes[min(sizes)], sizes[max(sizes)]
-    ratios = {
-        "l0_p50_growth": _ratio(big["l0"]["p50_ms"], small["l0"]["p50_ms"]),
-        "lookup_over_floor": _ratio(big["lookup"]["p50_ms"], big["floor"]["p50_ms"]),
-        "filtered_over_unfiltered": _ratio(big["l1"]["filtered_p50_ms"], big["l1"]["unfiltered_p50_ms"]),
-        "record_ms": big["lookup"]["stages_p50_ms"]["record"],
-    }
-    over_raw = [s["ingest"]["over_raw"] for s in sizes.values() if s["ingest"]["over_raw"] is not None]
-    values = {
-        **ratios,
-        "ingest_over_raw": min(over_raw, default=None),
-        "reingest_s": max(s["ingest"]["reingest"]["seconds"] for s in sizes.values()),
-        "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
-        "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None,
-    }
-    goals = {}
-    for name, (op, target) in GOALS.items():
-        v = values[name]
-        met = None if v is None else (v <= target if op == "<=" else v >= target if op == ">=" else v < target)
-        goals[name] = {"value": v, "goal": f"{op} {target}", "met": met}
-    return ratios, goals
-
-
-def _strategy_cell(label: str, size: dict[str, Any]) -> str:
-    f = size.get("filter_strategies", {}).get(label)
-    return "n/a" if f is None else "{unfiltered_p50_ms} / {filtered_p50_ms}, {filtered_over_unfiltered} ({loadavg})".format(**f)
-
-
-def render_table(result: dict[str, Any]) -> str:
-    """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
-    m, sizes = result["machine"], result["sizes"]
-    lines = [
-        f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
-        f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
-        f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
-        "(includes the embedding model).",
-        *([f"{result['corpus_vectors']}", ""] if result.get("corpus_vectors", "real") != "real" else [""]),
-    ]
-    rows = [
-        ("body words", lambda s: s["body_words"]),
-        ("chunks per entry", lambda s: s["chunks_per_entry"]),
-        ("L0 build s", lambda s: s["l0"]["build_s"]),
-        ("L0 patterns", lambda s: s["l0"]["patterns"]),
-        ("L0 match p50 / p95 ms", lambda s: f"{s['l0']['p50_ms']} / {s['l0']['p95_ms']}"),
-        ("L0 matches p50 / max", lambda s: f"{s['l0']['matches_p50']} / {s['l0']['matches_max']}"),
-        ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
-        ("lookup cached-embedding p50 ms", lambda s: s["lookup"]["cached_p50_ms"]),
-        ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
-        ("floor p50 / p95 ms (embed + the mode's bare queries)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
-        (
-            "bare queries of the mode p50 ms, limit k / near_vector k*4",
-            lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}",
-        ),
-        ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
-        ("L1 unfiltered / filtered p50 ms", lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}"),
-        ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
-        ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
-        ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
-        (
-            "re-ingest s (chunks embedded)",
-            lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})",
-        ),
-        ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
-        ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
-        ("load average 1 min: start / ingest / L0 / lookups", lambda s: " / ".join(map(str, s.get("loadavg", {}).values()))),
-    ]
-    keys = list(sizes)
-    for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):
-        rows.append((f"L1 unfiltered / filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
-    lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
-    lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
-    lines += ["", "| goal | value | target | met |", "|---|---|---|---|"]
-    lines += [
-        f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'n/a' if g['met'] is None else 'NO'} |"
-        for name, g in result["goals"].items()
-    ]
-    st = result.get("invocation_store")
-    if st:
-        lines += [
-            "",
-            f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
-            f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
-            "'call' is the whole dashboard function, pandas included.",
-            "",
-        ]
-        names = list(dict.fromkeys(n for qs in st["query_ms"].values() for n in qs))
-        cases = list(st["query_ms"])
-        lines += ["| query | " + " | ".join(cases) + " |", "|---" * (len(cases) + 1) + "|"]
-        lines += [f"| {n} | " + " | ".join(str(st["query_ms"][c].get(n, "")) for c in cases) + " |" for n in names]
-        lines += ["| call (total) | " + " | ".join(str(st["call_ms"][c]) for c in cases) + " |"]
-    return "\n".join(lines)
 
 
 def _exit_on_sigterm() -> Callable[[], None]:

@@ -1,0 +1,116 @@
+"""`python -m retrieval bench`, the report: the goals, the ratios they are checked on, and the markdown table."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+GOALS = {  # name: (comparison, target)
+    "l0_p50_growth": ("<=", 2.0),
+    "lookup_over_floor": ("<=", 1.3),
+    "filtered_over_unfiltered": ("<=", 1.2),
+    "record_ms": ("<=", 1.0),
+    "ingest_over_raw": (">=", 0.9),
+    "reingest_s": ("<=", 30.0),
+    "reingest_chunks_embedded": ("<=", 0),
+    "dashboard_query_max_ms": ("<", 200.0),
+}
+STAGES = ("l0", "embed", "l1", "fuse", "record")  # the lookup stages the bench times, in the table's order
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a is not None and b else None
+
+
+def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any] | None) -> tuple[dict, dict]:
+    small, big = sizes[min(sizes)], sizes[max(sizes)]
+    ratios = {
+        "l0_p50_growth": _ratio(big["l0"]["p50_ms"], small["l0"]["p50_ms"]),
+        "lookup_over_floor": _ratio(big["lookup"]["p50_ms"], big["floor"]["p50_ms"]),
+        "filtered_over_unfiltered": _ratio(big["l1"]["filtered_p50_ms"], big["l1"]["unfiltered_p50_ms"]),
+        "record_ms": big["lookup"]["stages_p50_ms"]["record"],
+    }
+    over_raw = [s["ingest"]["over_raw"] for s in sizes.values() if s["ingest"]["over_raw"] is not None]
+    values = {
+        **ratios,
+        "ingest_over_raw": min(over_raw, default=None),
+        "reingest_s": max(s["ingest"]["reingest"]["seconds"] for s in sizes.values()),
+        "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
+        "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None,
+    }
+    goals = {}
+    for name, (op, target) in GOALS.items():
+        v = values[name]
+        met = None if v is None else (v <= target if op == "<=" else v >= target if op == ">=" else v < target)
+        goals[name] = {"value": v, "goal": f"{op} {target}", "met": met}
+    return ratios, goals
+
+
+def _strategy_cell(label: str, size: dict[str, Any]) -> str:
+    f = size.get("filter_strategies", {}).get(label)
+    return "n/a" if f is None else "{unfiltered_p50_ms} / {filtered_p50_ms}, {filtered_over_unfiltered} ({loadavg})".format(**f)
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
+    m, sizes = result["machine"], result["sizes"]
+    lines = [
+        f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+        f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
+        f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
+        "(includes the embedding model).",
+        *([f"{result['corpus_vectors']}", ""] if result.get("corpus_vectors", "real") != "real" else [""]),
+    ]
+    rows = [
+        ("body words", lambda s: s["body_words"]),
+        ("chunks per entry", lambda s: s["chunks_per_entry"]),
+        ("L0 build s", lambda s: s["l0"]["build_s"]),
+        ("L0 patterns", lambda s: s["l0"]["patterns"]),
+        ("L0 match p50 / p95 ms", lambda s: f"{s['l0']['p50_ms']} / {s['l0']['p95_ms']}"),
+        ("L0 matches p50 / max", lambda s: f"{s['l0']['matches_p50']} / {s['l0']['matches_max']}"),
+        ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
+        ("lookup cached-embedding p50 ms", lambda s: s["lookup"]["cached_p50_ms"]),
+        ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
+        ("floor p50 / p95 ms (embed + the mode's bare queries)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
+        (
+            "bare queries of the mode p50 ms, limit k / near_vector k*4",
+            lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}",
+        ),
+        ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
+        ("L1 unfiltered / filtered p50 ms", lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}"),
+        ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
+        ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
+        ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
+        (
+            "re-ingest s (chunks embedded)",
+            lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})",
+        ),
+        ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
+        ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
+        ("load average 1 min: start / ingest / L0 / lookups", lambda s: " / ".join(map(str, s.get("loadavg", {}).values()))),
+    ]
+    keys = list(sizes)
+    for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):
+        rows.append((f"L1 unfiltered / filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
+    lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
+    lines += ["", "| goal | value | target | met |", "|---|---|---|---|"]
+    lines += [
+        f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'n/a' if g['met'] is None else 'NO'} |"
+        for name, g in result["goals"].items()
+    ]
+    st = result.get("invocation_store")
+    if st:
+        lines += [
+            "",
+            f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
+            f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
+            "'call' is the whole dashboard function, pandas included.",
+            "",
+        ]
+        names = list(dict.fromkeys(n for qs in st["query_ms"].values() for n in qs))
+        cases = list(st["query_ms"])
+        lines += ["| query | " + " | ".join(cases) + " |", "|---" * (len(cases) + 1) + "|"]
+        lines += [f"| {n} | " + " | ".join(str(st["query_ms"][c].get(n, "")) for c in cases) + " |" for n in names]
+        lines += ["| call (total) | " + " | ".join(str(st["call_ms"][c]) for c in cases) + " |"]
+    return "\n".join(lines)
