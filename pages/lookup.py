@@ -169,6 +169,7 @@ if hints.matches:
                         "title": m.title,
                         "domain": m.domain,
                         "score": round(m.score, 3),
+                        "named in full": m.named,
                         "fields": ", ".join(m.fields),
                         "terms": ", ".join(f"{t.term} ({t.field})" for t in m.terms),
                     }

@@ -222,7 +222,7 @@ if rows and rows[0] < len(cases):
             icon=":material/open_in_new:",
             query_params=lookup_link(str(case["query"]), run, base),
         )
-    weights = ("vector_weight", "lexical_weight", "l0_weight", "min_support_similarity")
+    weights = ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "min_support_similarity")
     differs = [k for k in weights if any(r.settings.get(k) != getattr(base, k) for r in (cmp.run_a, cmp.run_b))]
     if differs:
         st.caption(

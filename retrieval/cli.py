@@ -157,6 +157,7 @@ def eval_cmd(
     l0_weight: float | None = typer.Option(None, "--l0-weight", help="weight of L0 evidence in the lookup ranking"),
     vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector signal in the fusion"),
     lexical_weight: float | None = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
+    name_weight: float | None = typer.Option(None, "--name-weight", help="added for an entry the query names in full"),
     min_support: float | None = typer.Option(None, "--min-support", help="similarity needed to claim semantic support"),
     stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
     save: bool = typer.Option(True, "--save/--no-save", help="save the run in the DuckDB file (`runs` lists, `compare` diffs)"),
@@ -183,6 +184,7 @@ def eval_cmd(
             l0_weight=l0_weight,
             vector_weight=vector_weight,
             lexical_weight=lexical_weight,
+            name_weight=name_weight,
             min_support_similarity=min_support,
         )
         baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None

@@ -43,6 +43,7 @@ class Settings:
     vector_weight: float = 3.0  # chosen by 5x5-fold CV on the shared runbooks and kubevirt sets (python -m retrieval tune)
     lexical_weight: float = 1.0
     l0_weight: float = 0.0
+    name_weight: float = 2.0  # added for an entry the query names in full (whole title or file name); CV, README
     min_support_similarity: float = 0.30  # with a BM25F score of lexical_support_score (or, without BM25F, agreement)
     strong_support_similarity: float = 0.85  # on its own
     lexical_support_score: float = 10.0  # the top result's BM25F score that, with min_support_similarity, is support
@@ -63,7 +64,7 @@ class Settings:
             raise ConfigError(f"search_mode: '{self.search_mode}' is not one of {', '.join(SEARCH_MODES)}")
         if not 0.0 <= self.hybrid_alpha <= 1.0:
             raise ConfigError(f"hybrid_alpha: {self.hybrid_alpha} is not between 0 and 1")
-        for name in ("vector_weight", "lexical_weight", "l0_weight"):
+        for name in ("vector_weight", "lexical_weight", "l0_weight", "name_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}: {getattr(self, name)} must not be negative")
         if self.top_k < 1:
@@ -120,6 +121,7 @@ ENV_NAMES = {
     "LOOKUP_L1_TIMEOUT_S": "l1_timeout_s",
     "LOOKUP_SESSION_TAG": "session_tag",
     "LOOKUP_L0_WEIGHT": "l0_weight",
+    "LOOKUP_NAME_WEIGHT": "name_weight",
     "LOOKUP_VECTOR_WEIGHT": "vector_weight",
     "LOOKUP_LEXICAL_WEIGHT": "lexical_weight",
     "LOOKUP_MIN_SUPPORT": "min_support_similarity",

@@ -337,6 +337,7 @@ def run_eval(
             "vector_weight": settings.vector_weight,
             "lexical_weight": settings.lexical_weight,
             "l0_weight": settings.l0_weight,
+            "name_weight": settings.name_weight,
             "min_support_similarity": settings.min_support_similarity,
             "strong_support_similarity": settings.strong_support_similarity,
             "lexical_support_score": settings.lexical_support_score,

@@ -51,13 +51,16 @@ class TermMatch:
 
 @dataclass(frozen=True)
 class EntryMatch:
-    """An entry L0 matched, with its score and the terms (and fields) that matched."""
+    """An entry L0 matched, with its score and the terms (and fields) that matched. `named`: the query
+    holds the entry's whole title or whole file name (see `named_keys`), as an alert notification holds
+    its alert's name."""
 
     entry_id: str
     title: str
     domain: str
     score: float
     terms: tuple[TermMatch, ...]
+    named: bool = False
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -69,6 +72,7 @@ class EntryMatch:
             "title": self.title,
             "domain": self.domain,
             "score": round(self.score, 4),
+            "named": self.named,
             "fields": list(self.fields),
             "terms": [t.to_dict() for t in self.terms],
         }
@@ -130,6 +134,13 @@ def _key(text: str) -> str:
     return " ".join(content_tokens(text))
 
 
+def named_keys(entry: Entry) -> tuple[str, ...]:
+    """The match keys that name `entry` in full: its whole title and its whole file name, each of at least
+    two content tokens (a one-word title such as "Overview" names nothing)."""
+    keys = dict.fromkeys(k for k in (_key(entry.title), _key(entry.name)) if len(k.split()) >= 2)
+    return tuple(keys)
+
+
 def _entry_terms(entry: Entry) -> Iterable[tuple[str, str, str]]:
     """(match key, field, display text as written in the entry) for one entry."""
     for gram, written in _ngrams(entry.title, whole_words=True):
@@ -152,6 +163,7 @@ class L0Index:
     def __init__(self, entries: Iterable[Entry]) -> None:
         self.entries = {e.entry_id: e for e in entries}
         self._by_row = list(self.entries.values())
+        self._named = [tuple(f" {k} " for k in named_keys(e)) for e in self._by_row]
         row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
         self._domain_codes: dict[str, int] = {}
         self._domain_of_row = np.array(
@@ -234,7 +246,8 @@ class L0Index:
         for row, terms in candidates.items():
             entry = self._by_row[row]
             ordered = tuple(sorted(terms, key=lambda t: (-t.weight, t.key, t.field)))
-            scored.append(EntryMatch(entry.entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered))
+            named = any(k in haystack for k in self._named[row])
+            scored.append(EntryMatch(entry.entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered, named))
         scored.sort(key=lambda m: (-m.score, m.entry_id))
         if scored:
             best = scored[0].score

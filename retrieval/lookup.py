@@ -173,7 +173,9 @@ def candidate_depth(top_k: int) -> int:
 
 
 def weights_of(settings: Settings) -> FusionWeights:
-    return FusionWeights(vector=settings.vector_weight, lexical=settings.lexical_weight, l0=settings.l0_weight)
+    return FusionWeights(
+        vector=settings.vector_weight, lexical=settings.lexical_weight, l0=settings.l0_weight, named=settings.name_weight
+    )
 
 
 def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *, session_tag: str | None = None) -> LookupResult:

@@ -26,7 +26,8 @@ LEXICAL_SUPPORT_SCORE = 10.0
 @dataclass(frozen=True)
 class ResultItem:
     """One final result. `source` is L0, L1 or both; `ranks` says at which rank each signal (vector,
-    bm25, l0) found it; `l1_score` is the cosine similarity of the query to the entry's best chunk."""
+    bm25, l0) found it; `l1_score` is the cosine similarity of the query to the entry's best chunk; `named`:
+    the query holds its whole title or file name (L0)."""
 
     entry_id: str
     title: str
@@ -37,6 +38,7 @@ class ResultItem:
     l1_score: float | None = None
     lexical_score: float | None = None
     ranks: tuple[tuple[str, int], ...] = ()
+    named: bool = False
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -53,16 +55,19 @@ class ResultItem:
             "l1_score": None if self.l1_score is None else round(self.l1_score, 5),
             "lexical_score": None if self.lexical_score is None else round(self.lexical_score, 4),
             "ranks": dict(self.ranks),
+            "named": self.named,
         }
 
 
 @dataclass(frozen=True)
 class FusionWeights:
-    """How much each signal counts once it is scaled to its best candidate of the query (1.0)."""
+    """How much each signal counts once it is scaled to its best candidate of the query (1.0); `named` is
+    added for an entry the query names in full (its whole title or file name, see hints.named_keys)."""
 
     vector: float = 1.0
     lexical: float = 1.0
     l0: float = 0.0
+    named: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -91,13 +96,16 @@ def fuse(
 ) -> list[ResultItem]:
     """Per-query scaled scores of each signal, weighted and summed: a signal whose raw scale is larger
     (BM25 against a cosine) counts no more for it. Entries only L0 found come after every entry that L1
-    (vector or lexical) found; with no L1 candidates at all, the ranking is L0's own.
+    (vector or lexical) found; with no L1 candidates at all, the ranking is L0's own. An entry the query
+    names in full gets `weights.named` more: an alert notification carries its alert's name.
     """
     best_l0 = max((m.score for m in l0), default=0.0) or 1.0
     l0_by_id = {m.entry_id: m for m in l0}
     if not vector and not lexical:
         items = [
-            ResultItem(m.entry_id, m.title, m.domain, m.score / best_l0, "L0", l0_score=m.score, ranks=(("l0", i + 1),))
+            ResultItem(
+                m.entry_id, m.title, m.domain, m.score / best_l0, "L0", l0_score=m.score, ranks=(("l0", i + 1),), named=m.named
+            )
             for i, m in enumerate(l0)
         ]
         return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
@@ -117,6 +125,8 @@ def fuse(
     for entry_id, c in first.items():
         m = l0_by_id.get(entry_id)
         score = sum(weight[name] * scaled[name].get(entry_id, 0.0) for name in weight)
+        named = m is not None and m.named
+        score += weights.named if named else 0.0
         items.append(
             ResultItem(
                 entry_id,
@@ -128,6 +138,7 @@ def fuse(
                 l1_score=sims.get(entry_id),
                 lexical_score=lex_scores.get(entry_id),
                 ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0") if entry_id in ranks[name]),
+                named=named,
             )
         )
     floor = min(i.score for i in items)
@@ -143,6 +154,7 @@ def fuse(
                     "L0",
                     l0_score=m.score,
                     ranks=(("l0", i + 1),),
+                    named=m.named,
                 )
             )
     return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
@@ -159,6 +171,8 @@ def explain(item: ResultItem, weights: FusionWeights) -> str:
     weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
     counted = [f"{weight[name]:g}×{SIGNAL_NAMES[name]}" for name in item.signals if weight[name] > 0]
     ignored = [SIGNAL_NAMES[name] for name in item.signals if weight[name] <= 0]
+    if item.named and weights.named > 0:
+        counted.append(f"{weights.named:g} for being named in full")
     text = f"{found}; score = {' + '.join(counted) or '0'} (each scaled to this query's best)"
     return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
 

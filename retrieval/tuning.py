@@ -27,6 +27,7 @@ SWEEPABLE: dict[str, type] = {
     "vector_weight": float,
     "lexical_weight": float,
     "l0_weight": float,
+    "name_weight": float,
     "min_support_similarity": float,
     "strong_support_similarity": float,
     "lexical_support_score": float,

@@ -2,7 +2,7 @@ import pytest
 
 from retrieval.config import REPO_ROOT
 from retrieval.corpus import Entry, load_corpus
-from retrieval.hints import MAX_MATCHES, L0Index
+from retrieval.hints import MAX_MATCHES, L0Index, named_keys
 from retrieval.text import content_tokens
 
 
@@ -40,6 +40,30 @@ def test_keywords_entities_and_camel_case_names_match():
     assert "name" in h.matches[0].fields
     h = idx.match("kubelet restarts")
     assert h.entities == ("kubelet",)
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("[FIRING:1] KubePodCrashLooping default/web-1", {"kubernetes/KubePodCrashLooping"}),  # the file name as written
+        ("kube pod crash looping on web-1", {"kubernetes/KubePodCrashLooping"}),  # the whole title, in words
+        ("Pods keep crash looping", set()),  # title words, not the whole title
+        ("etcd has no leader since noon", {"etcd/etcdNoLeader"}),  # "etcd leader", stopwords aside
+        ("Kube Node is Not Ready", {"kubernetes/KubeNodeNotReady"}),
+        ("node not ready", set()),  # a keyword, not the name
+    ],
+)
+def test_named_says_the_query_holds_the_whole_title_or_file_name(query, named):
+    hints = L0Index(ENTRIES).match(query)
+    assert {mt.entry_id for mt in hints.matches if mt.named} == named
+    assert all(mt.to_dict()["named"] == (mt.entry_id in named) for mt in hints.matches)
+
+
+def test_a_one_word_title_names_nothing():
+    idx = L0Index([entry("docs/Overview", "Overview", "docs", ["overview"]), *ENTRIES[:2]])
+    assert named_keys(idx.entries["docs/Overview"]) == ()
+    assert named_keys(ENTRIES[0]) == ("kube pod crash looping",)  # title and file name agree: one key
+    assert not any(mt.named for mt in idx.match("Overview of the cluster").matches)
 
 
 def test_shared_keyword_names_several_domains_in_stable_order():

@@ -3,7 +3,7 @@ from dataclasses import replace
 import pytest
 
 from retrieval.hints import EntryMatch
-from retrieval.ranking import FusionWeights, assess, fuse
+from retrieval.ranking import FusionWeights, assess, explain, fuse
 from retrieval.weaviate_store import Candidate
 
 L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)
@@ -54,6 +54,19 @@ def test_l0_weight_adds_scaled_l0_evidence():
     assert [r.entry_id for r in out] == ["a/Y", "a/X"]  # 0.65/0.70 + 0.2 beats 1.0
     assert out[0].source == "both" and out[1].source == "L1"
     assert fuse([m("a/Y", 3.0)], [c("a/X", 0.70), c("a/Y", 0.65)], k=5)[0].entry_id == "a/X"  # l0 weight 0
+
+
+def test_an_entry_the_query_names_in_full_gets_the_name_weight():
+    named = replace(m("a/Y", 3.0), named=True)
+    vec, lex = [c("a/X", 0.80), c("a/Y", 0.70)], [bm("a/X", 12.0), bm("a/Y", 9.0)]
+    weights = FusionWeights(vector=3.0, lexical=1.0, named=2.0)
+    out = fuse([named], vec, lex, k=5, weights=weights)
+    assert [r.entry_id for r in out] == ["a/Y", "a/X"]  # 3×0.875 + 0.75 + 2 beats 3 + 1
+    assert out[0].score == pytest.approx(3 * 0.7 / 0.8 + 9 / 12 + 2) and out[0].named and not out[1].named
+    assert "2 for being named in full" in explain(out[0], weights)
+    assert fuse([named], vec, lex, k=5, weights=replace(weights, named=0.0))[0].entry_id == "a/X"
+    assert fuse([m("a/Y", 3.0)], vec, lex, k=5, weights=weights)[0].entry_id == "a/X"  # matched, not named
+    assert out[0].to_dict()["named"] is True
 
 
 def test_l0_only_entries_rank_below_every_l1_result():

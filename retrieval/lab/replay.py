@@ -32,6 +32,7 @@ SETTING_FIELDS = (
     "vector_weight",
     "lexical_weight",
     "l0_weight",
+    "name_weight",
     "min_support_similarity",
     "strong_support_similarity",
 )

@@ -306,7 +306,7 @@ def _summary(row: tuple) -> RunSummary:
     )
 
 
-HISTORY_SETTINGS = ("search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "hybrid_alpha")
+HISTORY_SETTINGS = ("search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "name_weight", "hybrid_alpha")
 HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate")
 
 
