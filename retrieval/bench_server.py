@@ -1,11 +1,12 @@
 """`python -m retrieval bench --server`: what the MCP server adds to a lookup, and how many calls a second it answers.
 
 The sample corpus is indexed in a collection of its own, and `python -m retrieval serve` processes (streamable
-HTTP, then stdio) answer over the same Weaviate as a direct in-process lookup. Every query is first asked once
+HTTP, then stdio) answer over the same Weaviate as a direct in-process lookup, with the same settings (search
+mode included) and both sides recording every call to their own invocation store. Every query is first asked once
 directly and once through the server, so the query embeddings are cached on both sides: what is timed is the
 lookup plus the protocol, not the model. Then direct and served calls alternate query by query (order
 alternating too); the server's added p50 is the served p50 minus the direct p50. The served calls use a thin
-JSON-RPC client (one keep-alive HTTP connection, or the stdio pipe) so that the figure is the server's; the
+JSON-RPC client (one keep-alive http.client connection, or the stdio pipe) so that the figure is the server's; the
 SDK's own Client is timed beside it for what an agent host sees. Throughput: concurrent HTTP clients, each
 with its own session, asking every query.
 """
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -27,12 +30,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from .api import KnowledgeLookup
 from .bench import _free_port, machine_info, pct, write_results
-from .config import REPO_ROOT, Settings
+from .config import ENV_NAMES, REPO_ROOT, Settings
 from .corpus import load_corpus
 from .embedding import Embedder
 from .eval_sets import load_eval_set
@@ -68,20 +70,44 @@ def _call(i: int, query: str) -> dict[str, Any]:
 
 
 class HttpRpc:
-    """A minimal MCP client: one session over one keep-alive HTTP connection."""
+    """A minimal MCP client: one session over one keep-alive HTTP connection (http.client: httpx's own
+    request path cost ~1 ms a call here, which is the client's, not the server's)."""
 
     def __init__(self, url: str) -> None:
-        self.url, self.http, self.n = url, httpx.Client(timeout=60.0), 0
-        r = self.http.post(url, headers=ACCEPT, json=_initialize(0))
-        r.raise_for_status()
-        self.headers = {**ACCEPT, "Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE_VERSION}
-        self.http.post(url, headers=self.headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        parts = urlsplit(url)
+        self.path, self.n = parts.path, 0
+        self.http = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60.0)
+        self._reconnect()
+        self.headers = dict(ACCEPT)
+        status, headers, _ = self._post(_initialize(0))
+        if status != 200:
+            raise RuntimeError(f"initialize was answered {status}")
+        self.headers.update({"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": HANDSHAKE_VERSION})
+        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def _post(self, message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        body = json.dumps(message).encode()
+        try:
+            self.http.request("POST", self.path, body=body, headers=self.headers)
+            r = self.http.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            self._reconnect()  # uvicorn closes a connection idle for 5 s; the request never reached it
+            self.http.request("POST", self.path, body=body, headers=self.headers)
+            r = self.http.getresponse()
+        body = r.read()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, body
+
+    def _reconnect(self) -> None:
+        self.http.close()
+        self.http.connect()
+        self.http.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def lookup(self, query: str) -> dict[str, Any]:
         self.n += 1
-        r = self.http.post(self.url, headers=self.headers, json=_call(self.n, query))
-        r.raise_for_status()
-        return _checked(r.json())
+        status, _, body = self._post(_call(self.n, query))
+        if status != 200:
+            raise RuntimeError(f"a bench query was answered {status}: {body[:200]!r}")
+        return _checked(json.loads(body))
 
     def close(self) -> None:
         self.http.close()
@@ -126,26 +152,15 @@ def _checked(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def _served_env(settings: Settings, workdir: Path, name: str) -> dict[str, str]:
+    """Every setting of the direct lookup, as LOOKUP_* variables, so that both sides do the same lookup (search
+    mode included: a served fusion lookup against a direct near_vector one added 2-3 ms that were not the
+    server's); only the invocation store is the serve process's own."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update(
-        {
-            "LOOKUP_CORPUS_DIR": str(settings.corpus_dir),
-            "LOOKUP_COLLECTION": settings.collection,
-            "LOOKUP_DATA_DIR": str(workdir / name),
-            "LOOKUP_DB_PATH": str(workdir / f"{name}.duckdb"),
-            "LOOKUP_WEAVIATE_PORT": str(settings.embedded_port),
-            "LOOKUP_WEAVIATE_GRPC_PORT": str(settings.embedded_grpc_port),
-            "LOOKUP_WEAVIATE_BIN_DIR": str(settings.weaviate_bin_dir),
-            "LOOKUP_TOP_K": str(settings.top_k),
-        }
-    )
-    for var, value in (
-        ("LOOKUP_WEAVIATE_URL", settings.weaviate_url),
-        ("LOOKUP_WEAVIATE_API_KEY", settings.weaviate_api_key),
-        ("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", settings.remote_grpc_port),
-    ):
-        if value:
-            env[var] = str(value)
+    for var, field in ENV_NAMES.items():
+        value = getattr(settings, field)
+        if value is not None:
+            env[var] = str(value).lower() if isinstance(value, bool) else str(value)
+    env.update({"LOOKUP_DATA_DIR": str(workdir / name), "LOOKUP_DB_PATH": str(workdir / f"{name}.duckdb")})
     return env
 
 
@@ -304,6 +319,7 @@ def run_server_bench(
             "queries": len(queries),
             "repeats": repeats,
             "entries": len(corpus.entries),
+            "search_mode": where.search_mode,
         }
 
         log("HTTP server: direct and served calls, interleaved")
@@ -363,7 +379,8 @@ def render_server_table(result: dict[str, Any]) -> str:
     lines = [
         f"Lookup Lab MCP server bench, {result['date']}: {m['cpu']}, {m['cores']} cores, load average "
         f"{m['loadavg_start']} at start, {m.get('loadavg_end')} at end; {result['entries']} entries (sample corpus), "
-        f"{result['queries']} queries x {result['repeats']}, embeddings cached on both sides.",
+        f"{result['queries']} queries x {result['repeats']}, {result.get('search_mode', 'near_vector')} lookups with the "
+        "same settings on both sides, embeddings cached on both sides, every call recorded on both sides.",
         "",
         "| figure | streamable HTTP | stdio |",
         "|---|---|---|",
