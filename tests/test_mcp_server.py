@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
@@ -187,6 +190,57 @@ def test_stdio_initialize_names_the_session_and_closing_stdin_flushes_every_row(
     rows = stored_rows(db)  # the server has exited: no background flusher is left to help
     assert {r["id"] for r in rows} == ids
     assert {r["session_tag"] for r in rows} == {"test-stdio-agent"}
+
+
+def test_stdio_over_pipes_answers_pipelined_calls_skips_a_malformed_line_and_flushes_on_sigterm(settings, tmp_path):
+    """Under an agent host stdin and stdout are pipes, which the server's event loop reads and writes itself."""
+    db = tmp_path / "pipes.duckdb"
+    with open(tmp_path / "stderr.log", "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "retrieval", "serve"],
+            cwd=REPO_ROOT,
+            env=serve_env(settings, db),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+        )
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+
+    def send(message: dict | bytes) -> None:
+        proc.stdin.write(message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+
+    def receive() -> dict:
+        return json.loads(lines.get(timeout=120))  # every line on the wire is JSON: nothing stray reached it
+
+    def call(i: int, query: str) -> dict:
+        return {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "lookup_knowledge", "arguments": {"query": query}},
+        }
+
+    try:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe-agent", "version": "1"}}
+        send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+        assert receive()["result"]["serverInfo"]["name"] == "lookup-lab"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send(b"{this is not json\n")
+        send(call(1, "disk is full on the database volume"))
+        send(call(2, "TLS certificate expires soon"))
+        answers = {m["id"]: m["result"] for m in (receive(), receive())}
+        assert set(answers) == {1, 2} and not any(a.get("isError") for a in answers.values())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, (tmp_path / "stderr.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    rows = stored_rows(db)
+    assert {r["id"] for r in rows} == {a["structuredContent"]["invocation_id"] for a in answers.values()}
+    assert {r["session_tag"] for r in rows} == {"pipe-agent"}
 
 
 def test_sigint_stops_a_server_that_reused_weaviate_without_stopping_weaviate(settings, tmp_path, weaviate_client):
