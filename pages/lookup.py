@@ -109,8 +109,13 @@ c3.metric("Relevance", result.relevance.level)
 c4.metric("Total latency", f"{result.timings_ms.get('total', 0.0):.0f} ms")
 
 all_keys = render.match_keys(t.key for t in hints.matched_keywords)
-st.markdown("**Query** (words L0 matched are highlighted)")
-render.highlighted(result.query, all_keys)
+if result.searched:
+    st.markdown("**Query as searched** (its template expressions as the words they stand for; words L0 matched highlighted)")
+    render.highlighted(result.searched, all_keys)
+    st.caption(f"As sent: {md(result.query)}")
+else:
+    st.markdown("**Query** (words L0 matched are highlighted)")
+    render.highlighted(result.query, all_keys)
 
 routing = result.routing if hints.has_match else f"no L0 match: {result.routing}"
 st.info(f"**Routing:** {md(routing)}", icon=":material/alt_route:")
@@ -260,7 +265,8 @@ else:
 if result.l1.category and result.l1.status == "ok":
     kept_out: list[tuple[int, Candidate]] | None
     try:
-        kept_out = excluded_by_filter(result.query, result.l1.category, ctx.lookup_services(record=False), settings)
+        searched = result.searched or result.query
+        kept_out = excluded_by_filter(searched, result.l1.category, ctx.lookup_services(record=False), settings)
     except Exception as exc:
         kept_out = None
         st.caption(f"What the filter kept out cannot be shown: {md(type(exc).__name__)}: {md(exc)}")

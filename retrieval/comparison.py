@@ -10,7 +10,7 @@ from .config import Settings
 from .errors import QueryError
 from .eval_sets import EvalSet
 from .evaluation import DEPTH
-from .lookup import LookupServices, l1_queries, weights_of
+from .lookup import LookupServices, l1_queries, search_text, weights_of
 from .ranking import fuse
 from .routing import category_filter, describe_routing
 from .routing_metrics import filter_verdict
@@ -85,6 +85,7 @@ def compare_filter(query: str, services: LookupServices, settings: Settings, kin
     """Run one kind of L1 query twice: with the L0-derived filter (when it applies) and without any."""
     if services.embedder is None:
         raise QueryError("L1 is not connected: nothing to compare")
+    query = search_text(query)
     hints = services.l0.match(query)
     category = category_filter(hints.domains)
     vector = services.embedder.embed_query(query)

@@ -14,7 +14,7 @@ import numpy as np
 from .config import Settings
 from .errors import EvalSetError
 from .eval_sets import EvalSet
-from .lookup import LookupServices, clean_query, lookup_knowledge
+from .lookup import LookupServices, lookup_knowledge, search_text
 from .routing import category_filter
 from .routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
 
@@ -107,7 +107,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def _run_case(case, config: str, services: LookupServices, settings: Settings, run_tag: str) -> ConfigRun:
-    query = clean_query(case.query)
+    query = search_text(case.query)
     if config == "lookup":
         res = lookup_knowledge(query, services, settings, session_tag=run_tag)
         return ConfigRun(
@@ -302,7 +302,7 @@ def run_eval(
                 "support_score": None if r.support_score is None else round(float(r.support_score), 5),
                 "support_lexical": None if r.support_lexical is None else round(float(r.support_lexical), 4),
             }
-        l0_domains = list(services.l0.match(case.query).domains)
+        l0_domains = list(services.l0.match(search_text(case.query)).domains)
         cases_out.append(
             {
                 "id": case.id,

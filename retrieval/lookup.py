@@ -14,6 +14,7 @@ from .hints import L0Hints, L0Index
 from .invocations import TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
 from .ranking import FusionWeights, Relevance, ResultItem, assess, fuse
 from .routing import category_filter, describe_routing
+from .text import without_templates
 from .weaviate_store import Candidate, KnowledgeStore
 
 MAX_QUERY_CHARS = 2000
@@ -61,6 +62,7 @@ class LookupResult:
     routing: str
     timings_ms: dict[str, float] = field(default_factory=dict)
     session_tag: str = "default"
+    searched: str = ""  # what L0 and L1 searched for (search_text of the query); "" for the query itself
 
     @property
     def fallback(self) -> bool:
@@ -71,6 +73,7 @@ class LookupResult:
             "invocation_id": self.invocation_id,
             "created_at": self.created_at,
             "query": self.query,
+            "searched": self.searched or self.query,
             "layer": self.layer,
             "status": self.status,
             "routing": self.routing,
@@ -105,6 +108,14 @@ def clean_query(query: str) -> str:
     if len(text) > MAX_QUERY_CHARS:
         raise QueryError(f"query is {len(text)} characters, over the {MAX_QUERY_CHARS} character limit")
     return text
+
+
+def search_text(query: str) -> str:
+    """What L0 and L1 search for: the query (clean_query) with the Go template expressions an alerting rule's
+    text holds written as the words they stand for ("{{ $labels.pod }}" -> "pod"); a query of templates alone
+    is searched as it is."""
+    text = clean_query(query)
+    return without_templates(text) or text
 
 
 def layer_for(l0_matched: bool, l1_answered: bool) -> str:
@@ -182,12 +193,13 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     """The full flow of the spec. Raises QueryError for a refused query; never for an L1 fault."""
     started = time.perf_counter()
     text = clean_query(query)
+    searched = search_text(text)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    hints = services.l0.match(text)
+    hints = services.l0.match(searched)
     timings["l0"] = (time.perf_counter() - t0) * 1000
     category = category_filter(hints.domains)
-    l1 = _run_l1(text, category, services, settings, timings)
+    l1 = _run_l1(searched, category, services, settings, timings)
     t0 = time.perf_counter()
     results = tuple(fuse(hints.matches, l1.candidates, l1.lexical, k=settings.top_k, weights=weights_of(settings)))
     relevance = assess(
@@ -213,6 +225,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
         routing=describe_routing(hints.domains),
         timings_ms=timings,
         session_tag=session_tag or settings.session_tag,
+        searched=searched if searched != text else "",
     )
     if services.recorder is not None:
         t0 = time.perf_counter()
@@ -224,6 +237,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
 def to_record(result: LookupResult) -> InvocationRecord:
     """The tool_invocation row: hot fields typed, the rest in retrieval_details."""
     details = {
+        "searched": result.searched or result.query,
         "layer": result.layer,
         "routing": result.routing,
         "fallback": result.fallback,

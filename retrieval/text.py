@@ -6,6 +6,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+_TEMPLATE = re.compile(r"\{\{-?(.*?)-?\}\}", re.S)
+_TEMPLATE_LABEL = re.compile(  # a label a template expression reads: its name is the word it stands for
+    r"(?:\$labels|\.Labels|\$externalLabels|\.CommonLabels|\.GroupLabels)\.(\w+)" r'|index\s+\$labels\s+"(\w+)"'
+)
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -57,6 +61,20 @@ def tokens(text: str) -> list[str]:
 def normalise(text: str) -> str:
     """One space-separated string of `tokens(text)`."""
     return " ".join(tokens(text))
+
+
+def without_templates(text: str) -> str:
+    """An alerting rule's or notification's Go template expressions as the words they stand for: a label
+    (`{{ $labels.namespace }}`, `{{ .Labels.pod }}`) becomes its name ("namespace"), anything else (`{{ $value }}`,
+    `{{ printf "%.2f" $value }}`) goes; whitespace collapses. Text without "{{" comes back as it was."""
+    if "{{" not in text:
+        return text
+
+    def words(m: re.Match[str]) -> str:
+        label = _TEMPLATE_LABEL.search(m.group(1))
+        return (label.group(1) or label.group(2)) if label else ""
+
+    return " ".join(_TEMPLATE.sub(words, text).split())
 
 
 def content_tokens(text: str) -> list[str]:

@@ -189,6 +189,19 @@ def test_retrieval_details_include_l0_hints(services, settings, recorder):
     assert details["timings_ms"]["l0"] >= 0 and "l1" in details["timings_ms"]
 
 
+def test_a_rule_template_is_searched_as_its_words_and_recorded_as_sent(services, settings, recorder):
+    sent = "Replication lag on {{ $labels.instance }} is {{ $value | humanizeDuration }} for PostgreSQL"
+    result = lookup_knowledge(sent, services, settings)
+    plain = lookup_knowledge("Replication lag on instance is for PostgreSQL", services, settings)
+    assert result.searched == "Replication lag on instance is for PostgreSQL"
+    assert [r.entry_id for r in result.results] == [r.entry_id for r in plain.results]
+    assert result.results[0].entry_id == "databases/PostgresReplicationLag"
+    assert not {"label", "value", "humanizeduration"} & {t.key for t in result.l0.matched_keywords}
+    details = stored_details(recorder, result.invocation_id)
+    assert details["searched"] == result.searched and recorder.get(result.invocation_id)["input"] == sent
+    assert plain.searched == "" and stored_details(recorder, plain.invocation_id)["searched"] == plain.query
+
+
 def test_retrieval_layer_reflects_cooperating_retrieval(services, settings, recorder):
     result = lookup_knowledge("PostgreSQL replication lag on the standby", services, settings)
     assert result.l0.matches and result.l1.candidates

@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.text import content_spans, content_tokens, normalise, singular, split_camel
+from retrieval.text import content_spans, content_tokens, normalise, singular, split_camel, without_templates
 
 
 @pytest.mark.parametrize(
@@ -83,3 +83,21 @@ def test_surface_text_is_the_span_as_written():
     assert spans.surface(1, 2, whole_words=False) == "SQL replication"
     assert spans.surface(3, 4, whole_words=True) == "lag on the standby"  # stopwords between stay, as written
     assert content_spans("KubePodCrashLooping").surface(1, 3, whole_words=False) == "PodCrashLooping"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (
+            "Configuration has failed to load for {{ $labels.namespace }}/{{ $labels.pod}}.",
+            "Configuration has failed to load for namespace/pod.",
+        ),
+        ("failed to send {{ $value | humanizePercentage }} of notifications", "failed to send of notifications"),
+        ('only {{ printf "%.2f" $value }}% space left on {{ $labels.device }}', "only % space left on device"),
+        ('{{ .Labels.pod }} of {{ index $labels "job" }} ({{- $labels.instance -}})', "pod of job (instance)"),
+        ("{{ $value }}", ""),
+        ("Plain text {is} kept,  as   written", "Plain text {is} kept,  as   written"),  # no template: unchanged
+    ],
+)
+def test_without_templates_writes_label_expressions_as_their_names_and_drops_the_rest(text, words):
+    assert without_templates(text) == words

@@ -21,7 +21,7 @@ from ..errors import LookupLabError
 from ..eval_sets import EvalSet, corpus_fit, load_eval_set
 from ..evaluation import DEPTH
 from ..hints import EntryMatch
-from ..lookup import LookupServices, candidate_depth, clean_query, weights_of
+from ..lookup import LookupServices, candidate_depth, search_text, weights_of
 from ..ranking import assess, fuse
 from ..routing import category_filter
 from ..tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
@@ -76,10 +76,10 @@ def collect_signals(
     """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing."""
     if services.store is None or services.embedder is None or not settings.l1_enabled:
         raise LookupLabError(f"a sweep needs L1, which is unavailable: {services.l1_unavailable or 'L1 is off or not connected'}")
-    services.embedder.prime([clean_query(c.query) for c in eval_set.cases])
+    services.embedder.prime([search_text(c.query) for c in eval_set.cases])
     out, total = [], len(eval_set.cases) * len(keys)
     for i, case in enumerate(eval_set.cases):
-        query = clean_query(case.query)
+        query = search_text(case.query)
         hints = services.l0.match(query)
         category = category_filter(hints.domains)
         vector = services.embedder.embed_query(query)
