@@ -9,30 +9,24 @@ running). Over HTTP it listens on 127.0.0.1 unless told otherwise; any other add
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import fcntl
 import hmac
 import ipaddress
 import json
-import os
 import signal
 import socket
-import stat
-import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
-import mcp_types as types
 import uvicorn
-from mcp.shared.message import SessionMessage
 
 from .api import KnowledgeLookup, open_knowledge_lookup
 from .config import Settings
 from .embedding import Embedder
 from .errors import ServeError
 from .mcp_server import build_server
+from .stdio_transport import stderr_log, stdio_streams
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_HOST = "127.0.0.1"
@@ -41,11 +35,6 @@ MCP_PATH = "/mcp"
 TOKEN_ENV = "LOOKUP_SERVER_TOKEN"
 MIN_TOKEN_CHARS = 16
 GRACEFUL_SHUTDOWN_S = 3  # open streams are closed after this on SIGTERM
-STDIO_LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message a line
-
-
-def stderr_log(message: str) -> None:
-    print(f"lookup-lab serve: {message}", file=sys.stderr, flush=True)
 
 
 def is_loopback(host: str) -> bool:
@@ -223,77 +212,6 @@ async def _serve(
                 tg.start_soon(_announce, web, f"ready: MCP over streamable HTTP at {_url(sock)} ({_describe(kb)})", log)
                 await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()  # the signal watcher
-
-
-@contextlib.asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """MCP over this process's stdin and stdout. When both are pipes (or sockets), as under an agent host, the
-    event loop reads and writes them itself: the SDK's stdio_server runs every line read, write and flush on
-    a worker thread, three thread hops a call (~0.3-1 ms on a busy machine). Otherwise it is the SDK's.
-    Either way fd 0 reads /dev/null and fd 1 writes to stderr while serving, so stray output misses the wire."""
-    if not all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in (os.fstat(0).st_mode, os.fstat(1).st_mode)):
-        from mcp.server.stdio import stdio_server
-
-        async with stdio_server() as streams:
-            yield streams
-        return
-    saved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1)]  # restored on the way out
-    wire_in, wire_out = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in saved)  # the pipes close these
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    pipes: list[asyncio.BaseTransport] = []
-    try:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=STDIO_LINE_LIMIT)
-        in_pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), open(wire_in, "rb", 0))  # noqa: SIM115
-        pipes.append(in_pipe)
-        out_pipe, flow = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, open(wire_out, "wb", 0))  # noqa: SIM115
-        pipes.append(out_pipe)
-        writer = asyncio.StreamWriter(out_pipe, flow, None, loop)
-        incoming_w, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        outgoing, outgoing_r = anyio.create_memory_object_stream[SessionMessage](0)
-
-        async def read_lines() -> None:
-            async with incoming_w:
-                while line := await _read_line(reader):
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except Exception as exc:  # the server logs a malformed line and goes on
-                        await incoming_w.send(exc)
-                        continue
-                    await incoming_w.send(SessionMessage(message))
-
-        async def write_lines() -> None:
-            async with outgoing_r:
-                async for sent in outgoing_r:
-                    writer.write(sent.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
-                    with contextlib.suppress(ConnectionError):  # the host is gone: its stdin EOF stops us
-                        await writer.drain()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_lines)
-            tg.start_soon(write_lines)
-            yield incoming, outgoing
-            outgoing.close()  # the writer sends what it holds, then ends
-    finally:
-        for pipe in pipes:
-            pipe.close()
-        for fd, kept in enumerate(saved):
-            with contextlib.suppress(OSError):
-                os.set_blocking(kept, True)  # the pipe transports made the shared file description non-blocking
-                os.dup2(kept, fd)
-            os.close(kept)
-
-
-async def _read_line(reader: asyncio.StreamReader) -> bytes:
-    """The next line; b"" at the end of input. A line over STDIO_LINE_LIMIT is skipped, as a refused message."""
-    while True:
-        try:
-            return await reader.readline()
-        except ValueError:
-            stderr_log(f"a stdio message over {STDIO_LINE_LIMIT} bytes was skipped")
 
 
 class _UvicornServer(uvicorn.Server):
