@@ -164,6 +164,9 @@ class L0Index:
         self.entries = {e.entry_id: e for e in entries}
         self._by_row = list(self.entries.values())
         self._named = [tuple(f" {k} " for k in named_keys(e)) for e in self._by_row]
+        self._per_domain: dict[str, int] = defaultdict(int)
+        for e in self._by_row:
+            self._per_domain[e.domain] += 1
         row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
         self._domain_codes: dict[str, int] = {}
         self._domain_of_row = np.array(
@@ -208,6 +211,10 @@ class L0Index:
         self.pattern_count = len(by_pattern)
         if by_pattern:
             self._automaton.make_automaton()
+
+    def entry_count(self, domain: str | None = None) -> int:
+        """Entries in `domain` (as the L1 category filter names it), or in the whole corpus for None."""
+        return len(self._by_row) if domain is None else self._per_domain.get(domain, 0)
 
     def index_terms(self, entry_id: str) -> list[dict[str, Any]]:
         """The patterns that point at one entry (for the corpus browser): each as this entry writes it,

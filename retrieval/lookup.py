@@ -141,7 +141,8 @@ def _run_l1(
     timings["embed"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     try:
-        found, lexical = l1_queries(services.store, vector, text=query, category=category, settings=settings)
+        entries = services.l0.entry_count(category)
+        found, lexical = l1_queries(services.store, vector, text=query, category=category, settings=settings, entries=entries)
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
         return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode)
@@ -150,11 +151,12 @@ def _run_l1(
 
 
 def l1_queries(
-    store: KnowledgeStore, vector: Any, *, text: str, category: str | None, settings: Settings
+    store: KnowledgeStore, vector: Any, *, text: str, category: str | None, settings: Settings, entries: int | None = None
 ) -> tuple[list[Candidate], list[Candidate]]:
     """The L1 queries of `settings.search_mode`, candidate_depth deep under `category` (None: unfiltered):
     (vector or hybrid candidates, BM25F candidates). In fusion the BM25F query runs on a worker thread while
-    this one makes the vector query; in the other modes there is no BM25F query ([]). Raises L1Error."""
+    this one makes the vector query; in the other modes there is no BM25F query ([]). `entries`: the corpus's
+    entries under `category`, when known (KnowledgeStore.search). Raises L1Error."""
     depth = candidate_depth(settings.top_k)
     kind = "hybrid" if settings.search_mode == "hybrid" else "near_vector"
 
@@ -170,6 +172,7 @@ def l1_queries(
         query_text=text,
         alpha=settings.hybrid_alpha,
         timeout_s=settings.l1_timeout_s,
+        entries=entries if kind == "near_vector" else None,
     )
     return found, pending.result() if pending is not None else []
 

@@ -202,3 +202,9 @@ def test_terms_as_written_leave_scores_and_matches_as_they_were():
         assert all(" -- " in t for t in titles if " " in t), q
         written += [t for t in titles if " -- " in t]
     assert written  # multi-word title terms were shown, each as the punctuated title writes it
+
+
+def test_entry_count_per_domain_and_in_all():
+    idx = L0Index(ENTRIES)
+    assert idx.entry_count() == len(ENTRIES)
+    assert idx.entry_count("kubernetes") == 2 and idx.entry_count("misc") == 20 and idx.entry_count("nowhere") == 0

@@ -148,6 +148,28 @@ def test_entries_of_many_chunks_still_give_k_entries(store, embedder):
     assert [h.entry_id for h in fresh.search(vec, k=5, category="mq")] == _exhaustive_top(store, vec, 5, "mq")
 
 
+def test_grouped_by_entry_the_search_gives_the_same_entries_and_stops_at_the_known_count(store, embedder):
+    """With the entry count known, Weaviate groups the chunk hits by entry: the same top k, best chunk each,
+    and a domain with fewer entries than k is not asked again and again."""
+    filler = " ".join(f"kafka broker partition {i} under-replicated, consumer lag rising." for i in range(150))
+    entries = [make_entry("mq/KafkaLong", "mq", filler)] + [
+        make_entry(f"mq/Other{i}", "mq", f"Queue topic {i} notes about brokers.") for i in range(8)
+    ]
+    entries += [make_entry(f"db/Note{i}", "db", f"Database note {i} on replication.") for i in range(3)]
+    store.ingest(Corpus("mem", tuple(entries)), embedder)
+    vec = embedder.embed_query("kafka partition under-replicated consumer lag")
+    plain = KnowledgeStore(store.client, store.name).search(vec, k=5)
+    grouped = KnowledgeStore(store.client, store.name)
+    hits = grouped.search(vec, k=5, entries=len(entries))
+    assert [h.entry_id for h in hits] == [h.entry_id for h in plain] == _exhaustive_top(store, vec, 5)
+    assert [(h.chunk_index, round(h.distance, 5)) for h in hits] == [(h.chunk_index, round(h.distance, 5)) for h in plain]
+    assert [h.similarity for h in hits] == pytest.approx([h.similarity for h in plain])
+    small = KnowledgeStore(store.client, store.name)
+    few = small.search(vec, k=5, category="db", entries=3)
+    assert sorted(h.entry_id for h in few) == ["db/Note0", "db/Note1", "db/Note2"]
+    assert small.fold_factor == 1  # three of three entries found at once: no second query
+
+
 def test_bm25_scores_whole_entries_by_their_fields_and_obeys_the_filter(store, embedder):
     corpus = Corpus(
         "mem",
