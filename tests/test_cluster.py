@@ -95,11 +95,39 @@ class Cluster:
             60,
             f"{survivor.name} sees {sorted(names)} down",
         )
+        if len(self.state.nodes) - len(indexes) > len(self.state.nodes) // 2:
+            # A majority is left: once it has a Raft leader again (the killed node may have led), schema reads
+            # answer. Until then a schema read times out, which is the election, not what a test is about.
+            wait_until(lambda: schema_answers(survivor), 90, f"{survivor.name} answers schema reads")
+
+    def revive_the_dead(self) -> None:
+        """Bring back every node whose process has ended, so that one failed test does not fail the next."""
+        dead = [i for i, n in enumerate(self.state.nodes) if not alive(n.pid)]
+        if dead:
+            self.revive(*dead)
 
     def revive(self, *indexes: int) -> None:
         for i in indexes:
             self.state = start_node(self.state, self.node(i).name)
         wait_formed(self.state, timeout_s=FORM_S)
+
+
+def schema_answers(node) -> bool:
+    """The node answers a schema read (which needs a Raft leader) within 3 s."""
+    try:
+        with urllib.request.urlopen(f"{node.url}/v1/schema", timeout=3) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def alive(pid: int) -> bool:
+    """The process is running (not gone, not a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def wait_until(predicate, timeout: float, what: str) -> None:
@@ -118,6 +146,14 @@ def cluster(base_settings, tmp_path_factory):
     print(f"\n3-node cluster formed in {time.monotonic() - t0:.1f} s (load average {os.getloadavg()[0]:.1f})")
     yield Cluster(state)
     stop_cluster(data)
+
+
+@pytest.fixture(autouse=True)
+def nodes_back_after_each_test(request):
+    """A test that fails between killing a node and reviving it leaves the node down: bring it back."""
+    yield
+    if "cluster" in request.fixturenames:
+        request.getfixturevalue("cluster").revive_the_dead()
 
 
 @pytest.fixture(scope="module")
