@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -164,9 +164,7 @@ class L0Index:
         self.entries = {e.entry_id: e for e in entries}
         self._by_row = list(self.entries.values())
         self._named = [tuple(f" {k} " for k in named_keys(e)) for e in self._by_row]
-        self._per_domain: dict[str, int] = defaultdict(int)
-        for e in self._by_row:
-            self._per_domain[e.domain] += 1
+        self._per_domain = Counter(e.domain for e in self._by_row)
         row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
         self._domain_codes: dict[str, int] = {}
         self._domain_of_row = np.array(

@@ -114,7 +114,11 @@ def search_text(query: str) -> str:
     """What L0 and L1 search for: the query (clean_query) with the Go template expressions an alerting rule's
     text holds written as the words they stand for ("{{ $labels.pod }}" -> "pod"); a query of templates alone
     is searched as it is."""
-    text = clean_query(query)
+    return _templates_as_words(clean_query(query))
+
+
+def _templates_as_words(text: str) -> str:
+    """search_text of a query clean_query has cleaned already."""
     return without_templates(text) or text
 
 
@@ -139,9 +143,9 @@ def _run_l1(
     t0 = time.perf_counter()
     vector = services.embedder.embed_query(query)
     timings["embed"] = (time.perf_counter() - t0) * 1000
+    entries = services.l0.entry_count(category)
     t0 = time.perf_counter()
     try:
-        entries = services.l0.entry_count(category)
         found, lexical = l1_queries(services.store, vector, text=query, category=category, settings=settings, entries=entries)
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
@@ -172,7 +176,7 @@ def l1_queries(
         query_text=text,
         alpha=settings.hybrid_alpha,
         timeout_s=settings.l1_timeout_s,
-        entries=entries if kind == "near_vector" else None,
+        entries=entries,
     )
     return found, pending.result() if pending is not None else []
 
@@ -196,7 +200,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     """The full flow of the spec. Raises QueryError for a refused query; never for an L1 fault."""
     started = time.perf_counter()
     text = clean_query(query)
-    searched = search_text(text)
+    searched = _templates_as_words(text)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     hints = services.l0.match(searched)

@@ -396,7 +396,8 @@ class KnowledgeStore:
         if floats is None and mode != "bm25":
             raise ValueError(f"a {mode} search needs a query vector")
 
-        grouped = mode == "near_vector" and entries is not None
+        group_to = entries if mode == "near_vector" else None  # the known entry count, when near_vector groups by it
+        by_entry = None if group_to is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
 
         def query(limit: int):
             q = self.collection.query
@@ -423,17 +424,9 @@ class KnowledgeStore:
                     return_properties=props,
                     include_vector=floats is not None,
                 )
-            if grouped:
-                by_entry = GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
-                return q.near_vector(
-                    near_vector=floats,
-                    limit=limit,
-                    filters=where,
-                    return_metadata=meta,
-                    return_properties=props,
-                    group_by=by_entry,
-                )
-            return q.near_vector(near_vector=floats, limit=limit, filters=where, return_metadata=meta, return_properties=props)
+            return q.near_vector(
+                near_vector=floats, limit=limit, filters=where, return_metadata=meta, return_properties=props, group_by=by_entry
+            )
 
         # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
         # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
@@ -457,7 +450,7 @@ class KnowledgeStore:
             found = fold_chunks(res.objects, k=k, mode=mode, vector=floats)
             if not found and (loading := self.loading()):  # not an empty answer: no answer yet
                 raise L1Error(f"{failed}: {loading}", unavailable=True)
-            exhausted = len(found) >= entries if grouped and entries is not None else len(res.objects) < limit
+            exhausted = len(found) >= group_to if group_to is not None else len(res.objects) < limit
             if len(found) >= k or exhausted or factor >= MAX_OVERSAMPLE:
                 return found
             factor *= 2
