@@ -10,7 +10,7 @@ from .config import Settings
 from .errors import QueryError
 from .eval_sets import EvalSet
 from .evaluation import DEPTH
-from .lookup import LookupServices, l1_queries, search_text, weights_of
+from .lookup import LookupServices, l1_queries, search_text, weights_of, with_similarities
 from .ranking import fuse
 from .routing import category_filter, describe_routing
 from .routing_metrics import filter_verdict
@@ -77,8 +77,8 @@ def l1_ranking(
         return store.search(vector, k=settings.top_k, mode=kind, **kw)
     vec, lex = l1_queries(store, vector, text=query, category=category, settings=settings.with_(search_mode="fusion"))
     by_id = {c.entry_id: c for c in lex} | {c.entry_id: c for c in vec}
-    fused = fuse((), vec, lex, k=settings.top_k, weights=weights_of(settings))
-    return [replace(by_id[r.entry_id], score=r.score) for r in fused]
+    fused = with_similarities(fuse((), vec, lex, k=settings.top_k, weights=weights_of(settings)), store, vector, settings)
+    return [replace(by_id[r.entry_id], score=r.score, similarity=r.l1_score) for r in fused]
 
 
 def compare_filter(query: str, services: LookupServices, settings: Settings, kind: str = "near_vector") -> FilterComparison:
