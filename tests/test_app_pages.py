@@ -10,6 +10,7 @@ import re
 import socket
 import textwrap
 import threading
+import time
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -614,11 +615,15 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     assert sum(len(t["x"]) for t in drawn.values()) == 48 and "wrong" in drawn and "right" in drawn
     claimed = sum(sym == "circle" for t in drawn.values() for sym in t["marker"]["symbol"])
     assert 0 < claimed < 48
-    # the lookups were recorded under the run tag, 48 cases
-    tags = InvocationStore(app_env / "invocations.duckdb").query(
-        "SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL"
-    )
-    assert len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts") and tags["n"][0] == 48
+    # the lookups were recorded under the run tag, 48 cases. The app's store appends to its spool and its
+    # background flusher moves the rows into DuckDB every second; the spool it is appending to is its own
+    # (another store of the process leaves it alone), so the last rows show within a flush or two.
+    recorded = InvocationStore(app_env / "invocations.duckdb")
+    deadline = time.monotonic() + 60
+    while (n := recorded.count()) < 48 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    tags = recorded.query("SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL")
+    assert n == 48 and len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts")
     # a setting changes: the results stay, marked, until the next run
     at.number_input(key="k").set_value(6).run()
     assert at.table[0].value.equals(table)

@@ -25,13 +25,13 @@ from retrieval.lab.sweep import (
     run_sweep,
     sweep_sets,
 )
-from retrieval.lookup import LookupServices
+from retrieval.lookup import CANDIDATE_DEPTH, LookupServices
 from retrieval.tuning import parse_grid, stratified_folds
 from retrieval.weaviate_store import Candidate
 
 ALERTS = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 UNANSWERABLE = REPO_ROOT / "eval_sets" / "sample-ops-unanswerable.yaml"
-NV, BM = QueryKey("near_vector", 20), QueryKey("bm25", 20)
+NV, BM = QueryKey("near_vector", CANDIDATE_DEPTH), QueryKey("bm25", CANDIDATE_DEPTH)
 
 
 @pytest.mark.parametrize(
@@ -39,8 +39,8 @@ NV, BM = QueryKey("near_vector", 20), QueryKey("bm25", 20)
     [
         ({}, (NV, BM)),
         ({"search_mode": "near_vector"}, (NV,)),
-        ({"search_mode": "hybrid", "hybrid_alpha": 0.3}, (QueryKey("hybrid", 20, 0.3),)),
-        ({"top_k": 3}, (NV, BM)),  # an eval looks at 10 and fetches 20 candidates whatever top_k below that
+        ({"search_mode": "hybrid", "hybrid_alpha": 0.3}, (QueryKey("hybrid", CANDIDATE_DEPTH, 0.3),)),
+        ({"top_k": 3}, (NV, BM)),  # an eval looks at 10 and fetches CANDIDATE_DEPTH candidates whatever top_k below that
         ({"top_k": 30}, (QueryKey("near_vector", 30), QueryKey("bm25", 30))),
         ({"vector_weight": 1, "l0_weight": 0.5, "min_support_similarity": 0.5}, (NV, BM)),  # re-ranking only
     ],
@@ -53,7 +53,7 @@ def test_a_grid_asks_weaviate_once_per_distinct_query_setting():
     current = Settings()
     assert keys_for(parse_grid("vector_weight=1,2,3;l0_weight=0,0.1,0.2"), current) == (NV, BM)
     keys = keys_for(parse_grid("search_mode=near_vector,hybrid;hybrid_alpha=0.25,0.75;l0_weight=0,0.2"), current)
-    assert keys == (NV, BM, QueryKey("hybrid", 20, 0.25), QueryKey("hybrid", 20, 0.75))
+    assert keys == (NV, BM, QueryKey("hybrid", CANDIDATE_DEPTH, 0.25), QueryKey("hybrid", CANDIDATE_DEPTH, 0.75))
 
 
 def cand(entry_id, score, similarity=0.5):
