@@ -87,7 +87,10 @@ def test_judging_a_lookup_appends_creates_and_the_set_runs_in_evaluate(app_env, 
         ("PodKeepsRestarting", {"kubernetes/PodCrashLoopBackOff": 1}),
         ("PodKeepsRestarting-2", {}),
     ]
-    assert InvocationStore(app_env / "invocations.duckdb").count() == 0  # judging records nothing
+    # judging records nothing. The app's store keeps the rows it records in its spool for up to a second;
+    # the Invocations page reads through that store, which moves them into DuckDB first.
+    at.switch_page(PAGES["Invocations"]).run()
+    assert InvocationStore(app_env / "invocations.duckdb").count() == 0
 
     at.switch_page(PAGES["Evaluate"]).run()
     assert "eval_sets/judged-pods.yaml" in at.selectbox(key="es").options
