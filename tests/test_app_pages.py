@@ -10,7 +10,6 @@ import re
 import socket
 import textwrap
 import threading
-import time
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -25,6 +24,7 @@ from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices, lookup_knowledge
 
 from .conftest import RUNBOOKS_EVAL, free_port, needs_shared
+from .test_faults import wait_until
 
 APP = str(REPO_ROOT / "app.py")
 PAGES = {
@@ -619,11 +619,9 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     # background flusher moves the rows into DuckDB every second; the spool it is appending to is its own
     # (another store of the process leaves it alone), so the last rows show within a flush or two.
     recorded = InvocationStore(app_env / "invocations.duckdb")
-    deadline = time.monotonic() + 60
-    while (n := recorded.count()) < 48 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: recorded.count() >= 48, 60, "the run's 48 rows are in DuckDB")
     tags = recorded.query("SELECT session_tag, count(*) AS n FROM tool_invocation GROUP BY ALL")
-    assert n == 48 and len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts")
+    assert len(tags) == 1 and tags["session_tag"][0].startswith("eval-sample-ops-alerts") and tags["n"][0] == 48
     # a setting changes: the results stay, marked, until the next run
     at.number_input(key="k").set_value(6).run()
     assert at.table[0].value.equals(table)

@@ -45,6 +45,7 @@ from retrieval.weaviate_server import connect, embedded_binary
 from retrieval.weaviate_store import KnowledgeStore
 
 from .conftest import SAMPLE_CORPUS
+from .test_faults import alive, wait_until
 
 pytestmark = pytest.mark.slow
 FORM_S = 240.0  # a cluster (re)forming on a busy 2-core machine
@@ -119,23 +120,6 @@ def schema_answers(node) -> bool:
             return resp.status == 200
     except (urllib.error.URLError, OSError):
         return False
-
-
-def alive(pid: int) -> bool:
-    """The process is running (not gone, not a zombie waiting to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout} s waiting until {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
