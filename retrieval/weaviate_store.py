@@ -19,6 +19,7 @@ from .chunking import Chunk, chunk_entry, heading_words, stored_hash
 from .corpus import Corpus, Entry
 from .deadline import TimedOut, call_within
 from .errors import L1Error
+from .replicas import shortfall
 from .weaviate_server import endpoint_of, port_open
 
 PROPERTIES = (
@@ -224,6 +225,8 @@ class KnowledgeStore:
             else:
                 added += 1
         stale = sorted(set(state) - set(wanted)) + [e.entry_id for e in todo if e.entry_id in state]
+        if stale or todo:
+            self.require_replicas()
         for i in range(0, len(stale), 200):
             ids = stale[i : i + 200]
             self.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
@@ -312,9 +315,22 @@ class KnowledgeStore:
             lost.update({e: n for e in batch if (n := sum(u not in found for u in chunks[e]))})
         return lost
 
+    def require_replicas(self) -> None:
+        """At consistency ALL, raise L1Error unless every replica of every shard is on a healthy node: once
+        gossip has dropped a dead node, Weaviate writes at ALL to the replicas left (see `replicas`)."""
+        if self.consistency != "ALL":
+            return
+        try:
+            short = shortfall(self.client, self.name)
+        except Exception as exc:
+            raise L1Error(f"consistency ALL: cannot tell whether every replica of {self.name!r} is up: {exc}") from exc
+        if short:
+            raise L1Error(short.message())
+
     def _insert(self, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
         # insert_many is one synchronous gRPC call per slice; the client's batch context manager
         # (collection.batch.fixed_size) spent about 1 s on every exit, whatever the batch size.
+        self.require_replicas()  # again for each batch: a node may die during a long ingest
         by_id = {e.entry_id: e for e in entries}
         objects = []
         for chunk, vec in zip(chunks, vectors, strict=True):

@@ -101,6 +101,18 @@ class Cluster:
             # answer. Until then a schema read times out, which is the election, not what a test is about.
             wait_until(lambda: schema_answers(survivor), 90, f"{survivor.name} answers schema reads")
 
+    def wait_forgotten(self, i: int) -> None:
+        """Until gossip has dropped node i: node 0 (or 1) no longer lists it in /v1/nodes, a few seconds
+        after its death. From then on only the Raft configuration still names it."""
+        name = self.node(i).name
+        survivor = self.node(1 if i == 0 else 0)
+
+        def forgotten() -> bool:
+            seen = nodes_seen_by(survivor)  # {} when it does not answer, which is not "forgotten"
+            return bool(seen) and name not in seen
+
+        wait_until(forgotten, 90, f"{survivor.name} no longer lists {name} in /v1/nodes")
+
     def revive_the_dead(self) -> None:
         """Bring back every node whose process has ended, so that one failed test does not fail the next."""
         dead = [i for i, n in enumerate(self.state.nodes) if not alive(n.pid)]
@@ -310,7 +322,8 @@ def missing_per_node(cluster: Cluster, collection: str, uuids: list[str]) -> dic
 
 def test_ingest_while_a_node_is_down_reaches_it_when_it_returns(replicated, cluster, memo_embedder, sample_corpus):
     """Written at QUORUM with node2 down; after node2 returns, Weaviate's async replication (on by default
-    for factor > 1 in 1.38, every 30 s) copies what it missed, without any read. At ALL the write fails."""
+    for factor > 1 in 1.38, every 30 s) copies what it missed, without any read. At ALL the ingest is refused,
+    also once gossip has dropped node2 (when Weaviate itself would write at ALL to the two replicas left)."""
     _, client, _ = replicated
     name = "ClusterIngest"
     store = KnowledgeStore(client, name, consistency="QUORUM")
@@ -322,6 +335,7 @@ def test_ingest_while_a_node_is_down_reaches_it_when_it_returns(replicated, clus
         for c in chunk_entry(e, memo_embedder.tokenizer, memo_embedder.max_tokens)
     ]
     cluster.kill(2)
+    cluster.wait_forgotten(2)
     with pytest.raises(L1Error, match="replicas"):
         KnowledgeStore(client, name, consistency="ALL").ingest(sample_corpus, memo_embedder)
     report = store.ingest(sample_corpus, memo_embedder)
@@ -379,7 +393,8 @@ def test_cli_lookup_at_node0_with_another_node_killed(replicated, cluster, tmp_p
 
 def test_sidebar_and_corpus_page_show_node_health(cluster, monkeypatch, tmp_path):
     """Connected to node 0 of the cluster, the sidebar counts the healthy nodes and the Corpus page lists them;
-    after a kill -9 the count drops (once the 10 s cache of /v1/nodes is cleared)."""
+    after a kill -9 the count drops (once the 10 s cache of /v1/nodes is cleared), and the dead node is still
+    counted once gossip has dropped it from /v1/nodes."""
     from app_support import resources, sidebar
 
     from .test_app_pages import open_app, point_app_at
@@ -395,9 +410,17 @@ def test_sidebar_and_corpus_page_show_node_health(cluster, monkeypatch, tmp_path
     assert frames and list(frames[0]["name"]) == ["node0", "node1", "node2"]
     assert set(frames[0]["status"]) == {"HEALTHY"}
     cluster.kill(2)
+    cluster.wait_forgotten(2)
     sidebar._node_health.clear()
     at.run()
     badges = [m.value for m in at.sidebar.markdown]
     assert any(":orange-badge[Cluster: 2 of 3 nodes healthy]" in b for b in badges), badges
+    assert any("node2 UNAVAILABLE" in c.value for c in at.sidebar.caption), [c.value for c in at.sidebar.caption]
+    frames = [df.value for df in at.dataframe if "status" in df.value.columns and "name" in df.value.columns]
+    assert frames and dict(zip(frames[0]["name"], frames[0]["status"], strict=True)) == {
+        "node0": "HEALTHY",
+        "node1": "HEALTHY",
+        "node2": "UNAVAILABLE",
+    }
     resources.clear_all(keep_model=True)
     cluster.revive(2)
