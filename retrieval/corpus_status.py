@@ -13,6 +13,7 @@ import pandas as pd
 from .chunking import chunk_entry, stored_hash
 from .corpus import Corpus, Entry
 from .hints import L0Index
+from .index_health import unsearchable_chunks
 
 # indexed: in Weaviate with this content | stale: indexed from older content | partial: chunks missing
 # lost: its chunks are stored but the vector index lost some (a killed server) | missing: not in the collection
@@ -49,7 +50,7 @@ class EntryStatus:
 
 def index_state(entry: Entry, state: Mapping[str, tuple[str, int, int]] | None, lost: Mapping[str, int] | None = None) -> str:
     """One entry against KnowledgeStore.indexed_state() (entry_id -> (hash, chunks stored, chunks expected))
-    and KnowledgeStore.unsearchable_chunks() (entry_id -> chunks the vector index cannot find)."""
+    and index_health.unsearchable_chunks (entry_id -> chunks the vector index cannot find)."""
     if state is None:
         return "unknown"
     have = state.get(entry.entry_id)
@@ -127,7 +128,7 @@ HEALTH_STATES = ("current", "out_of_date", "needs_repair", "loading", "not_index
 
 @dataclass(frozen=True)
 class IndexReading:
-    """What the server says about the collection: KnowledgeStore.indexed_state() and unsearchable_chunks(),
+    """What the server says about the collection: KnowledgeStore.indexed_state() and index_health.unsearchable_chunks,
     or why they could not be read (`loading`: transient, `error`: unreachable or unreadable)."""
 
     state: dict[str, tuple[str, int, int]] | None
@@ -145,7 +146,7 @@ def read_index(store, unavailable: str | None = None) -> IndexReading:
         loading = store.loading()
         if loading:
             return IndexReading(None, loading=loading)
-        return IndexReading(store.indexed_state(), store.unsearchable_chunks())
+        return IndexReading(store.indexed_state(), unsearchable_chunks(store))
     except Exception as exc:
         loading = store.loading()
         return IndexReading(None, loading=loading) if loading else IndexReading(None, error=f"{type(exc).__name__}: {exc}")

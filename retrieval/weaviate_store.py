@@ -11,15 +11,13 @@ from typing import Any
 import numpy as np
 from weaviate import WeaviateClient
 from weaviate.classes.config import Configure, ConsistencyLevel, DataType, Property, Tokenization, VectorDistances
-from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
-from weaviate.util import generate_uuid5
 
-from .chunking import Chunk, chunk_entry, heading_words, stored_hash
-from .corpus import Corpus, Entry
+from . import indexing
+from .corpus import Corpus
 from .deadline import TimedOut, call_within
 from .errors import L1Error
-from .replicas import shortfall
+from .indexing import IngestReport
 from .weaviate_server import endpoint_of, port_open
 
 PROPERTIES = (
@@ -41,7 +39,6 @@ LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
 SEARCH_KINDS = ("near_vector", "hybrid", "bm25")
 OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
 MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
-INSERT_SLICE = 500  # chunks per insert_many call
 GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
 # What a query answers while a (re)started server loads its shards: the schema is not served yet.
 LOADING_SIGNS = ("could not find class", "non-existing index", "not ready", "is loading")
@@ -73,23 +70,6 @@ class Candidate:
             "chunk_index": self.chunk_index,
             "snippet": self.snippet[:240],
         }
-
-
-@dataclass(frozen=True)
-class IngestReport:
-    entries_total: int
-    added: int
-    updated: int
-    unchanged: int
-    removed: int
-    chunks_embedded: int
-    seconds: float
-    embed_seconds: float
-    repaired_index: bool = False  # the vector index had lost chunks: the collection was rebuilt
-    schema_rebuilt: bool = False  # the collection was made by an older version (other fields): rebuilt
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
 def category_where(category: str | None):
@@ -196,173 +176,8 @@ class KnowledgeStore:
         progress: Callable[[str, int, int], None] | None = None,
         batch_entries: int = 64,
     ) -> IngestReport:
-        """Bring the collection in line with `corpus`. Unchanged entries are not embedded again.
-
-        `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose
-        chunks are incomplete; the next ingest sees that (chunks stored != chunk_count) and redoes them.
-        Entries with chunks the vector index lost (see `unsearchable_chunks`) are redone too: their chunks
-        are deleted and stored again, which indexes them anew (stored again as they are, they would not be).
-        """
-        start = time.perf_counter()
-        rebuilt = not self.schema_current()
-        if rebuilt:
-            self.drop()
-        self.ensure_collection()
-        state = self.indexed_state()
-        lost = self.unsearchable_chunks() if state else {}
-        repaired = bool(lost)
-        wanted = {e.entry_id: e for e in corpus.entries}
-        todo: list[Entry] = []
-        added = updated = unchanged = 0
-        for entry in corpus.entries:
-            have = state.get(entry.entry_id)
-            if have and have[0] == stored_hash(entry) and have[1] == have[2] and not lost.get(entry.entry_id):
-                unchanged += 1
-                continue
-            todo.append(entry)
-            if have:
-                updated += 1
-            else:
-                added += 1
-        stale = sorted(set(state) - set(wanted)) + [e.entry_id for e in todo if e.entry_id in state]
-        if stale or todo:
-            self.require_replicas()
-        for i in range(0, len(stale), 200):
-            ids = stale[i : i + 200]
-            self.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
-        removed = len(set(state) - set(wanted))
-        embed_seconds = 0.0
-        chunks_done = 0
-        total = len(todo)
-        if progress:
-            progress("embedding", 0, total)
-        for i in range(0, total, batch_entries):
-            batch = todo[i : i + batch_entries]
-            chunks = [c for e in batch for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)]
-            t0 = time.perf_counter()
-            vectors = embedder.embed([c.text for c in chunks])
-            embed_seconds += time.perf_counter() - t0
-            self._insert(batch, chunks, vectors)
-            chunks_done += len(chunks)
-            if progress:
-                progress("embedding", min(i + batch_entries, total), total)
-        return IngestReport(
-            len(corpus.entries),
-            added,
-            updated,
-            unchanged,
-            removed,
-            chunks_done,
-            time.perf_counter() - start,
-            embed_seconds,
-            repaired,
-            rebuilt,
-        )
-
-    def missing_vectors(self, sample: int = 32) -> int:
-        """How many of up to `sample` stored chunks the vector index cannot find by their own vector.
-
-        Not 0 after the server was killed (kill -9, OOM) before it wrote out its HNSW commit log, which
-        Weaviate 1.38 buffers: the objects survive, vector search finds nothing, and storing the same
-        objects again does not re-index them. Each check is exact: filtered to the one chunk."""
-        if not self.client.collections.exists(self.name):
-            return 0
-        found = self.collection.query.fetch_objects(
-            limit=sample, include_vector=True, return_properties=["entry_id", "chunk_index"]
-        )
-        missing = 0
-        for obj in found.objects:
-            vector = obj.vector.get("default") if isinstance(obj.vector, dict) else None
-            where = Filter.by_property("entry_id").equal(obj.properties["entry_id"]) & Filter.by_property("chunk_index").equal(
-                int(obj.properties["chunk_index"])
-            )
-            hits = self.collection.query.near_vector(near_vector=vector, limit=1, filters=where).objects if vector else []
-            missing += not hits or hits[0].uuid != obj.uuid
-        return missing
-
-    def unsearchable_chunks(self, *, batch_chunks: int = 2000) -> dict[str, int]:
-        """entry_id -> how many of its stored chunks the vector index cannot find; entries with none left out.
-
-        Exact, and one query per batch of entries: a near_vector query filtered to the batch and asking for all
-        of its chunks. Below flatSearchCutoff (40,000) a filtered search compares every allowed object that has
-        a vector in the index, so the chunks it leaves out have none (measured after a kill -9: the same 161 of
-        323 chunks that `missing_vectors` finds one by one)."""
-        if not self.client.collections.exists(self.name):
-            return {}
-        chunks: dict[str, list[str]] = {}
-        for obj in self.collection.iterator(return_properties=["entry_id"]):
-            chunks.setdefault(obj.properties["entry_id"], []).append(str(obj.uuid))
-        if not chunks:
-            return {}
-        first = self.collection.query.fetch_objects(limit=1, include_vector=True).objects
-        probe = first[0].vector.get("default") if first and isinstance(first[0].vector, dict) else None
-        if probe is None:  # no object with a vector: none can be found
-            return {e: len(u) for e, u in chunks.items()}
-        lost: dict[str, int] = {}
-        batches: list[list[str]] = [[]]
-        size = 0
-        for entry_id in sorted(chunks):
-            if batches[-1] and (size + len(chunks[entry_id]) > batch_chunks or len(batches[-1]) >= 200):
-                batches.append([])
-                size = 0
-            batches[-1].append(entry_id)
-            size += len(chunks[entry_id])
-        for batch in batches:
-            where = Filter.by_property("entry_id").contains_any(batch)
-            limit = sum(len(chunks[e]) for e in batch)
-            hits = self.collection.query.near_vector(near_vector=probe, limit=limit, filters=where).objects
-            found = {str(o.uuid) for o in hits}
-            lost.update({e: n for e in batch if (n := sum(u not in found for u in chunks[e]))})
-        return lost
-
-    def require_replicas(self) -> None:
-        """At consistency ALL, raise L1Error unless every replica of every shard is on a healthy node: once
-        gossip has dropped a dead node, Weaviate writes at ALL to the replicas left (see `replicas`)."""
-        if self.consistency != "ALL":
-            return
-        try:
-            short = shortfall(self.client, self.name)
-        except Exception as exc:
-            raise L1Error(f"consistency ALL: cannot tell whether every replica of {self.name!r} is up: {exc}") from exc
-        if short:
-            raise L1Error(short.message())
-
-    def _insert(self, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        # insert_many is one synchronous gRPC call per slice; the client's batch context manager
-        # (collection.batch.fixed_size) spent about 1 s on every exit, whatever the batch size.
-        self.require_replicas()  # again for each batch: a node may die during a long ingest
-        by_id = {e.entry_id: e for e in entries}
-        objects = []
-        for chunk, vec in zip(chunks, vectors, strict=True):
-            e = by_id[chunk.entry_id]
-            card = chunk.card
-            objects.append(
-                DataObject(
-                    properties={
-                        "entry_id": e.entry_id,
-                        "chunk_index": chunk.index,
-                        "chunk_count": chunk.count,
-                        "content_hash": stored_hash(e),
-                        "title": e.title,
-                        "category": e.domain,
-                        "heading": heading_words(e) if card else "",
-                        "keywords": list(e.keywords) if card else [],
-                        "entities": list(e.entities) if card else [],
-                        "body": e.text if card else "",
-                        "text": chunk.text,
-                    },
-                    uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
-                    vector=vec.tolist(),
-                )
-            )
-        for start in range(0, len(objects), INSERT_SLICE):
-            try:
-                res = self.collection.data.insert_many(objects[start : start + INSERT_SLICE])
-            except Exception as exc:
-                raise L1Error(f"Weaviate refused chunks during ingest: {type(exc).__name__}: {exc}") from exc
-            if res.has_errors:
-                first = next(iter(res.errors.values()))
-                raise L1Error(f"Weaviate refused {len(res.errors)} chunk(s) during ingest, e.g.: {first.message}")
+        """Bring the collection in line with `corpus`, embedding only what changed (see `indexing`)."""
+        return indexing.ingest(self, corpus, embedder, progress=progress, batch_entries=batch_entries)
 
     # --- search -------------------------------------------------------------------------------------
     def search(

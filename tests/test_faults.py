@@ -37,6 +37,7 @@ from retrieval.config import REPO_ROOT
 from retrieval.corpus import Corpus, load_corpus
 from retrieval.errors import WeaviateSetupError
 from retrieval.hints import L0Index
+from retrieval.index_health import missing_vectors, unsearchable_chunks
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices, lookup_knowledge
 from retrieval.services import open_store
@@ -306,11 +307,11 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
     client.is_live()
     wait_until(client.is_ready, 60, "the restarted server is ready")
     sampled = store.count_chunks()
-    lost = sum(store.unsearchable_chunks().values())
+    lost = sum(unsearchable_chunks(store).values())
     between = [lookup_knowledge(q, services, server.settings) for q in queries[:4]]
     assert all(r.results and r.l1.error is None for r in between)  # L1 answers again (maybe with nothing)
     server.ingest(client)
-    assert server.report.repaired_index == (lost > 0) and store.unsearchable_chunks() == {} and store.missing_vectors() == 0
+    assert server.report.repaired_index == (lost > 0) and unsearchable_chunks(store) == {} and missing_vectors(store) == 0
     back = [lookup_knowledge(q, services, server.settings) for q in queries[:6]]
     print(
         f"after SIGKILL and a restart: the vector index had lost {lost} of {sampled} chunks "

@@ -15,6 +15,7 @@ import pytest
 from retrieval.corpus import Corpus
 from retrieval.corpus_status import corpus_health, read_index
 from retrieval.hints import L0Index
+from retrieval.index_health import unsearchable_chunks
 from retrieval.lookup import LookupServices, lookup_knowledge
 from retrieval.weaviate_server import connect, port_open
 from retrieval.weaviate_store import KnowledgeStore
@@ -75,7 +76,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
             f"L1 unavailable '{loading[0].l1.error}'"
         )
 
-        lost = store.unsearchable_chunks()
+        lost = unsearchable_chunks(store)
         how = "kill -9"
         if not lost:  # the server had written its commit log out in time: lose its tail for real, as kill -9 does
             kill_9(client)
@@ -85,7 +86,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
             how = f"kill -9, then {logs} HNSW commit log(s) cut to half while it was down"
             lost = {}
         wait_until(client.is_ready, 120, "the restarted server is ready")
-        lost = lost or store.unsearchable_chunks()
+        lost = lost or unsearchable_chunks(store)
         assert lost, "the vector index lost nothing"
         health = corpus_health(part, read_index(store))
         assert (health.state, health.missing, health.entries) == ("needs_repair", len(lost), len(part.entries))
@@ -95,7 +96,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
 
         report = store.ingest(part, embedder)  # what Repair runs
         assert report.repaired_index and report.updated >= len(lost) and report.added == 0
-        assert store.unsearchable_chunks() == {}
+        assert unsearchable_chunks(store) == {}
         assert corpus_health(part, read_index(store)).state == "current"
         back = [lookup_knowledge(e.title, services, settings) for e in part.entries]
         found = sum(e.entry_id in {c.entry_id for c in r.l1.candidates} for e, r in zip(part.entries, back, strict=True))

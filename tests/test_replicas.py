@@ -8,6 +8,7 @@ import pytest
 from retrieval.cluster import NodeHealth
 from retrieval.corpus import Corpus, Entry
 from retrieval.errors import L1Error
+from retrieval.indexing import require_replicas
 from retrieval.replicas import count_short, shortfall
 from retrieval.weaviate_store import KnowledgeStore
 
@@ -45,4 +46,4 @@ def test_a_collection_that_is_not_there_is_an_l1_error_at_all(weaviate_client):
     store = KnowledgeStore(weaviate_client, "TReplicasMissing", consistency="ALL")
     store.drop()
     with pytest.raises(L1Error, match="TReplicasMissing"):
-        store.require_replicas()
+        require_replicas(store)
