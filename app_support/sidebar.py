@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval.cluster import NodeHealth, node_health
 from retrieval.config import SEARCH_MODES, Settings
+from retrieval.node_health import NodeHealth, node_health
 
 from . import ingest, keys, resources
 from .render import md

@@ -1,5 +1,5 @@
-"""A local multi-node Weaviate cluster from the built server binary (start, status, stop), and node health
-from `/v1/nodes` for any Weaviate a client reaches.
+"""A local multi-node Weaviate cluster from the built server binary (start, status, stop). The health of the
+nodes of any Weaviate a client reaches is in `node_health`.
 
 The nodes are separate processes of the same binary on loopback: each gets its own HTTP, gRPC, gossip,
 data, Raft and profiler ports and its own data directory, and `CLUSTER_IN_LOCALHOST=true` lets them form
@@ -18,7 +18,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -372,45 +372,6 @@ def wait_formed(state: ClusterState, *, timeout_s: float = 180.0) -> None:
                 + "; ".join(problems)
             )
         time.sleep(0.5)
-
-
-@dataclass(frozen=True)
-class NodeHealth:
-    """One node as `/v1/nodes` reports it."""
-
-    name: str
-    status: str  # HEALTHY, UNHEALTHY, UNAVAILABLE, TIMEOUT
-    version: str = ""
-
-    @property
-    def healthy(self) -> bool:
-        return self.status == "HEALTHY"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "version": self.version}
-
-
-def node_health(client) -> tuple[NodeHealth, ...]:
-    """Every node of the Weaviate `client` reaches (local, managed or Kubernetes), by name: `/v1/nodes`, and
-    the members of the Raft configuration (`/v1/cluster/statistics`) that it no longer lists. Gossip drops a
-    node a few seconds after it dies (about 4 s after a kill -9 on a 3-node cluster here), and `/v1/nodes`
-    with it, while the node stays a member of the cluster. Where the statistics do not answer (a server
-    without Raft, or a key not allowed to read them), `/v1/nodes` alone counts. Raises what the client
-    raises when `/v1/nodes` does not answer."""
-    listed = tuple(NodeHealth(n.name, n.status, n.version) for n in client.cluster.nodes(output="minimal"))
-    try:
-        stats = client.cluster.statistics()
-    except Exception:
-        return listed
-    members = {m.node_id for s in stats.statistics for m in s.raft.latest_configuration}
-    return with_members(listed, members)
-
-
-def with_members(listed: Sequence[NodeHealth], members: Iterable[str]) -> tuple[NodeHealth, ...]:
-    """The nodes `/v1/nodes` listed, and each cluster member it did not list as UNAVAILABLE, by name."""
-    named = {n.name for n in listed}
-    gone = [NodeHealth(m, "UNAVAILABLE") for m in set(members) - named if m]
-    return tuple(sorted([*listed, *gone], key=lambda n: n.name))
 
 
 def cluster_status(data_dir: Path) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .cluster import NodeHealth, node_health
+from .node_health import NodeHealth, node_health
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from retrieval.chunking import chunk_entry
 from retrieval.cluster import (
     ClusterState,
     free_ports,
-    node_health,
     nodes_seen_by,
     start_cluster,
     start_node,
@@ -41,6 +40,7 @@ from retrieval.errors import L1Error
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.node_health import node_health
 from retrieval.weaviate_server import connect, embedded_binary
 from retrieval.weaviate_store import KnowledgeStore
 

@@ -16,7 +16,6 @@ from retrieval.cluster import (
     STATE_FILE,
     ClusterNode,
     ClusterState,
-    NodeHealth,
     cluster_status,
     fixed_ports,
     free_ports,
@@ -27,7 +26,6 @@ from retrieval.cluster import (
     process_alive,
     start_cluster,
     stop_cluster,
-    with_members,
 )
 from retrieval.config import load_settings
 from retrieval.errors import ConfigError, WeaviateSetupError
@@ -249,15 +247,3 @@ def test_cluster_node_json_has_the_documented_keys():
     node = ClusterNode("node0", 1, 2, 3, 5, 7, pid=9)
     assert node.to_dict() == {"name": "node0", "http_port": 1, "grpc_port": 2, "pid": 9}
     assert node.data_port == 4
-
-
-def test_a_member_gossip_no_longer_lists_counts_as_unavailable():
-    """Gossip drops a dead node from /v1/nodes within seconds; its Raft membership keeps it counted."""
-    listed = (NodeHealth("node1", "HEALTHY", "1.38.11"), NodeHealth("node0", "HEALTHY", "1.38.11"))
-    nodes = with_members(listed, ["node2", "node0", "node1", "node2", ""])
-    assert [(n.name, n.status, n.healthy) for n in nodes] == [
-        ("node0", "HEALTHY", True),
-        ("node1", "HEALTHY", True),
-        ("node2", "UNAVAILABLE", False),
-    ]
-    assert with_members(listed, []) == (listed[1], listed[0])  # no Raft statistics: /v1/nodes alone, by name

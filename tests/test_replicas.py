@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.cluster import NodeHealth
 from retrieval.corpus import Corpus, Entry
 from retrieval.errors import L1Error
 from retrieval.indexing import require_replicas
+from retrieval.node_health import NodeHealth
 from retrieval.replicas import count_short, shortfall
 from retrieval.weaviate_store import KnowledgeStore
 

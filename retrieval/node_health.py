@@ -1,0 +1,47 @@
+"""The nodes of any Weaviate a client reaches (embedded, a local cluster, managed or Kubernetes) and their
+health, as the sidebar and the Corpus page show them and the check before a write at ALL reads them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class NodeHealth:
+    """One node as `/v1/nodes` reports it."""
+
+    name: str
+    status: str  # HEALTHY, UNHEALTHY, UNAVAILABLE, TIMEOUT
+    version: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return self.status == "HEALTHY"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "version": self.version}
+
+
+def node_health(client) -> tuple[NodeHealth, ...]:
+    """Every node of the Weaviate `client` reaches (local, managed or Kubernetes), by name: `/v1/nodes`, and
+    the members of the Raft configuration (`/v1/cluster/statistics`) that it no longer lists. Gossip drops a
+    node a few seconds after it dies (about 4 s after a kill -9 on a 3-node cluster here), and `/v1/nodes`
+    with it, while the node stays a member of the cluster. Where the statistics do not answer (a server
+    without Raft, or a key not allowed to read them), `/v1/nodes` alone counts. Raises what the client
+    raises when `/v1/nodes` does not answer."""
+    listed = tuple(NodeHealth(n.name, n.status, n.version) for n in client.cluster.nodes(output="minimal"))
+    try:
+        stats = client.cluster.statistics()
+    except Exception:
+        return listed
+    members = {m.node_id for s in stats.statistics for m in s.raft.latest_configuration}
+    return with_members(listed, members)
+
+
+def with_members(listed: Sequence[NodeHealth], members: Iterable[str]) -> tuple[NodeHealth, ...]:
+    """The nodes `/v1/nodes` listed, and each cluster member it did not list as UNAVAILABLE, by name."""
+    named = {n.name for n in listed}
+    gone = [NodeHealth(m, "UNAVAILABLE") for m in set(members) - named if m]
+    return tuple(sorted([*listed, *gone], key=lambda n: n.name))
