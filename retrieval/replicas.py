@@ -41,7 +41,7 @@ class ReplicaShortfall:
 
 
 def count_short(
-    collection: str, factor: int, shard_count: int, shards_held: Iterable[str], nodes: Iterable[NodeHealth]
+    collection: str, factor: int, shard_count: int, shards_held: Iterable[str], nodes: Iterable[NodeHealth] = ()
 ) -> ReplicaShortfall:
     """The shortfall from what the healthy nodes report: `shards_held` names each shard once per healthy
     node that holds it. Pure."""
@@ -59,10 +59,13 @@ def count_short(
 
 def shortfall(client, collection: str) -> ReplicaShortfall:
     """Ask Weaviate: the collection's replication factor and shard count, and which healthy node holds
-    which shard (`/v1/nodes?output=verbose`). Raises what the client raises."""
+    which shard (`/v1/nodes?output=verbose`); and, only when a replica is missing, which nodes are not
+    healthy (`node_health`). Raises what the client raises."""
     config = client.collections.use(collection).config.get()
     factor = config.replication_config.factor if config.replication_config else 1
     shard_count = config.sharding_config.actual_count if config.sharding_config else 1
     verbose = client.cluster.nodes(collection=collection, output="verbose")
     shards = [s.name for n in verbose if n.status == "HEALTHY" for s in n.shards or ()]
-    return count_short(collection, factor, shard_count, shards, node_health(client))
+    short = count_short(collection, factor, shard_count, shards)
+    # The nodes only name the culprits in the message: asked for when a replica is missing.
+    return count_short(collection, factor, shard_count, shards, node_health(client)) if short else short

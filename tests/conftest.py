@@ -84,6 +84,17 @@ def weaviate_client(base_settings):
     client.close()
 
 
+@pytest.fixture
+def store(weaviate_client, request):
+    """An empty collection of its own for one test (named after it), dropped after."""
+    from retrieval.weaviate_store import KnowledgeStore
+
+    s = KnowledgeStore(weaviate_client, "T" + request.node.name.replace("_", "")[:40].title().replace("[", "").replace("]", ""))
+    s.drop()
+    yield s
+    s.drop()
+
+
 @pytest.fixture(scope="session")
 def embedder():
     from retrieval.embedding import Embedder

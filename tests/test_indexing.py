@@ -3,20 +3,9 @@ check at consistency ALL is in test_replicas, the repair of chunks the index los
 
 from __future__ import annotations
 
-import pytest
-
 from retrieval.corpus import Corpus
-from retrieval.weaviate_store import KnowledgeStore
 
 from .test_weaviate_store import make_entry
-
-
-@pytest.fixture
-def store(weaviate_client, request):
-    s = KnowledgeStore(weaviate_client, "I" + request.node.name.replace("_", "")[:40].title())
-    s.drop()
-    yield s
-    s.drop()
 
 
 def test_ingest_is_incremental_and_removes_stale_entries(store, embedder):

@@ -12,14 +12,6 @@ def make_entry(entry_id, domain, text="Short body.", title=None, keywords=()):
     return Entry(entry_id, title or entry_id.split("/")[-1], domain, text, tuple(keywords), ())
 
 
-@pytest.fixture
-def store(weaviate_client, request):
-    s = KnowledgeStore(weaviate_client, "T" + request.node.name.replace("_", "")[:40].title().replace("[", "").replace("]", ""))
-    s.drop()
-    yield s
-    s.drop()
-
-
 def test_category_filter_is_exact_not_word_tokenised(store, embedder):
     corpus = Corpus(
         "mem",
