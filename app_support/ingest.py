@@ -28,7 +28,7 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         bar.progress(done / total if total else 1.0, text=f"{stage}: {done} of {total} changed entries")
 
     try:
-        model = resources.embedder()
+        model = ctx.embedder()
         if rebuild:
             store.drop()
         report = store.ingest(ctx.corpus, model, progress=progress)

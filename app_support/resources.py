@@ -153,8 +153,8 @@ def retry_connection() -> None:
 
 # --- model, corpus, invocation store ---------------------------------------------------------------------------
 @st.cache_resource(show_spinner="Loading the embedding model…")
-def embedder() -> Embedder:
-    return Embedder()
+def embedder(model: str, model_dir: str | None = None) -> Embedder:
+    return Embedder(model, model_dir=None if model_dir is None else Path(model_dir))
 
 
 @dataclass(frozen=True)
@@ -225,12 +225,13 @@ class AppContext:
         return self.conn.error
 
     def embedder(self) -> Embedder:
-        return embedder()
+        model_dir = self.settings.model_dir
+        return embedder(self.settings.embedding_model, None if model_dir is None else str(model_dir))
 
     def lookup_services(self, *, record: bool = True) -> LookupServices:
         """What lookup_knowledge needs; without a connection it runs on L0 and says why L1 is missing."""
         store = self.store
-        model = embedder() if store is not None and self.settings.l1_enabled else None
+        model = self.embedder() if store is not None and self.settings.l1_enabled else None
         return LookupServices(
             l0=self.l0, embedder=model, store=store, recorder=self.recorder if record else None, l1_unavailable=self.conn.error
         )

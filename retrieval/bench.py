@@ -399,7 +399,7 @@ def run_bench(
             log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
             client = connect(where)
         t0 = time.perf_counter()
-        embedder = embedder or Embedder()
+        embedder = embedder or Embedder(settings.embedding_model, model_dir=settings.model_dir)
         model_s = time.perf_counter() - t0
         synth = None
         if vectors == "synthetic":

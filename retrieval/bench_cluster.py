@@ -95,7 +95,7 @@ def run_cluster_bench(
     states: dict[str, ClusterState] = {}
     try:
         corpus = synthetic.make_corpus(size, seed=seed + size, body=synthetic.SHORT)
-        model = _Embedded(Embedder())
+        model = _Embedded(Embedder(settings.embedding_model, model_dir=settings.model_dir))
         texts = [c.text for e in corpus.entries for c in chunk_entry(e, model.tokenizer, model.max_tokens)]
         log(f"embedding {len(texts)} chunks of {size} entries once (load {_load()})")
         t0 = time.perf_counter()

@@ -301,7 +301,7 @@ def run_server_bench(
         if own_client:
             log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
             client = connect(where)
-        embedder = embedder or Embedder()
+        embedder = embedder or Embedder(settings.embedding_model, model_dir=settings.model_dir)
         where = where.with_(
             corpus_dir=REPO_ROOT / "sample_corpus", collection=f"Bench_server_{run_id}", search_mode="near_vector"
         )

@@ -49,7 +49,7 @@ def known_corpora(settings: Settings, *, shared_dir: Path = SHARED_DIR, extra: I
         while any(c.label == label for c in out):
             label, n = f"{path.resolve().name}-{n}", n + 1
         # Two folders of one name would share Kb_<name>, and ingesting one would empty the other's.
-        base = name = collection or collection_for(path)
+        base = name = collection or collection_for(path, settings.embedding_model)
         n = 2
         while any(c.collection == name for c in out):
             name, n = f"{base}_{n}", n + 1

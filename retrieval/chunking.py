@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tokenizers import Tokenizer
+
 from .corpus import Entry
 from .text import split_camel
 
@@ -62,15 +64,16 @@ def sections(text: str) -> list[str]:
     return [part.strip() for part in _SECTION.split(text) if part.strip()]
 
 
-def chunk_entry(entry: Entry, tokenizer, max_tokens: int, overlap: int = OVERLAP_TOKENS) -> list[Chunk]:
-    """The card, then each section (windowed when long) with the heading in front."""
+def chunk_entry(entry: Entry, tokenizer: Tokenizer, max_tokens: int, overlap: int = OVERLAP_TOKENS) -> list[Chunk]:
+    """The card, then each section (windowed when long) with the heading in front. `tokenizer` is the
+    model's, without truncation."""
     head = heading(entry)
-    budget = max_tokens - 4 - len(tokenizer(head + "\n", add_special_tokens=False)["input_ids"])
+    budget = max_tokens - 4 - len(tokenizer.encode(head + "\n", add_special_tokens=False).ids)
     if budget < 16:
         raise ValueError(f"title of {entry.entry_id} leaves under 16 tokens for the body")
     texts = [heading_words(entry) or head]
     for section in sections(entry.text):
-        offsets = tokenizer(section, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        offsets = tokenizer.encode(section, add_special_tokens=False).offsets
         if len(offsets) <= budget:
             texts.append(f"{head}\n{section}")
             continue

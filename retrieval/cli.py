@@ -13,6 +13,7 @@ from .errors import LookupLabError
 from .lab.replay_cli import register as register_replay
 from .lab.runs_cli import register as register_runs
 from .lab.sweep_cli import register as register_sweep
+from .models_cli import register as register_models
 from .progress import progress_display
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
@@ -39,7 +40,7 @@ def ingest(
 ) -> None:
     """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
     from .corpus import load_corpus
-    from .embedding import Embedder
+    from .services import open_embedder
     from .weaviate_server import connect
     from .weaviate_store import KnowledgeStore
 
@@ -55,7 +56,7 @@ def ingest(
         store = KnowledgeStore(client, settings.collection)
         if rebuild:
             store.drop()
-        embedder = Embedder()
+        embedder = open_embedder(settings)
         with progress_display() as show:
             report = store.ingest(loaded, embedder, progress=show)
         typer.echo(
@@ -323,6 +324,7 @@ register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
 register_runs(app)  # runs and compare: saved eval runs (retrieval/lab/runs_cli.py)
+register_models(app)  # models: list, fetch (retrieval/models_cli.py)
 
 
 def main() -> None:

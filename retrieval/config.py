@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .models import DEFAULT_MODEL, spec_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WEAVIATE_VERSION = "1.38.11"
@@ -34,7 +35,9 @@ class Settings:
     weaviate_bin_dir: Path = Path.home() / ".cache" / "lookup-lab" / "weaviate"
     embedded_port: int = 8079
     embedded_grpc_port: int = 50050
-    collection: str = ""  # "" -> derived from the corpus folder: Kb_<folder>
+    collection: str = ""  # "" -> derived from the corpus folder and the model: Kb_<folder>_<model slug>
+    embedding_model: str = DEFAULT_MODEL  # one of models.MODELS; each model has its own collection
+    model_dir: Path | None = None  # a folder holding the model's ONNX and tokenizer files, instead of the cache
     l1_enabled: bool = True
     search_mode: str = "fusion"
     hybrid_alpha: float = 0.5
@@ -54,8 +57,9 @@ class Settings:
     consistency: str | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "embedding_model", spec_of(self.embedding_model).name)
         if not self.collection:
-            object.__setattr__(self, "collection", collection_for(self.corpus_dir))
+            object.__setattr__(self, "collection", collection_for(self.corpus_dir, self.embedding_model))
         if not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", self.collection):
             raise ConfigError(
                 f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _"
@@ -91,16 +95,18 @@ class Settings:
         return self.data_dir / f"weaviate-{self.embedded_port}"
 
     def with_(self, **changes: Any) -> Settings:
-        """A copy with changes. A new corpus folder brings its own derived collection, unless one was set."""
-        if "corpus_dir" in changes and "collection" not in changes and self.collection == collection_for(self.corpus_dir):
+        """A copy with changes. A new corpus folder or model brings its own derived collection, unless one was set."""
+        derived = self.collection == collection_for(self.corpus_dir, self.embedding_model)
+        if ("corpus_dir" in changes or "embedding_model" in changes) and "collection" not in changes and derived:
             changes["collection"] = ""
         return dataclasses.replace(self, **changes)
 
 
-def collection_for(corpus_dir: Path | str) -> str:
-    """The default Weaviate collection of a corpus folder: Kb_ and the folder's name, e.g. Kb_runbooks."""
+def collection_for(corpus_dir: Path | str, model: str = DEFAULT_MODEL) -> str:
+    """The default Weaviate collection of a corpus folder and model: Kb_, the folder's name and the model's
+    slug, e.g. Kb_runbooks_bge_small. Each model has its own, so vectors of two models never mix."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", Path(corpus_dir).resolve().name).strip("_")
-    return f"Kb_{name or 'corpus'}"
+    return f"Kb_{name or 'corpus'}_{spec_of(model).slug}"
 
 
 ENV_NAMES = {
@@ -114,6 +120,8 @@ ENV_NAMES = {
     "LOOKUP_WEAVIATE_PORT": "embedded_port",
     "LOOKUP_WEAVIATE_GRPC_PORT": "embedded_grpc_port",
     "LOOKUP_COLLECTION": "collection",
+    "LOOKUP_EMBEDDING_MODEL": "embedding_model",
+    "LOOKUP_MODEL_DIR": "model_dir",
     "LOOKUP_L1_ENABLED": "l1_enabled",
     "LOOKUP_SEARCH_MODE": "search_mode",
     "LOOKUP_HYBRID_ALPHA": "hybrid_alpha",

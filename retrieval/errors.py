@@ -70,3 +70,7 @@ class RunNotFound(LookupLabError):
         super().__init__(
             f"run_id {run_id!r} is not a saved run in {db_path} ({known} runs saved): `python -m retrieval runs` lists them"
         )
+
+
+class ModelError(ConfigError):
+    """An embedding model is unknown, or its files are not installed; names the model and its artifact."""

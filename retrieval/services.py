@@ -45,6 +45,11 @@ def open_store(settings: Settings) -> tuple[WeaviateClient | None, KnowledgeStor
     return client, KnowledgeStore(client, settings.collection), None
 
 
+def open_embedder(settings: Settings) -> Embedder:
+    """The embedding model the settings name, from the model cache or `model_dir`. Raises ModelError."""
+    return Embedder(settings.embedding_model, model_dir=settings.model_dir)
+
+
 def open_runtime(
     settings: Settings,
     *,
@@ -62,7 +67,7 @@ def open_runtime(
     if settings.l1_enabled and connect_l1:
         client, store, why = open_store(settings)
         if embedder is None and store is not None:
-            embedder = Embedder()
+            embedder = open_embedder(settings)
     recorder = InvocationStore(settings.invocation_db) if record else None
     if recorder is not None:
         recorder.start_background_flush()

