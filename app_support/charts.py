@@ -158,13 +158,15 @@ def top_counts(frame: pd.DataFrame, label: str, title: str, color: str | None = 
 OUTCOME_COLORS = {"right": "#54a24b", "wrong": "#e45756", "unanswerable": "#4c78a8"}
 
 
-def support_scores(points: Sequence[Mapping[str, Any]], thresholds: Mapping[str, float]) -> go.Figure:
-    """The top result's support score per case, one strip per outcome, with the support thresholds drawn."""
+def support_estimates(points: Sequence[Mapping[str, Any]], threshold: float) -> go.Figure:
+    """The support estimate (the chance that the top result is right) per case, one strip per outcome (right,
+    wrong, unanswerable), with the claim threshold drawn: a trustworthy estimate puts right answers to its right
+    and the rest to its left."""
     fig = go.Figure()
     for outcome, color in OUTCOME_COLORS.items():
-        mine = [p for p in points if p["outcome"] == outcome and p["support_score"] is not None]
+        mine = [p for p in points if p["outcome"] == outcome and p.get("confidence") is not None]
         fig.add_box(
-            x=[p["support_score"] for p in mine],
+            x=[p["confidence"] for p in mine],
             name=f"{outcome} ({len(mine)})",
             marker_color=color,
             boxpoints="all",
@@ -173,56 +175,17 @@ def support_scores(points: Sequence[Mapping[str, Any]], thresholds: Mapping[str,
             text=[p["case"] for p in mine],
             orientation="h",
         )
-    for label, value in thresholds.items():
-        fig.add_vline(
-            x=value, line_dash="dash", line_color="#555", annotation_text=f"{label} {value:.2f}", annotation_position="top"
-        )
+    fig.add_vline(
+        x=threshold,
+        line_dash="dash",
+        line_color="#555",
+        annotation_text=f"support from {threshold:.2f}",
+        annotation_position="top",
+    )
     fig.update_layout(
-        title="Support score (similarity of the query to the top result) by outcome", xaxis_title="similarity", showlegend=False
+        title="Support estimate (the chance that the top result is right) by outcome",
+        xaxis_title="support estimate",
+        xaxis_range=[0, 1],
+        showlegend=False,
     )
     return _compact(fig, 320)
-
-
-def support_map(
-    points: Sequence[Mapping[str, Any]], *, min_similarity: float, strong_similarity: float, lexical_score: float
-) -> go.Figure:
-    """Per case, the top result's similarity (x) against its BM25F score (y; 0 when it was no BM25F hit),
-    one colour per outcome, hollow where no support was claimed; the lines bound the support region:
-    right of strong_similarity, or above lexical_score and right of min_similarity."""
-    fig = go.Figure()
-    for outcome, color in OUTCOME_COLORS.items():
-        mine = [p for p in points if p["outcome"] == outcome and p["support_score"] is not None]
-        fig.add_scatter(
-            x=[p["support_score"] for p in mine],
-            y=[p.get("support_lexical") or 0.0 for p in mine],
-            mode="markers",
-            name=f"{outcome} ({len(mine)})",
-            marker=dict(
-                color=color,
-                size=9,
-                symbol=["circle" if p["semantic_support"] else "circle-open" for p in mine],
-                line=dict(color=color, width=1.5),
-            ),
-            text=[p["case"] for p in mine],
-            hovertemplate="%{text}<br>similarity %{x:.3f}<br>BM25F %{y:.1f}<extra></extra>",
-        )
-    top = max([p.get("support_lexical") or 0.0 for p in points] + [lexical_score * 2])
-    line = dict(color="#555", dash="dash", width=1)
-    fig.add_shape(type="line", x0=strong_similarity, x1=strong_similarity, y0=0, y1=top, line=line)
-    fig.add_shape(type="line", x0=min_similarity, x1=min_similarity, y0=lexical_score, y1=top, line=line)
-    fig.add_shape(type="line", x0=min_similarity, x1=strong_similarity, y0=lexical_score, y1=lexical_score, line=line)
-    fig.add_annotation(x=strong_similarity, y=top, text=f"similarity {strong_similarity:.2f}", showarrow=False, yshift=10)
-    fig.add_annotation(
-        x=min_similarity,
-        y=lexical_score,
-        text=f"BM25F {lexical_score:g}, similarity {min_similarity:.2f}",
-        showarrow=False,
-        xanchor="left",
-        yshift=-12,
-    )
-    fig.update_layout(
-        title="Support of the top result by outcome: filled where support was claimed (the region above and right of the lines)",
-        xaxis_title="similarity of the query to the top result",
-        yaxis_title="its BM25F score",
-    )
-    return _compact(fig, 380)

@@ -124,18 +124,13 @@ if "lookup" in report.configs:
         f"{render.rate(lookup_routing.get('correct_supported_rate'))} of answerable cases; "
         f"unanswerable left unsupported {render.rate(lookup_routing.get('unanswerable_unsupported_rate'))}."
     )
-    if report.settings.get("search_mode") == "fusion":  # support from similarity and the BM25F score
-        chart = charts.support_map(
-            support_points(report),
-            min_similarity=report.settings["min_support_similarity"],
-            strong_similarity=report.settings["strong_support_similarity"],
-            lexical_score=report.settings["lexical_support_score"],
-        )
-    else:
-        chart = charts.support_scores(
-            support_points(report),
-            {"with agreement": report.settings["min_support_similarity"], "alone": report.settings["strong_support_similarity"]},
-        )
+    auc = lookup_routing.get("support_auc")
+    st.caption(
+        "The support estimate is the chance that the top result is right, from its similarity, its margin over the next "
+        "entry, its BM25F score per query word and the signals' agreement; support is claimed at or above the threshold. "
+        f"Its AUC here (right top results against wrong and unanswerable ones): {'–' if auc is None else round(auc, 3)}."
+    )
+    chart = charts.support_estimates(support_points(report), float(report.settings.get("support_threshold") or 0.5))
     st.plotly_chart(chart, width="stretch")
 if report.filter_effect:
     effect = report.filter_effect

@@ -7,11 +7,11 @@ import streamlit as st
 
 from app_support import charts, ingest, judging, keys, render, resources, urls
 from app_support.render import md
+from retrieval.candidates import Candidate
 from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge, weights_of
 from retrieval.ranking import explain
-from retrieval.weaviate_store import Candidate
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -105,7 +105,12 @@ if not recorded and ctx.recorder is not None:
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Layer", result.layer)
 c2.metric("L1 status", result.l1.status)
-c3.metric("Relevance", result.relevance.level)
+c3.metric(
+    "Support estimate",
+    "–" if result.relevance.confidence is None else f"{result.relevance.confidence:.0%}",
+    help="The estimated chance that the top result is right, fitted per embedding model on real queries of every "
+    "style (answerable and unanswerable); semantic support is claimed at or above the threshold.",
+)
 c4.metric("Total latency", f"{result.timings_ms.get('total', 0.0):.0f} ms")
 
 all_keys = render.match_keys(t.key for t in hints.matched_keywords)
@@ -302,6 +307,12 @@ if result.l1.category and result.l1.status == "ok":
 rel = result.relevance
 show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
 show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
+if rel.confidence is not None and rel.threshold is not None:
+    st.caption(
+        f"Support estimate {rel.confidence:.0%}: of lookups whose top result gets this estimate, about that share have it "
+        f"right. Support is claimed from {rel.threshold:.0%}; an entry the query names in full is always supported. "
+        f"Model: {md(result.embedding_model)}."
+    )
 
 judging.judge_results(
     ctx,

@@ -75,9 +75,9 @@ def _server_rss_mb(client) -> dict[str, float] | None:
 
 
 def machine_info(client) -> dict[str, Any]:
+    from importlib.metadata import version
+
     import duckdb
-    import sentence_transformers
-    import torch
     import weaviate
 
     cpu = (
@@ -100,9 +100,8 @@ def machine_info(client) -> dict[str, Any]:
         "cpu": cpu,
         "cores": len(os.sched_getaffinity(0)),
         "memory_gib": round(mem, 1),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "sentence_transformers": sentence_transformers.__version__,
+        "onnxruntime": version("onnxruntime"),
+        "tokenizers": version("tokenizers"),
         "duckdb": duckdb.__version__,
         "weaviate_client": weaviate.__version__,
         "weaviate_server": client.get_meta().get("version"),
@@ -364,8 +363,14 @@ def run_bench(
     full_bodies_up_to: int = 2000,
     raw_sample_chunks: int = 1500,
     vectors: str = "real",
+    embed_queries: int = 60,
+    app: bool = True,
 ) -> dict[str, Any]:
     """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
+
+    First a fresh Embedder's load time and `embed_queries` distinct single-query embeddings (bench_app); it is
+    the bench's embedder unless one is given. With `app`, the memory of a real `streamlit run app.py` process
+    after one lookup (bench_app): needs chromium and Playwright, else the figure says why it is missing.
 
     `vectors="synthetic"` stores synthetic chunk vectors instead of embedding every chunk (bench_vectors);
     the result says so in `corpus_vectors`, its table and its file name.
@@ -380,6 +385,10 @@ def run_bench(
         raise ValueError("bench needs at least one size >= 1 and queries >= 1")
     if vectors not in ("real", "synthetic"):
         raise ValueError(f"--vectors {vectors!r}: real or synthetic")
+    if embed_queries < 50:
+        raise ValueError(f"embed_queries {embed_queries}: at least 50 queries make a p95")
+    from .bench_app import app_memory, model_figures, probe_queries
+
     started = time.perf_counter()
     seed = int(time.time()) % 100_000 if seed is None else seed
     run_id = f"{seed:05d}"
@@ -390,17 +399,23 @@ def run_bench(
     names: list[str] = []
     restore_sigterm = _exit_on_sigterm()
     try:
+        # Weaviate: the given client's (whose ports or URL `settings` name), or one started here on free ports
+        where = (
+            settings
+            if settings.weaviate_url or not own_client
+            else settings.with_(data_dir=workdir, embedded_port=_free_port(), embedded_grpc_port=_free_port())
+        )
+        log(f"loading a fresh {embedder.name if embedder else settings.embedding_model}, {embed_queries} query embeddings")
+        probe, model = model_figures(
+            embedder.spec if embedder else settings.embedding_model,
+            model_dir=settings.model_dir,
+            queries=probe_queries(embed_queries + 1, seed=seed),
+        )
+        embedder = embedder or probe
+        del probe  # a given embedder is the bench's; the probe's memory goes
         if own_client:
-            where = (
-                settings
-                if settings.weaviate_url
-                else settings.with_(data_dir=workdir, embedded_port=_free_port(), embedded_grpc_port=_free_port())
-            )
             log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
             client = connect(where)
-        t0 = time.perf_counter()
-        embedder = embedder or Embedder(settings.embedding_model, model_dir=settings.model_dir)
-        model_s = time.perf_counter() - t0
         synth = None
         if vectors == "synthetic":
             from .bench_vectors import SyntheticVectors
@@ -430,10 +445,13 @@ def run_bench(
                 vectors=synth,
             )
         kb_peak = peak_rss_mb()
+        app_fig = app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log) if app else None
         recorder.flush()
         store_fig = bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log) if invocation_rows else None
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        ratios, goals = ratios_and_goals(figures, store_fig)
+        ratios, goals = ratios_and_goals(
+            figures, store_fig, model_load_s=model["load_s"], app_rss_mb=(app_fig or {}).get("rss_mb")
+        )
         if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
             goals["ingest_over_raw"].update(value=None, met=None)
         result: dict[str, Any] = {
@@ -441,7 +459,14 @@ def run_bench(
             "machine": machine,
             "seed": seed,
             "queries": queries,
-            "model_load_s": round(model_s, 2),
+            "embedding_model": model["name"],
+            "model_load_s": model["load_s"],
+            "query_embed_p50_ms": model["query_embed"]["p50_ms"],
+            "query_embed_p95_ms": model["query_embed"]["p95_ms"],
+            "query_embed_first_ms": model["query_embed"]["first_ms"],
+            "query_embed_queries": model["query_embed"]["queries"],
+            "app_rss_mb": (app_fig or {}).get("rss_mb"),
+            "app": app_fig or {"rss_mb": None, "why": "not asked for (app=False)"},
             "corpus_vectors": "real" if synth is None else synth.describe(),
             "sizes": {str(n): f for n, f in figures.items()},
             "ratios": ratios,

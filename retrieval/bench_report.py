@@ -14,6 +14,8 @@ GOALS = {  # name: (comparison, target)
     "reingest_s": ("<=", 30.0),
     "reingest_chunks_embedded": ("<=", 0),
     "dashboard_query_max_ms": ("<", 200.0),
+    "model_load_s": ("<=", 1.0),  # a fresh Embedder, files in the OS cache
+    "app_rss_mb": ("<=", 600.0),  # the streamlit process after one lookup
 }
 STAGES = ("l0", "embed", "l1", "fuse", "record")  # the lookup stages the bench times, in the table's order
 
@@ -22,7 +24,14 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a is not None and b else None
 
 
-def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any] | None) -> tuple[dict, dict]:
+def ratios_and_goals(
+    sizes: dict[int, dict[str, Any]],
+    store_fig: dict[str, Any] | None,
+    *,
+    model_load_s: float | None = None,
+    app_rss_mb: float | None = None,
+) -> tuple[dict, dict]:
+    """The ratios, and every goal with its value and whether it is met (None: not measured in this run)."""
     small, big = sizes[min(sizes)], sizes[max(sizes)]
     ratios = {
         "l0_p50_growth": _ratio(big["l0"]["p50_ms"], small["l0"]["p50_ms"]),
@@ -37,6 +46,8 @@ def ratios_and_goals(sizes: dict[int, dict[str, Any]], store_fig: dict[str, Any]
         "reingest_s": max(s["ingest"]["reingest"]["seconds"] for s in sizes.values()),
         "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
         "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None,
+        "model_load_s": model_load_s,
+        "app_rss_mb": app_rss_mb,
     }
     goals = {}
     for name, (op, target) in GOALS.items():
@@ -51,6 +62,28 @@ def _strategy_cell(label: str, size: dict[str, Any]) -> str:
     return "n/a" if f is None else "{unfiltered_p50_ms} / {filtered_p50_ms}, {filtered_over_unfiltered} ({loadavg})".format(**f)
 
 
+def _model_and_app_lines(result: dict[str, Any]) -> list[str]:
+    """The model's load and query-embedding times and the app's memory, as a small table."""
+    if "query_embed_p50_ms" not in result:
+        return []
+    app = result.get("app") or {}
+    rss = (
+        f"{app['rss_mb']} (peak {app['peak_mb']}), {app.get('recorded')} lookup recorded, exit code {app.get('exit_code')}"
+        if app.get("rss_mb") is not None
+        else f"n/a: {app.get('why', 'not measured')}"
+    )
+    return [
+        "| model and app | value |",
+        "|---|---|",
+        f"| embedding model | {result['embedding_model']} |",
+        f"| model load s (a fresh Embedder) | {result['model_load_s']} |",
+        f"| query embedding p50 / p95 ms ({result['query_embed_queries']} distinct queries; first call "
+        f"{result['query_embed_first_ms']} ms) | {result['query_embed_p50_ms']} / {result['query_embed_p95_ms']} |",
+        f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {rss} |",
+        "",
+    ]
+
+
 def render_table(result: dict[str, Any]) -> str:
     """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
     m, sizes = result["machine"], result["sizes"]
@@ -60,6 +93,7 @@ def render_table(result: dict[str, Any]) -> str:
         f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
         "(includes the embedding model).",
         *([f"{result['corpus_vectors']}", ""] if result.get("corpus_vectors", "real") != "real" else [""]),
+        *_model_and_app_lines(result),
     ]
     rows = [
         ("body words", lambda s: s["body_words"]),

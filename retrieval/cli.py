@@ -159,7 +159,10 @@ def eval_cmd(
     vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector signal in the fusion"),
     lexical_weight: float | None = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
     name_weight: float | None = typer.Option(None, "--name-weight", help="added for an entry the query names in full"),
-    min_support: float | None = typer.Option(None, "--min-support", help="similarity needed to claim semantic support"),
+    support_threshold: float | None = typer.Option(
+        None, "--support-threshold", help="support estimate (0-1) that claims semantic support (default: the model's)"
+    ),
+    model: str | None = typer.Option(None, "--model", help="embedding model (python -m retrieval models lists them)"),
     stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
     save: bool = typer.Option(True, "--save/--no-save", help="save the run in the DuckDB file (`runs` lists, `compare` diffs)"),
     config: Path | None = ConfigOpt,
@@ -186,7 +189,8 @@ def eval_cmd(
             vector_weight=vector_weight,
             lexical_weight=lexical_weight,
             name_weight=name_weight,
-            min_support_similarity=min_support,
+            support_threshold=support_threshold,
+            embedding_model=model,
         )
         baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None
         runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .candidates import Candidate
 from .config import Settings
 from .errors import QueryError
 from .eval_sets import EvalSet
@@ -14,7 +15,6 @@ from .lookup import LookupServices, l1_queries, search_text, weights_of, with_si
 from .ranking import fuse
 from .routing import category_filter, describe_routing
 from .routing_metrics import filter_verdict
-from .weaviate_store import Candidate
 
 
 @dataclass(frozen=True)

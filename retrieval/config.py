@@ -43,13 +43,11 @@ class Settings:
     hybrid_alpha: float = 0.5
     top_k: int = 5
     l1_timeout_s: float = 10.0
-    vector_weight: float = 3.0  # chosen by 5x5-fold CV on the shared runbooks and kubevirt sets (python -m retrieval tune)
-    lexical_weight: float = 1.0
+    vector_weight: float = 3.0  # with bge-small: chosen by 5x5-fold CV on the shared answerable sets (docs/quality.md)
+    lexical_weight: float = 2.0
     l0_weight: float = 0.0
     name_weight: float = 2.0  # added for an entry the query names in full (whole title or file name); CV, README
-    min_support_similarity: float = 0.30  # with a BM25F score of lexical_support_score (or, without BM25F, agreement)
-    strong_support_similarity: float = 0.85  # on its own
-    lexical_support_score: float = 10.0  # the top result's BM25F score that, with min_support_similarity, is support
+    support_threshold: float | None = None  # the support estimate that claims support. None: the model's, fitted by CV
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
     replication_factor: int | None = None  # copies of each shard, set when the collection is created. None: Weaviate's (1)
@@ -71,6 +69,8 @@ class Settings:
         for name in ("vector_weight", "lexical_weight", "l0_weight", "name_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}: {getattr(self, name)} must not be negative")
+        if self.support_threshold is not None and not 0.0 <= self.support_threshold <= 1.0:
+            raise ConfigError(f"support_threshold: {self.support_threshold} is not between 0 and 1")
         if self.top_k < 1:
             raise ConfigError(f"top_k: {self.top_k} must be at least 1")
         if self.l1_timeout_s <= 0:
@@ -132,9 +132,7 @@ ENV_NAMES = {
     "LOOKUP_NAME_WEIGHT": "name_weight",
     "LOOKUP_VECTOR_WEIGHT": "vector_weight",
     "LOOKUP_LEXICAL_WEIGHT": "lexical_weight",
-    "LOOKUP_MIN_SUPPORT": "min_support_similarity",
-    "LOOKUP_STRONG_SUPPORT": "strong_support_similarity",
-    "LOOKUP_LEXICAL_SUPPORT": "lexical_support_score",
+    "LOOKUP_SUPPORT_THRESHOLD": "support_threshold",
     "LOOKUP_READ_ONLY": "read_only",
     "LOOKUP_REPLICATION_FACTOR": "replication_factor",
     "LOOKUP_SHARDS": "shards",
@@ -160,7 +158,7 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             raise ValueError("expected true or false")
         if kind in ("int", "int | None"):
             return int(value)
-        if kind == "float":
+        if kind in ("float", "float | None"):
             return float(value)
         return str(value)
     except ValueError as exc:

@@ -39,7 +39,9 @@ class Embedder:
             options.log_severity_level = 3
             self._session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # a damaged file: say which
-            raise ModelError(f"embedding model {self.spec.name}: {files.onnx} or {files.tokenizer} cannot be loaded: {exc}") from exc
+            raise ModelError(
+                f"embedding model {self.spec.name}: {files.onnx} or {files.tokenizer} cannot be loaded: {exc}"
+            ) from exc
         # Our own limits: MiniLM's tokenizer.json pads and truncates to 128 by itself.
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()

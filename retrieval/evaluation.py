@@ -17,6 +17,7 @@ from .eval_sets import EvalSet
 from .lookup import LookupServices, lookup_knowledge, search_text
 from .routing import category_filter
 from .routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
+from .support import auc, features_of, support_model
 
 # l1_*: the vector (near_vector) query alone; bm25: Weaviate's BM25F with the same L0 filter rule as the
 # lookup; hybrid: Weaviate's hybrid query, unfiltered; lookup: the whole flow with the settings' mode.
@@ -51,6 +52,7 @@ class ConfigRun:
     timings_ms: dict[str, float] = field(default_factory=dict)
     support_score: float | None = None  # cosine similarity of the query to the top result's best chunk
     support_lexical: float | None = None  # the top result's BM25F score (None: not a BM25F hit, or no BM25F query)
+    confidence: float | None = None  # the support estimate: the chance that the top result is right
 
     def rank_of(self, expected: dict[str, int]) -> int | None:
         for i, entry_id in enumerate(self.ranking):
@@ -122,6 +124,7 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
             dict(res.timings_ms),
             res.results[0].l1_score if res.results else None,
             res.results[0].lexical_score if res.results else None,
+            res.relevance.confidence,
         )
     t0 = time.perf_counter()
     hints = services.l0.match(query)
@@ -142,7 +145,23 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
     )
     timings["l1"] = (time.perf_counter() - t0) * 1000
     sim = found[0].similarity if found else None
-    supported = sim is not None and sim >= settings.strong_support_similarity  # one signal: no agreement to add
+    confidence = None
+    if found:  # the support estimate of this one signal's top result, as the lookup's would be
+        signal = "bm25" if mode == "bm25" else "vector"
+        features = features_of(
+            found[0].entry_id,
+            sim,
+            {signal: 1},
+            [c.score for c in found],
+            found if mode != "bm25" else (),
+            found if mode == "bm25" else (),
+            query,
+        )
+        confidence = support_model(settings.embedding_model).probability(features)
+    threshold = (
+        support_model(settings.embedding_model).threshold if settings.support_threshold is None else settings.support_threshold
+    )
+    supported = confidence is not None and confidence >= threshold
     return ConfigRun(
         case.id,
         config,
@@ -155,6 +174,7 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
         timings,
         sim,
         found[0].score if found and mode == "bm25" else None,
+        confidence,
     )
 
 
@@ -274,6 +294,9 @@ def run_eval(
             for r in case_runs
         ]
         routing[config] = routing_metrics(obs, entry_domains)
+        # how well the support estimate tells right top results from wrong and unanswerable ones
+        scored = [(r.confidence, bool(r.ranking) and r.rank_of(cases_by_id[r.case_id].expected) == 1) for r in case_runs]
+        routing[config]["support_auc"] = auc([c for c, _ in scored if c is not None], [ok for c, ok in scored if c is not None])
         stages = sorted({s for r in case_runs for s in r.timings_ms})
         latency[config] = {
             f"{s}_{name}": _percentile([r.timings_ms[s] for r in case_runs if s in r.timings_ms], q)
@@ -301,6 +324,7 @@ def run_eval(
                 "semantic_support": r.semantic_support,
                 "support_score": None if r.support_score is None else round(float(r.support_score), 5),
                 "support_lexical": None if r.support_lexical is None else round(float(r.support_lexical), 4),
+                "confidence": None if r.confidence is None else round(float(r.confidence), 4),
             }
         l0_domains = list(services.l0.match(search_text(case.query)).domains)
         cases_out.append(
@@ -338,9 +362,12 @@ def run_eval(
             "lexical_weight": settings.lexical_weight,
             "l0_weight": settings.l0_weight,
             "name_weight": settings.name_weight,
-            "min_support_similarity": settings.min_support_similarity,
-            "strong_support_similarity": settings.strong_support_similarity,
-            "lexical_support_score": settings.lexical_support_score,
+            "embedding_model": settings.embedding_model,
+            "support_threshold": (
+                support_model(settings.embedding_model).threshold
+                if settings.support_threshold is None
+                else settings.support_threshold
+            ),
             "collection": settings.collection,
             "cases": len(eval_set.cases),
             "answerable": answerable,
@@ -377,6 +404,7 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
                 "outcome": outcome,
                 "support_score": run.get("support_score"),
                 "support_lexical": run.get("support_lexical"),
+                "confidence": run.get("confidence"),
                 "semantic_support": run.get("semantic_support"),
             }
         )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .candidates import Candidate
 from .config import Settings
 from .deadline import start
 from .embedding import Embedder
@@ -15,8 +16,9 @@ from .hints import L0Hints, L0Index
 from .invocations import TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
 from .ranking import FusionWeights, Relevance, ResultItem, assess, fuse
 from .routing import category_filter, describe_routing
+from .support import support_model
 from .text import without_templates
-from .weaviate_store import Candidate, KnowledgeStore
+from .weaviate_store import KnowledgeStore
 
 MAX_QUERY_CHARS = 2000
 L1_STATUSES = ("ok", "empty", "failed", "disabled", "unavailable")
@@ -64,6 +66,7 @@ class LookupResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     session_tag: str = "default"
     searched: str = ""  # what L0 and L1 searched for (search_text of the query); "" for the query itself
+    embedding_model: str = ""  # the model L1 searched with
 
     @property
     def fallback(self) -> bool:
@@ -85,6 +88,7 @@ class LookupResult:
             "relevance": self.relevance.to_dict(),
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "session_tag": self.session_tag,
+            "embedding_model": self.embedding_model,
         }
 
 
@@ -249,10 +253,11 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     relevance = assess(
         results,
         l1.status,
-        min_support=settings.min_support_similarity,
-        strong_support=settings.strong_support_similarity,
-        lexical_support=settings.lexical_support_score,
-        l1_signals=l1.signals,
+        support=support_model(settings.embedding_model),
+        vector=l1.candidates,
+        lexical=l1.lexical,
+        query=searched,
+        threshold=settings.support_threshold,
     )
     timings["fuse"] += (time.perf_counter() - t0) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
@@ -270,6 +275,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
         timings_ms=timings,
         session_tag=session_tag or settings.session_tag,
         searched=searched if searched != text else "",
+        embedding_model=settings.embedding_model,
     )
     if services.recorder is not None:
         t0 = time.perf_counter()
@@ -282,6 +288,7 @@ def to_record(result: LookupResult) -> InvocationRecord:
     """The tool_invocation row: hot fields typed, the rest in retrieval_details."""
     details = {
         "searched": result.searched or result.query,
+        "embedding_model": result.embedding_model,
         "layer": result.layer,
         "routing": result.routing,
         "fallback": result.fallback,

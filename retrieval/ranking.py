@@ -6,21 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .candidates import Candidate
 from .hints import EntryMatch
-from .weaviate_store import Candidate
-
-HIGH_SIMILARITY = 0.55
-# Semantic support (when a BM25F query ran, as in fusion): the top result's similarity is at least
-# STRONG_SUPPORT_SIMILARITY, or its own BM25F score is at least LEXICAL_SUPPORT_SCORE with a similarity of at
-# least MIN_SUPPORT_SIMILARITY. Without a BM25F query (near_vector, hybrid) the second way is: every L1 signal
-# ranks it first and its similarity reaches MIN_SUPPORT_SIMILARITY. Chosen by 5x5-fold cross-validation on
-# the shared runbooks and kubevirt sets, answerable and unanswerable, balancing right-and-supported answers
-# against unanswerable queries left unsupported. On unanswerable queries the nearest entry is often a close
-# sibling (median similarity 0.52), so similarity alone separates badly; the BM25F score of the top result
-# does better (median 18.9 for right answers, 7.3 for unanswerable queries).
-MIN_SUPPORT_SIMILARITY = 0.30
-STRONG_SUPPORT_SIMILARITY = 0.85
-LEXICAL_SUPPORT_SCORE = 10.0
+from .support import SupportFeatures, SupportModel, features_of
 
 
 @dataclass(frozen=True)
@@ -72,12 +60,25 @@ class FusionWeights:
 
 @dataclass(frozen=True)
 class Relevance:
+    """How far the top result can be trusted. `confidence`: the estimated chance that it is right (None when
+    nothing semantic was there to estimate from); `semantic_support`: the claim made from it."""
+
     semantic_support: bool
     level: str  # high | medium | low | none
     reason: str
+    confidence: float | None = None
+    threshold: float | None = None
+    features: SupportFeatures | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"semantic_support": self.semantic_support, "level": self.level, "reason": self.reason}
+        return {
+            "semantic_support": self.semantic_support,
+            "level": self.level,
+            "reason": self.reason,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "threshold": self.threshold,
+            "features": None if self.features is None else self.features.to_dict(),
+        }
 
 
 def _scaled(scores: dict[str, float]) -> dict[str, float]:
@@ -177,54 +178,55 @@ def explain(item: ResultItem, weights: FusionWeights) -> str:
     return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
 
 
+HIGH_CONFIDENCE = 0.8
+
+
 def assess(
     results: Sequence[ResultItem],
     l1_status: str,
     *,
-    min_support: float = MIN_SUPPORT_SIMILARITY,
-    strong_support: float = STRONG_SUPPORT_SIMILARITY,
-    lexical_support: float = LEXICAL_SUPPORT_SCORE,
-    l1_signals: Sequence[str] = ("vector",),
+    support: SupportModel,
+    vector: Sequence[Candidate] = (),
+    lexical: Sequence[Candidate] = (),
+    query: str = "",
+    threshold: float | None = None,
 ) -> Relevance:
-    """Relevance of the top result, from a real similarity (the query vector against the entry's best
-    chunk, whatever ranked it). Semantic support is claimed when that similarity reaches `strong_support`;
-    or, when a BM25F query ran (`bm25` in `l1_signals`), when the top result's own BM25F score reaches
-    `lexical_support` and its similarity `min_support`; or, without one, when every L1 signal ranked it
-    first and its similarity reaches `min_support`. Calibrated by cross-validation (see above)."""
+    """Relevance of the top result: the support estimate (`support`, fitted for the embedding model) from the
+    ranking and the candidates of both L1 queries, and the claim at `threshold` (default: the model's). An
+    entry the query names in full is supported whatever the estimate: the user said which entry they meant."""
     if not results:
         return Relevance(False, "none", f"no L0 match and L1 {l1_status}: nothing found")
     top = results[0]
-    if top.l1_score is None:
+    if top.l1_score is None and not (vector or lexical):
         return Relevance(False, "low", f"keyword evidence only (L0); L1 {l1_status}, so no semantic support")
-    sim = top.l1_score
-    ranks = dict(top.ranks)
-    agree = bool(l1_signals) and all(ranks.get(name) == 1 for name in l1_signals)
+    cut = support.threshold if threshold is None else threshold
+    features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
+    chance = support.probability(features)
     l0 = "; L0 agrees" if top.source == "both" else ""
-    if "bm25" in l1_signals:
-        lex = top.lexical_score or 0.0
-        words = f"BM25F score {lex:.1f}" if top.lexical_score is not None else "no BM25F match"
-        if sim >= strong_support:
-            level = "high" if lex >= lexical_support else "medium"
-            return Relevance(True, level, f"similarity {sim:.2f} for the top result (at least {strong_support:.2f}); {words}{l0}")
-        if lex >= lexical_support and sim >= min_support:
-            level = "high" if sim >= max(HIGH_SIMILARITY, min_support) else "medium"
-            return Relevance(
-                True, level, f"{words} for the top result (at least {lexical_support:g}) and similarity {sim:.2f}{l0}"
-            )
-        need = (
-            f"similarity {sim:.2f} is below {min_support:.2f}"
-            if sim < min_support
-            else f"{words} is below {lexical_support:g} and similarity {sim:.2f} below {strong_support:.2f}"
+    evidence = (
+        f"similarity {features.similarity:.2f} ({features.similarity_margin:+.2f} over the next entry), "
+        f"BM25F {features.lexical_per_word:.1f} per query word"
+    )
+    if top.named:
+        return Relevance(
+            True, "high", f"the query names this entry in full (its title or file name); {evidence}{l0}", chance, cut, features
         )
-        return Relevance(False, "low", f"{need}: a neighbour, not semantic support; the corpus may not answer this{l0}")
-    how = "first in every L1 signal" if agree else "the L1 signals disagree on the first entry"
-    if sim >= strong_support:
-        level = "high" if agree else "medium"
-        return Relevance(True, level, f"similarity {sim:.2f} for the top result (at least {strong_support:.2f}); {how}{l0}")
-    if agree and sim >= min_support:
-        level = "high" if sim >= max(HIGH_SIMILARITY, min_support) else "medium"
-        return Relevance(True, level, f"similarity {sim:.2f} for the top result and {how}{l0}")
-    need = f"below {min_support:.2f}" if sim < min_support else f"below {strong_support:.2f} while {how}"
+    if chance >= cut:
+        level = "high" if chance >= max(HIGH_CONFIDENCE, cut) else "medium"
+        return Relevance(
+            True,
+            level,
+            f"an estimated {chance:.0%} chance that it is right (support from {cut:.0%}): {evidence}{l0}",
+            chance,
+            cut,
+            features,
+        )
     return Relevance(
-        False, "low", f"similarity {sim:.2f} is {need}: a neighbour, not semantic support; the corpus may not answer this{l0}"
+        False,
+        "low",
+        f"an estimated {chance:.0%} chance that it is right, below {cut:.0%}: {evidence}; a neighbour, not semantic "
+        f"support; the corpus may not answer this{l0}",
+        chance,
+        cut,
+        features,
     )

@@ -28,16 +28,12 @@ SWEEPABLE: dict[str, type] = {
     "lexical_weight": float,
     "l0_weight": float,
     "name_weight": float,
-    "min_support_similarity": float,
-    "strong_support_similarity": float,
-    "lexical_support_score": float,
+    "support_threshold": float,
 }
 ALIASES = {
     "mode": "search_mode",
     "alpha": "hybrid_alpha",
-    "min_support": "min_support_similarity",
-    "strong_support": "strong_support_similarity",
-    "lexical_support": "lexical_support_score",
+    "support": "support_threshold",
 }
 MAX_POINTS = 2000
 GRID_EXAMPLE = "search_mode=fusion,hybrid;l0_weight=0,0.1,0.2"
@@ -76,7 +72,7 @@ def _value(name: str, raw: str, base: Settings) -> Any:
             raise ConfigError(f"--grid: {name} needs {what}, got '{text}'") from None
         if kind is float and not math.isfinite(value):
             raise ConfigError(f"--grid: {name} needs finite numbers, got '{text}'")
-    if name.endswith("_similarity") and not 0.0 <= value <= 1.0:
+    if name == "support_threshold" and not 0.0 <= value <= 1.0:
         raise ConfigError(f"--grid: {name} {value} is not between 0 and 1")
     try:
         base.with_(**{name: value})  # the settings' own checks: alpha in [0, 1], weights >= 0, top_k >= 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,7 @@ from weaviate.classes.config import Configure, ConsistencyLevel, DataType, Prope
 from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
 
 from . import indexing
+from .candidates import Candidate
 from .corpus import Corpus
 from .deadline import TimedOut, call_within
 from .errors import L1Error
@@ -43,33 +44,6 @@ GRACE_S = 0.25  # past the time-out, so that the client's own deadline error nor
 # What a query answers while a (re)started server loads its shards: the schema is not served yet.
 LOADING_SIGNS = ("could not find class", "non-existing index", "not ready", "is loading")
 LOADING = "Weaviate is loading the index (the server has restarted and its shards are not loaded yet); try again in a few seconds"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One entry L1 found, by its best chunk: the search's own score, and the cosine similarity of the
-    query vector to that chunk's vector whatever the search was (None when no vector was given)."""
-
-    entry_id: str
-    title: str
-    domain: str
-    distance: float | None
-    score: float  # 1 - distance for near_vector, the fused score for hybrid, the BM25F score for bm25
-    chunk_index: int
-    snippet: str
-    similarity: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "entry_id": self.entry_id,
-            "title": self.title,
-            "domain": self.domain,
-            "distance": None if self.distance is None else round(self.distance, 5),
-            "score": round(self.score, 5),
-            "similarity": None if self.similarity is None else round(self.similarity, 5),
-            "chunk_index": self.chunk_index,
-            "snippet": self.snippet[:240],
-        }
 
 
 def category_where(category: str | None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -67,10 +68,21 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
         assert set(fig["lookup"]["stages_p50_ms"]) == {"l0", "embed", "l1", "fuse", "record"}
     assert result["invocation_store"]["rows"] == 3000 and result["invocation_store"]["query_ms"]["all rows"]
     assert result["machine"]["cores"] >= 1 and result["peak_rss_mb"] > 0
+    # the model and the app: figures present and plausible (no timing is asserted)
+    assert result["embedding_model"] == embedder.name and result["model_load_s"] > 0
+    assert result["query_embed_queries"] >= 50 and 0 < result["query_embed_p50_ms"] <= result["query_embed_p95_ms"]
+    app = result["app"]
+    assert app["rss_mb"] is not None, app.get("why")
+    assert result["app_rss_mb"] == app["rss_mb"] > 50 and app["peak_mb"] >= app["rss_mb"]
+    assert app["recorded"] == 1  # the app process itself ran and recorded the lookup
+    assert not Path(f"/proc/{app['pid']}").exists()  # and was stopped
+    assert {"model_load_s", "app_rss_mb"} <= set(result["goals"])
     md = sorted(tmp_path.glob("*-bench-40-200.md"))
     js = sorted(tmp_path.glob("*-bench-40-200.json"))
     assert len(md) == 1 and len(js) == 1
-    assert "| goal |" in md[0].read_text(encoding="utf-8")
+    table = md[0].read_text(encoding="utf-8")
+    assert "| goal |" in table and "| model_load_s |" in table and "| app_rss_mb |" in table
+    assert f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {app['rss_mb']} " in table
     saved = json.loads(js[0].read_text(encoding="utf-8"))
-    assert {"machine", "sizes", "ratios"} <= set(saved)
+    assert {"machine", "sizes", "ratios", "model_load_s", "query_embed_p50_ms", "app_rss_mb"} <= set(saved)
     assert not [n for n in weaviate_client.collections.list_all() if n.startswith("Bench_")]  # dropped afterwards

@@ -6,18 +6,35 @@ import pytest
 
 from retrieval.bench_report import GOALS, ratios_and_goals
 
+OK = {
+    "l0": 1.0,
+    "look": 10.0,
+    "floor": 9.0,
+    "unf": 2.0,
+    "fil": 2.2,
+    "rec": 0.5,
+    "raw": 0.95,
+    "dash": 150.0,
+    "load": 0.4,
+    "rss": 450.0,
+}
+
 
 @pytest.mark.parametrize(
-    "values, met",
+    "changes, met",
     [
-        ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, True),
-        ({"l0": 3.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
-        ({"l0": 1.0, "look": 14.0, "floor": 10.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 150.0}, False),
-        ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.80, "dash": 150.0}, False),
-        ({"l0": 1.0, "look": 10.0, "floor": 9.0, "unf": 2.0, "fil": 2.2, "rec": 0.5, "raw": 0.95, "dash": 200.0}, False),
+        ({}, True),
+        ({"l0": 3.0}, False),
+        ({"look": 14.0, "floor": 10.0}, False),
+        ({"raw": 0.80}, False),
+        ({"dash": 200.0}, False),
+        ({"load": 1.2}, False),
+        ({"rss": 650.0}, False),
     ],
 )
-def test_goals_follow_the_figures(values, met):
+def test_goals_follow_the_figures(changes, met):
+    values = {**OK, **changes}
+
     def size(l0):
         return {
             "l0": {"p50_ms": l0},
@@ -27,7 +44,27 @@ def test_goals_follow_the_figures(values, met):
             "ingest": {"over_raw": values["raw"], "reingest": {"seconds": 1.0, "chunks_embedded": 0}},
         }
 
-    ratios, goals = ratios_and_goals({10: size(1.0), 100: size(values["l0"])}, {"query_max_ms": values["dash"]})
+    ratios, goals = ratios_and_goals(
+        {10: size(1.0), 100: size(values["l0"])},
+        {"query_max_ms": values["dash"]},
+        model_load_s=values["load"],
+        app_rss_mb=values["rss"],
+    )
     assert ratios["l0_p50_growth"] == values["l0"]
     assert set(goals) == set(GOALS)
     assert all(g["met"] for g in goals.values()) is met
+    assert goals["model_load_s"] == {"value": values["load"], "goal": "<= 1.0", "met": values["load"] <= 1.0}
+    assert goals["app_rss_mb"] == {"value": values["rss"], "goal": "<= 600.0", "met": values["rss"] <= 600.0}
+
+
+def test_a_figure_not_measured_is_neither_met_nor_missed():
+    size = {
+        "l0": {"p50_ms": 1.0},
+        "lookup": {"p50_ms": 10.0, "stages_p50_ms": {"record": 0.5}},
+        "floor": {"p50_ms": 9.0},
+        "l1": {"filtered_p50_ms": 2.0, "unfiltered_p50_ms": 2.0},
+        "ingest": {"over_raw": 1.0, "reingest": {"seconds": 1.0, "chunks_embedded": 0}},
+    }
+    _, goals = ratios_and_goals({10: size}, None, model_load_s=0.3)
+    assert goals["app_rss_mb"]["met"] is None and goals["dashboard_query_max_ms"]["met"] is None
+    assert goals["model_load_s"]["met"] is True

@@ -61,6 +61,7 @@ def test_a_bench_run_on_synthetic_vectors_names_them(base_settings, weaviate_cli
         raw_sample_chunks=20,
         seed=5,
         vectors="synthetic",
+        app=False,  # the app's memory is measured in test_bench's smoke run (slow)
     )
     assert result["corpus_vectors"].startswith("SYNTHETIC corpus vectors")
     md = tmp_path.glob("*-bench-30-synthetic-vectors.md")

@@ -33,8 +33,8 @@ SETTING_FIELDS = (
     "lexical_weight",
     "l0_weight",
     "name_weight",
-    "min_support_similarity",
-    "strong_support_similarity",
+    "embedding_model",
+    "support_threshold",
 )
 
 

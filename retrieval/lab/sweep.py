@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..candidates import Candidate
 from ..catalog import EvalSetFile, same_path
 from ..config import Settings
 from ..errors import LookupLabError
@@ -24,8 +25,8 @@ from ..hints import EntryMatch
 from ..lookup import LookupServices, candidate_depth, search_text, weights_of
 from ..ranking import assess, fuse
 from ..routing import category_filter
+from ..support import support_model
 from ..tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
-from ..weaviate_store import Candidate
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k")  # the rest only re-rank or re-assess
@@ -63,6 +64,7 @@ class CaseSignals:
     relevant: frozenset[str]  # expected entries with a grade > 0; empty: unanswerable
     l0: tuple[EntryMatch, ...]
     found: Mapping[QueryKey, tuple[Candidate, ...]]
+    query: str = ""  # what was searched (search_text of the case's query)
 
 
 def collect_signals(
@@ -99,7 +101,7 @@ def collect_signals(
             if progress:
                 progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
         relevant = frozenset(e for e, g in case.expected.items() if g > 0)
-        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found))
+        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found, query))
     return out
 
 
@@ -110,14 +112,14 @@ def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, floa
     vector = s.found[keys[0]]
     lexical = s.found[keys[1]] if len(keys) > 1 else ()
     ranking = fuse(s.l0, vector, lexical, k=max(DEPTH, settings.top_k), weights=weights_of(settings))
-    signals = tuple(name for name, got in (("vector", vector), ("bm25", lexical)) if got)
     relevance = assess(
         ranking,
-        "ok" if signals else "empty",
-        min_support=settings.min_support_similarity,
-        strong_support=settings.strong_support_similarity,
-        lexical_support=settings.lexical_support_score,
-        l1_signals=signals,
+        "ok" if vector or lexical else "empty",
+        support=support_model(settings.embedding_model),
+        vector=vector,
+        lexical=lexical,
+        query=s.query,
+        threshold=settings.support_threshold,
     )
     ids = [r.entry_id for r in ranking]
     rank = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)

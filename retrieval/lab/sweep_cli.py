@@ -12,7 +12,7 @@ import typer
 TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
 GRID_HELP = (
     "NAME=V1,V2;NAME=... over top_k, search_mode, hybrid_alpha (alpha), vector_weight, lexical_weight, l0_weight, name_weight, "
-    "min_support_similarity (min_support), strong_support_similarity (strong_support), lexical_support_score"
+    "support_threshold (support)"
 )
 
 

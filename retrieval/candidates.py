@@ -1,0 +1,33 @@
+"""What L1 returns for one entry: the shared type of the store, the ranking and the support estimate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One entry L1 found, by its best chunk: the search's own score, and the cosine similarity of the
+    query vector to that chunk's vector whatever the search was (None when no vector was given)."""
+
+    entry_id: str
+    title: str
+    domain: str
+    distance: float | None
+    score: float  # 1 - distance for near_vector, the fused score for hybrid, the BM25F score for bm25
+    chunk_index: int
+    snippet: str
+    similarity: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "title": self.title,
+            "domain": self.domain,
+            "distance": None if self.distance is None else round(self.distance, 5),
+            "score": round(self.score, 5),
+            "similarity": None if self.similarity is None else round(self.similarity, 5),
+            "chunk_index": self.chunk_index,
+            "snippet": self.snippet[:240],
+        }
