@@ -10,6 +10,7 @@ L1_ON = "l1"
 MODE = "mode"
 ALPHA = "alpha"
 CORPUS = "corpus"
+MODEL = "model"  # the embedding model (each has its own collection)
 CONTEXT = "_context"  # the AppContext app.py opened for this run (the page takes it)
 FRAME_RETRY = "_frame_retry"  # a page ran without app.py once: see resources.page_context
 
@@ -52,4 +53,4 @@ CORPUS_ENTRY = "corpus_entry"
 CORPUS_TABLE = "corpus_table"  # the entries table: a clicked row opens that entry
 INGEST_RESULT = "_ingest_result"
 
-URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET)
+URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, MODEL, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET)

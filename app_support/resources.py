@@ -22,13 +22,14 @@ import streamlit as st
 from weaviate import WeaviateClient
 
 from retrieval.catalog import CorpusChoice, known_corpora, same_path
-from retrieval.config import Settings, load_settings
+from retrieval.config import SEARCH_MODES, Settings, load_settings
 from retrieval.corpus import Corpus, load_corpus
 from retrieval.embedding import Embedder
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices
+from retrieval.models import MODELS
 from retrieval.weaviate_server import connect
 from retrieval.weaviate_store import KnowledgeStore
 
@@ -49,9 +50,12 @@ def corpus_choices(base: Settings) -> list[CorpusChoice]:
 
 
 def current_settings(base: Settings | None = None) -> Settings:
-    """The base settings with the sidebar's choices (corpus, top-k, L1, search mode) applied."""
+    """The base settings with the sidebar's choices (model, corpus, top-k, L1, search mode) applied."""
     base = base or base_settings()
     state = st.session_state
+    model = state.get(keys.MODEL)
+    if model in MODELS and model != base.embedding_model:
+        base = base.with_(embedding_model=model)  # the corpus choices below name this model's collections
     changes: dict[str, Any] = {}
     label = state.get(keys.CORPUS)
     choice = next((c for c in corpus_choices(base) if c.label == label), None)
@@ -61,7 +65,7 @@ def current_settings(base: Settings | None = None) -> Settings:
         changes["top_k"] = int(state[keys.TOP_K])
     if state.get(keys.L1_ON) is not None:
         changes["l1_enabled"] = bool(state[keys.L1_ON])
-    if state.get(keys.MODE) in ("near_vector", "hybrid"):
+    if state.get(keys.MODE) in SEARCH_MODES:
         changes["search_mode"] = state[keys.MODE]
     if state.get(keys.ALPHA) is not None:
         changes["hybrid_alpha"] = float(state[keys.ALPHA])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.config import SEARCH_MODES, Settings
+from retrieval.models import MODELS
 from retrieval.node_health import NodeHealth, node_health
 
 from . import ingest, keys, resources
@@ -25,6 +26,15 @@ def settings_widgets(base: Settings) -> None:
             key=keys.CORPUS,
             bind="query-params",
             help="The knowledge base to search. Each corpus has its own Weaviate collection.",
+        )
+        models = list(MODELS)
+        st.selectbox(
+            "Embedding model",
+            models,
+            index=models.index(base.embedding_model),
+            key=keys.MODEL,
+            bind="query-params",
+            help="The model that embeds queries and entries. Each model has its own collection of each corpus.",
         )
         st.number_input(
             "Top-k",

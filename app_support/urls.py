@@ -16,6 +16,8 @@ def setting_params(settings: Settings, base: Settings) -> dict[str, str]:
     label = st.session_state.get(keys.CORPUS)
     if label and settings.corpus_dir != base.corpus_dir:
         out[keys.CORPUS] = str(label)
+    if settings.embedding_model != base.embedding_model:
+        out[keys.MODEL] = settings.embedding_model
     if settings.top_k != base.top_k:
         out[keys.TOP_K] = str(settings.top_k)
     if settings.l1_enabled != base.l1_enabled:

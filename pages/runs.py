@@ -14,7 +14,8 @@ from retrieval.config import Settings
 from retrieval.errors import LookupLabError
 from retrieval.evaluation import CONFIGS, METRICS
 from retrieval.lab.compare import compare_runs
-from retrieval.lab.runs import HISTORY_METRICS, RunStore, RunSummary, history_rows
+from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows
+from retrieval.models import MODELS
 
 # this page's widget keys (bound to the URL: /runs?runs_set=...&run_a=...&run_b=... reopens a comparison)
 SET_KEY, CONFIG_KEY, A_KEY, B_KEY, METRIC_KEY, CASES_KEY = (
@@ -30,9 +31,11 @@ TREND_METRICS = ("mrr@10", "hit@1", "recall@5")
 
 
 def lookup_link(query: str, run: RunSummary, base: Settings) -> dict[str, str]:
-    """Query parameters that open Lookup on `query` with the run's corpus, top-k, L1 switch, mode and alpha."""
+    """Query parameters that open Lookup on `query` with the run's corpus, model, top-k, L1 switch, mode and alpha."""
     s = run.settings
+    model = run.embedding_model if run.embedding_model in MODELS else base.embedding_model
     settings = base.with_(
+        embedding_model=model,
         top_k=int(s.get("top_k", base.top_k)),
         l1_enabled=bool(s.get("l1_enabled", base.l1_enabled)),
         search_mode=str(s.get("search_mode", base.search_mode)),
@@ -48,7 +51,8 @@ def lookup_link(query: str, run: RunSummary, base: Settings) -> dict[str, str]:
 def run_label(run: RunSummary) -> str:
     s = run.settings
     weights = f"v{s.get('vector_weight')}/l{s.get('lexical_weight')}/L0 {s.get('l0_weight')}"
-    return f"{run.run_id} · {run.eval_set} · {s.get('search_mode')} {weights} · k={s.get('top_k')}"
+    model = run.embedding_model or NO_MODEL
+    return f"{run.run_id} · {run.eval_set} · {model} · {s.get('search_mode')} {weights} · k={s.get('top_k')}"
 
 
 ctx = resources.page_context()
@@ -122,8 +126,11 @@ except LookupLabError as exc:
     st.stop()
 for warning in cmp.warnings:
     st.warning(md(warning), icon=":material/warning:")
+model_a, model_b = (m or NO_MODEL for m in cmp.models)
+st.markdown(f"**Embedding model**: A {md(model_a)} · B {md(model_b)}")
 if cmp.settings_diff:
-    st.markdown("**Settings changed**: " + md("; ".join(f"{k} {a} → {b}" for k, (a, b) in cmp.settings_diff.items())))
+    shown = {k: tuple(NO_MODEL if v is None else v for v in pair) for k, pair in cmp.settings_diff.items()}  # – : not saved then
+    st.markdown("**Settings changed**: " + md("; ".join(f"{k} {a} → {b}" for k, (a, b) in shown.items())))
 else:
     st.caption("Both runs used the same settings.")
 verdict = (
@@ -222,10 +229,10 @@ if rows and rows[0] < len(cases):
             icon=":material/open_in_new:",
             query_params=lookup_link(str(case["query"]), run, base),
         )
-    weights = ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "min_support_similarity")
+    weights = ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "support_threshold")
     differs = [k for k in weights if any(r.settings.get(k) != getattr(base, k) for r in (cmp.run_a, cmp.run_b))]
     if differs:
         st.caption(
-            f"The link carries corpus, top-k, L1 and search mode; {', '.join(differs)} come from lookup.yaml and the "
-            "LOOKUP_* variables, which differ from one of these runs."
+            f"The link carries corpus, embedding model, top-k, L1 and search mode; {', '.join(differs)} come from "
+            "lookup.yaml and the LOOKUP_* variables, which differ from one of these runs."
         )

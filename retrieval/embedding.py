@@ -79,8 +79,9 @@ class Embedder:
         self, texts: Sequence[str], *, batch_size: int = 32, progress: Callable[[int, int], None] | None = None
     ) -> np.ndarray:
         """Passage vectors for many texts, in order; `progress(done, total)` after each batch. Texts are
-        batched by length, so little padding is computed."""
+        batched by length, so little padding is computed (one text per call for a quantized model)."""
         total = len(texts)
+        batch_size = 1 if self.spec.quantized else batch_size
         out = np.zeros((total, self.dimensions), dtype=np.float32)
         order = sorted(range(total), key=lambda i: len(texts[i]))
         prefix = self.spec.passage_prefix
@@ -114,6 +115,7 @@ class Embedder:
     def prime(self, texts: Sequence[str], *, batch_size: int = 32) -> None:
         """Embed many queries in batches and keep them in the query cache (eval runs reuse them)."""
         todo = sorted(dict.fromkeys(t for t in texts if t not in self._cache), key=len)
+        batch_size = 1 if self.spec.quantized else batch_size
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
             with self._lock:

@@ -34,6 +34,9 @@ class ModelSpec:
     query_prefix: str = ""
     passage_prefix: str = ""
     max_tokens: int = 256  # tokens per chunk: an entry's sections are windowed to this many
+    # int8 files quantize activations per call, over the whole batch: a text's vector then depends on the texts
+    # batched with it (cosine 0.996), so such models embed one text per call and every text gets one vector.
+    quantized: bool = False
 
     @property
     def artifact(self) -> str:
@@ -60,6 +63,7 @@ MODELS: dict[str, ModelSpec] = {
             384,
             "cls",
             query_prefix="Represent this sentence for searching relevant passages: ",
+            quantized=True,
         ),
         ModelSpec(
             "all-MiniLM-L6-v2",
@@ -78,6 +82,7 @@ MODELS: dict[str, ModelSpec] = {
             "mean",
             query_prefix="query: ",
             passage_prefix="passage: ",
+            quantized=True,
         ),
     )
 }

@@ -162,7 +162,13 @@ KEY_WIDGETS = {
 def test_every_page_renders_with_its_key_widgets(app_env, page):
     at = open_app(page)
     # the shared frame: settings in the sidebar, connection status, no L1 banner (Weaviate is up)
-    for kind, key in [("selectbox", "corpus"), ("number_input", "k"), ("toggle", "l1"), ("radio", "mode")]:
+    for kind, key in [
+        ("selectbox", "corpus"),
+        ("selectbox", "model"),
+        ("number_input", "k"),
+        ("toggle", "l1"),
+        ("radio", "mode"),
+    ]:
         assert getattr(at, kind)(key=key) is not None
     assert any("L1 connected" in t for t in texts(at.sidebar.markdown))
     assert any("TestSample" in t and "48 of 48 entries indexed" in t for t in texts(at.sidebar.caption))
@@ -303,6 +309,94 @@ def test_query_params_restore_the_view(app_env):
     assert metrics(other)["Layer"] == "L0+L1"
     assert len(other.table[-1].value) == 2  # two results at k=2 (L1 fetches candidate_depth candidates for the fusion)
     assert any("category = kubernetes" in t for t in texts(other.info))
+
+
+MINILM = "all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="module")
+def minilm_sample(weaviate_client, sample_corpus):
+    """The sample corpus indexed with all-MiniLM-L6-v2 in the collection the settings derive for that model
+    (Kb_sample_corpus_minilm), and that model; dropped after the module."""
+    from retrieval.config import collection_for
+    from retrieval.embedding import Embedder
+    from retrieval.weaviate_store import KnowledgeStore
+
+    model = Embedder(MINILM)
+    store = KnowledgeStore(weaviate_client, collection_for(sample_corpus.root, MINILM))
+    store.drop()
+    store.ingest(sample_corpus, model)
+    yield store, model
+    store.drop()
+
+
+def test_sidebar_mode_and_model_reach_the_settings_the_lookup_runs_with(monkeypatch, tmp_path, base_settings, minilm_sample):
+    """The base says hybrid and the default model, the collection derived (no LOOKUP_COLLECTION). Fusion and
+    MiniLM picked in the sidebar: the recorded lookup ran in fusion with MiniLM on MiniLM's own collection."""
+    store, model = minilm_sample
+    point_app_at(
+        monkeypatch, tmp_path, url=f"http://127.0.0.1:{base_settings.embedded_port}", grpc_port=base_settings.embedded_grpc_port
+    )
+    monkeypatch.delenv("LOOKUP_COLLECTION")
+    monkeypatch.setenv("LOOKUP_SEARCH_MODE", "hybrid")
+    at = open_app()
+    assert (at.radio(key="mode").value, at.selectbox(key="model").value) == ("hybrid", "bge-small-en-v1.5")
+    assert at.selectbox(key="model").options == ["bge-small-en-v1.5", MINILM, "e5-small-v2"]
+    assert "Collection **Kb_sample_corpus_bge_small**: 0 of 48 entries indexed, 0 chunks" in texts(at.sidebar.caption)
+    at.radio(key="mode").set_value("fusion")
+    at.selectbox(key="model").set_value(MINILM).run()
+    assert_clean(at)
+    assert not at.slider  # no alpha: fusion, not hybrid, is on screen
+    assert any("Collection **Kb_sample_corpus_minilm**: 48 of 48 entries indexed" in t for t in texts(at.sidebar.caption))
+    assert store.name == "Kb_sample_corpus_minilm"
+
+    query = "Pod keeps restarting"
+    at.text_input(key="q").input(query).run()  # Enter: the lookup is recorded with what it ran with
+    assert_clean(at)
+    assert InvocationStore(tmp_path / "invocations.duckdb").count() == 1
+    details = json.loads(at.json[0].proto.body)["retrieval_details"]  # the record, read back from the store
+    l1 = details["l1"]
+    assert details["embedding_model"] == MINILM
+    assert (l1["mode"], l1["status"]) == ("fusion", "ok")
+    assert l1["lexical"]  # the BM25F query of fusion ran; hybrid makes none
+    # the vector candidates are MiniLM's query vector against MiniLM's collection, distances and all
+    direct = store.search(model.embed_query(query), k=len(l1["candidates"]), category=l1["filter"]["category"])
+    assert [(c["entry_id"], c["distance"]) for c in l1["candidates"]] == [(c.entry_id, round(c.distance, 5)) for c in direct]
+    # and a link made from these settings carries them
+    (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
+    assert dict(parse_qsl(link.proto.query_string)) == {"cq": query, "model": MINILM, "mode": "fusion"}
+
+    # the URL reopens the same choices
+    again = open_app(q=query, model=MINILM, mode="fusion")
+    assert (again.radio(key="mode").value, again.selectbox(key="model").value) == ("fusion", MINILM)
+    assert any("Collection **Kb_sample_corpus_minilm**: 48 of 48" in t for t in texts(again.sidebar.caption))
+
+
+def test_a_corpus_picked_with_a_model_takes_that_models_collection(monkeypatch, tmp_path, base_settings, minilm_sample):
+    """The configured corpus is another folder: the sample corpus, picked in the sidebar with MiniLM, is
+    searched in its MiniLM collection, not the default model's."""
+    corpus = tmp_path / "tiny"
+    (corpus / "net").mkdir(parents=True)
+    (corpus / "net" / "PacketLoss.md").write_text("---\ntitle: Packet loss between zones\n---\nLoss over 2 percent.\n")
+    point_app_at(
+        monkeypatch,
+        tmp_path,
+        url=f"http://127.0.0.1:{base_settings.embedded_port}",
+        grpc_port=base_settings.embedded_grpc_port,
+        corpus=corpus,
+    )
+    monkeypatch.delenv("LOOKUP_COLLECTION")
+    at = open_app()
+    assert "Collection **Kb_tiny_bge_small**: 0 of 1 entries indexed, 0 chunks" in texts(at.sidebar.caption)
+    at.selectbox(key="corpus").set_value("sample_corpus")
+    at.selectbox(key="model").set_value(MINILM).run()
+    assert_clean(at)
+    assert any("Collection **Kb_sample_corpus_minilm**: 48 of 48 entries indexed" in t for t in texts(at.sidebar.caption))
+    at.text_input(key="q").input("Vault is sealed").run()
+    assert_clean(at)
+    details = json.loads(at.json[0].proto.body)["retrieval_details"]
+    assert details["embedding_model"] == MINILM and details["l1"]["status"] == "ok"
+    assert at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
 
 
 def test_an_empty_query_gets_a_hint_not_a_lookup(app_env):
@@ -586,9 +680,9 @@ def test_eval_set_for_another_corpus_offers_to_switch(app_env):
     assert at.selectbox(key="corpus").value == "runbooks"
     assert any("runbooks" in t and "108 entries" in t for t in texts(at.sidebar.caption))
     # its own collection, derived from the folder name, not indexed in this test Weaviate: ingest is offered
-    offer = [w for w in texts(at.warning) if "Kb_runbooks" in w]
+    offer = [w for w in texts(at.warning) if "Kb_runbooks_bge_small" in w]
     assert offer and "holds 0 of 108" in offer[0]
-    assert at.button(key="ingest_for_eval").label == "Ingest 108 entries into Kb_runbooks"
+    assert at.button(key="ingest_for_eval").label == "Ingest 108 entries into Kb_runbooks_bge_small"
 
 
 def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):

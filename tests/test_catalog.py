@@ -136,13 +136,13 @@ def test_configured_corpus_first_even_when_missing(base_settings, tmp_path):
         (shared / "corpora" / name).mkdir(parents=True)
     write(shared / "corpora" / "README.md")
     settings = base_settings.with_(corpus_dir=tmp_path / "mine")  # does not exist
-    assert settings.collection == "Kb_mine"
+    assert settings.collection == "Kb_mine_bge_small"
     got = known_corpora(settings, shared_dir=shared)
     assert got == [
-        CorpusChoice("mine", (tmp_path / "mine").resolve(), "Kb_mine"),
+        CorpusChoice("mine", (tmp_path / "mine").resolve(), "Kb_mine_bge_small"),
         CorpusChoice("sample_corpus", SAMPLE_CORPUS.resolve(), collection_for(SAMPLE_CORPUS)),
-        CorpusChoice("alpha", (shared / "corpora" / "alpha").resolve(), "Kb_alpha"),
-        CorpusChoice("zeta", (shared / "corpora" / "zeta").resolve(), "Kb_zeta"),
+        CorpusChoice("alpha", (shared / "corpora" / "alpha").resolve(), "Kb_alpha_bge_small"),
+        CorpusChoice("zeta", (shared / "corpora" / "zeta").resolve(), "Kb_zeta_bge_small"),
     ]
 
 
@@ -177,9 +177,9 @@ def test_extras_are_deduplicated_skipped_when_missing_and_get_unique_labels(base
     # each in its own collection: same-named folders must not share (and overwrite) one
     assert [c.collection for c in got] == [
         base_settings.collection,
-        "Kb_runbooks",
-        "Kb_runbooks_2",
-        "Kb_runbooks_3",
+        "Kb_runbooks_bge_small",
+        "Kb_runbooks_bge_small_2",
+        "Kb_runbooks_bge_small_3",
         f"{base_settings.collection}_2",
     ]
 
@@ -202,5 +202,19 @@ def test_known_corpora_with_the_real_shared_folder(base_settings):
     labels = [c.label for c in got]
     assert labels[0] == "sample_corpus" and labels.index("kubevirt") < labels.index("runbooks")  # the shared ones sorted
     runbooks = got[labels.index("runbooks")]
-    assert runbooks.path == RUNBOOKS.resolve() and runbooks.collection == "Kb_runbooks"
+    assert runbooks.path == RUNBOOKS.resolve() and runbooks.collection == "Kb_runbooks_bge_small"
     assert got[labels.index("kubevirt")].path == KUBEVIRT.resolve()
+
+
+def test_each_embedding_model_has_its_own_collection(base_settings, tmp_path):
+    shared = tmp_path / "shared"
+    (shared / "corpora" / "runbooks").mkdir(parents=True)
+    by_model = {
+        model: known_corpora(base_settings.with_(embedding_model=model), shared_dir=shared)[-1].collection
+        for model in ("bge-small-en-v1.5", "all-MiniLM-L6-v2", "e5-small-v2")
+    }
+    assert by_model == {
+        "bge-small-en-v1.5": "Kb_runbooks_bge_small",
+        "all-MiniLM-L6-v2": "Kb_runbooks_minilm",
+        "e5-small-v2": "Kb_runbooks_e5_small",
+    }

@@ -72,3 +72,28 @@ def test_bad_read_only_value_is_named(tmp_path, monkeypatch):
     (tmp_path / "lookup.yaml").write_text("read_only: sometimes\n")
     with pytest.raises(ConfigError, match="read_only"):
         load_settings(env={})
+
+
+def test_the_embedding_model_is_a_setting_and_brings_its_own_collection(tmp_path):
+    s = load_settings(env={"LOOKUP_EMBEDDING_MODEL": "all-minilm-l6-v2", "LOOKUP_CORPUS_DIR": str(tmp_path / "runbooks")})
+    assert (s.embedding_model, s.collection) == ("all-MiniLM-L6-v2", "Kb_runbooks_minilm")  # the catalogue's spelling
+    assert s.with_(embedding_model="e5-small-v2").collection == "Kb_runbooks_e5_small"
+    assert s.with_(collection="Mine").with_(embedding_model="e5-small-v2").collection == "Mine"  # a chosen one stays
+    cfg = tmp_path / "lookup.yaml"
+    cfg.write_text("embedding_model: e5-small-v2\nsupport_threshold: 0.4\n")
+    from_yaml = load_settings(config_file=cfg, env={})
+    assert (from_yaml.embedding_model, from_yaml.support_threshold) == ("e5-small-v2", 0.4)
+
+
+@pytest.mark.parametrize(
+    "env, needle",
+    [
+        ({"LOOKUP_EMBEDDING_MODEL": "gpt-17"}, "embedding_model: 'gpt-17' is not one of bge-small-en-v1.5"),
+        ({"LOOKUP_SUPPORT_THRESHOLD": "1.5"}, "support_threshold: 1.5 is not between 0 and 1"),
+        ({"LOOKUP_SUPPORT_THRESHOLD": "high"}, "LOOKUP_SUPPORT_THRESHOLD"),
+    ],
+)
+def test_bad_model_and_threshold_values_name_the_setting(env, needle, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=needle):
+        load_settings(env=env)

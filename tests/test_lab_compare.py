@@ -18,6 +18,9 @@ from retrieval.eval_sets import EvalCase, EvalSet
 from retrieval.evaluation import EvalReport
 from retrieval.lab.compare import compare_runs, paired_delta
 from retrieval.lab.runs import RunStore
+from retrieval.lab.runs_cli import comparison_text
+
+from .test_lab_runs import forget_model
 
 T_975_DF3 = 3.182446305284263  # Student's t, 97.5th percentile, 3 degrees of freedom (printed tables)
 
@@ -140,6 +143,35 @@ def test_unknown_run_configuration_or_metric_is_named(base_settings, tmp_path):
         compare_runs(store, a.run_id, a.run_id, metric="mrr@3")
 
 
+def test_two_models_are_named_side_by_side_and_an_older_run_has_none(base_settings, tmp_path):
+    db = tmp_path / "inv.duckdb"
+    store = RunStore(db)
+    bge = base_settings.with_(embedding_model="bge-small-en-v1.5")
+    minilm = base_settings.with_(embedding_model="all-MiniLM-L6-v2")
+    a = store.save(*tiny_report({"c1": 1, "c2": 2, "c3": 1}), bge)
+    b = store.save(*tiny_report({"c1": 2, "c2": 1, "c3": 1}), minilm)
+    cmp = compare_runs(store, a.run_id, b.run_id)
+    assert cmp.models == ("bge-small-en-v1.5", "all-MiniLM-L6-v2")
+    data = cmp.to_dict()
+    assert data["embedding_models"] == ["bge-small-en-v1.5", "all-MiniLM-L6-v2"]
+    assert (data["run_a"]["embedding_model"], data["run_b"]["embedding_model"]) == tuple(cmp.models)
+    assert data["settings_diff"] == {
+        "collection": ["Kb_sample_corpus_bge_small", "Kb_sample_corpus_minilm"],  # each model its own collection
+        "embedding_model": ["bge-small-en-v1.5", "all-MiniLM-L6-v2"],
+    }
+    text = comparison_text(cmp)
+    first = text.splitlines()[0]
+    assert f"A {a.run_id} (tiny, bge-small-en-v1.5, 2026-12-01T10:00:00)" in first
+    assert f"B {b.run_id} (tiny, all-MiniLM-L6-v2, 2026-12-01T10:00:00)" in first
+    assert "embedding_model bge-small-en-v1.5 → all-MiniLM-L6-v2" in text
+
+    forget_model(db, a.run_id)  # A as saved before the model was a setting
+    old = compare_runs(store, a.run_id, b.run_id)
+    assert old.models == (None, "all-MiniLM-L6-v2") and old.to_dict()["embedding_models"] == [None, "all-MiniLM-L6-v2"]
+    text = comparison_text(old)
+    assert f"A {a.run_id} (tiny, –, " in text and "embedding_model – → all-MiniLM-L6-v2" in text
+
+
 def cli(*args, env, timeout=900):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     full_env.update(env)
@@ -175,6 +207,7 @@ def test_cli_eval_saves_runs_that_runs_lists_and_compare_judges(tmp_path, base_s
     assert [r["run_id"] for r in listed] == [run_b, run_a]
     assert set(listed[0]) >= {"run_id", "set", "time", "settings", "metrics"}
     assert listed[0]["set"] == "sample-ops-alerts" and listed[0]["settings"]["l0_weight"] == 1.0
+    assert [r["embedding_model"] for r in listed] == ["bge-small-en-v1.5"] * 2  # the default model, named
     assert set(listed[1]["metrics"]) == {"l0_only", "lookup"} and listed[1]["metrics"]["lookup"]["mrr@10"] > 0.5
     assert json.loads(cli("runs", "--set", "another-set", "--json", env=env).stdout) == []
 
@@ -189,9 +222,11 @@ def test_cli_eval_saves_runs_that_runs_lists_and_compare_judges(tmp_path, base_s
     assert data["delta"] < 0 and data["p_value"] < 0.05 and data["regression"] is True
     assert data["regressed"] and {"case_id", "rank_before", "rank_after"} <= set(data["regressed"][0])
     assert data["settings_diff"]["l0_weight"] == [0.0, 1.0]
+    assert data["embedding_models"] == ["bge-small-en-v1.5"] * 2 and "embedding_model" not in data["settings_diff"]
 
     failed = cli("compare", run_a, run_b, "--fail-on-regression", env=env)
     assert failed.returncode == 1 and "REGRESSION" in failed.stderr and "mrr@10" in failed.stdout
+    assert f"A {run_a} (sample-ops-alerts, bge-small-en-v1.5, " in failed.stdout
     assert cli("compare", run_b, run_a, "--fail-on-regression", env=env).returncode == 0  # better: passes
     unknown = cli("compare", run_a, "no-such-run", env=env)
     assert unknown.returncode == 2 and "'no-such-run'" in unknown.stderr

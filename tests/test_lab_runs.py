@@ -16,7 +16,8 @@ from retrieval.errors import LookupLabError, RunNotFound
 from retrieval.eval_sets import load_eval_set
 from retrieval.evaluation import run_eval
 from retrieval.hints import L0Index
-from retrieval.lab.runs import RunStore, code_version, set_hash, settings_dict
+from retrieval.lab.runs import NO_MODEL, RunStore, code_version, history_rows, set_hash, settings_dict
+from retrieval.lab.runs_cli import runs_table
 from retrieval.lookup import LookupServices
 
 SAMPLE_EVAL = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
@@ -124,3 +125,38 @@ def test_settings_dict_is_json_ready(base_settings):
     data = settings_dict(base_settings)
     json.dumps(data)
     assert data["corpus_dir"] == str(base_settings.corpus_dir) and isinstance(Path(data["data_dir"]), Path)
+
+
+def forget_model(db: Path, run_id: str) -> None:
+    """Make a saved run look like one saved before the model was a setting: no embedding_model in its settings."""
+    with duckdb.connect(str(db)) as con:
+        (stored,) = con.execute("SELECT settings FROM eval_run WHERE run_id = ?", [run_id]).fetchone()
+        settings = json.loads(stored)
+        settings.pop("embedding_model")
+        con.execute("UPDATE eval_run SET settings = ? WHERE run_id = ?", [json.dumps(settings), run_id])
+
+
+def test_the_model_is_saved_and_a_run_saved_before_it_shows_a_dash(sample_run, tmp_path):
+    eval_set, report, settings = sample_run
+    db = tmp_path / "inv.duckdb"
+    store = RunStore(db)
+    saved = store.save(report, eval_set, settings)
+    assert report.settings["embedding_model"] == settings.embedding_model == "bge-small-en-v1.5"
+    got = store.get(saved.run_id)
+    assert got.settings["embedding_model"] == got.embedding_model == got.to_dict()["embedding_model"] == "bge-small-en-v1.5"
+    # the report says which model embedded: that is the one saved
+    e5 = store.save(replace(report, settings={**report.settings, "embedding_model": "e5-small-v2"}), eval_set, settings)
+    assert store.get(e5.run_id).embedding_model == "e5-small-v2"
+
+    old = store.save(report, eval_set, settings)
+    forget_model(db, old.run_id)
+    before = store.get(old.run_id)
+    assert before.embedding_model is None and before.to_dict()["embedding_model"] is None
+    rows = {r["run_id"]: r for r in history_rows([before, got])}
+    assert rows[old.run_id]["embedding_model"] == NO_MODEL == "–"
+    assert rows[saved.run_id]["embedding_model"] == "bge-small-en-v1.5"
+    assert list(rows[saved.run_id])[4] == "embedding_model"  # after the collection, first of the settings
+    lines = runs_table([before, got]).splitlines()
+    assert "settings" in lines[0]
+    assert lines[1].startswith(old.run_id) and "embedding_model=– search_mode=fusion" in lines[1]
+    assert lines[2].startswith(saved.run_id) and "embedding_model=bge-small-en-v1.5 search_mode=fusion" in lines[2]

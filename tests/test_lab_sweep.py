@@ -42,7 +42,7 @@ NV, BM = QueryKey("near_vector", CANDIDATE_DEPTH), QueryKey("bm25", CANDIDATE_DE
         ({"search_mode": "hybrid", "hybrid_alpha": 0.3}, (QueryKey("hybrid", CANDIDATE_DEPTH, 0.3),)),
         ({"top_k": 3}, (NV, BM)),  # an eval looks at 10 and fetches CANDIDATE_DEPTH candidates whatever top_k below that
         ({"top_k": 30}, (QueryKey("near_vector", 30), QueryKey("bm25", 30))),
-        ({"vector_weight": 1, "l0_weight": 0.5, "min_support_similarity": 0.5}, (NV, BM)),  # re-ranking only
+        ({"vector_weight": 1, "l0_weight": 0.5, "support_threshold": 0.5}, (NV, BM)),  # re-ranking only
     ],
 )
 def test_query_keys_per_settings(changes, keys):
@@ -62,7 +62,7 @@ def cand(entry_id, score, similarity=0.5):
 
 def case(set_name, i, right_by):
     """The right entry R first in the vector list or in the lexical list, second in the other; R's similarity
-    0.9 (strong support on its own, at least 0.85), the wrong entry W's 0.5. 'none': unanswerable, the signals
+    0.9 (a clear support estimate), the wrong entry W's 0.5. 'none': unanswerable, the signals
     disagree."""
     if right_by == "vector":
         vector, lexical = [cand("R", 1.0, 0.9), cand("W", 0.9)], [cand("W", 10.0), cand("R", 9.0, 0.9)]
@@ -81,7 +81,7 @@ def test_a_tiny_sweep_by_hand():
         + [case("b", i, "lexical") for i in range(4)]
         + [case("b", 0, "none")]
     )
-    current = Settings(vector_weight=0.5)
+    current = Settings(vector_weight=0.5, lexical_weight=1.0)
     result = run_sweep(signals, parse_grid("vector_weight=0.5,2"), current, folds=3, repeats=1, seed=11)
     low, high = result.points
     # vector weight 0.5: W wins the vector cases (0.45 + 1 > 0.5 + 0.9), R the lexical ones

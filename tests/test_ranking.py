@@ -4,7 +4,8 @@ import pytest
 
 from retrieval.hints import EntryMatch
 from retrieval.ranking import FusionWeights, assess, explain, fuse
-from retrieval.weaviate_store import Candidate
+from retrieval.candidates import Candidate
+from retrieval.support import support_model
 
 L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)
 
@@ -79,48 +80,51 @@ def test_ties_break_by_entry_id():
     assert [r.entry_id for r in out] == ["a/A", "a/B"]
 
 
-def test_relevance_claims_support_only_from_l1_similarity():
+BGE = support_model("bge-small-en-v1.5")
+
+
+def test_relevance_claims_support_only_from_l1_evidence():
     l0_only = fuse([m("a/X", 1.0)], [], k=5)
-    rel = assess(l0_only, "empty")
-    assert (rel.semantic_support, rel.level) == (False, "low") and "no semantic support" in rel.reason
-    assert assess([], "failed").level == "none"
+    rel = assess(l0_only, "empty", support=BGE)
+    assert (rel.semantic_support, rel.level, rel.confidence) == (False, "low", None) and "no semantic support" in rel.reason
+    assert assess([], "failed", support=BGE).level == "none"
 
 
-@pytest.mark.parametrize(
-    "sim, lex, supported, said",
-    [
-        (0.90, 3.0, True, "similarity 0.90 for the top result (at least 0.85)"),  # strong similarity on its own
-        (0.60, 12.0, True, "BM25F score 12.0 for the top result (at least 10)"),  # lexical evidence, above the floor
-        (0.60, 9.5, False, "BM25F score 9.5 is below 10 and similarity 0.60 below 0.85"),
-        (0.25, 30.0, False, "similarity 0.25 is below 0.30"),  # below the floor whatever BM25F says
-        (0.60, None, False, "no BM25F match is below 10"),  # the top result was not a BM25F hit at all
-    ],
-)
-def test_support_with_bm25_needs_strong_similarity_or_a_strong_bm25f_score(sim, lex, supported, said):
-    vec = [c("a/X", sim), c("a/Y", sim - 0.05)]
-    lexical = [bm("a/X", lex, sim), bm("a/Y", lex * 0.5)] if lex is not None else [bm("a/Z", 4.0)]
-    results = fuse([], vec, lexical, k=5, weights=FusionWeights(vector=3.0, lexical=1.0))
+def _assessed(sim, margin, lex, *, named=False, threshold=None):
+    vec = [c("a/X", sim), c("a/Y", sim - margin)]
+    lexical = [bm("a/X", lex, sim), bm("a/Y", lex * 0.5)]
+    l0 = [replace(m("a/X", 1.0), named=True)] if named else []
+    results = fuse(l0, vec, lexical, k=5, weights=FusionWeights(vector=3.0, lexical=2.0, named=2.0))
     assert results[0].entry_id == "a/X"
-    rel = assess(results, "ok", min_support=0.30, strong_support=0.85, lexical_support=10.0, l1_signals=("vector", "bm25"))
-    assert rel.semantic_support is supported, rel.reason
-    assert said in rel.reason
+    return assess(results, "ok", support=BGE, vector=vec, lexical=lexical, query="pod crash looping restart", threshold=threshold)
 
 
-@pytest.mark.parametrize(
-    "sim, first, supported",
-    [
-        (0.90, False, True),  # strong similarity on its own
-        (0.60, True, True),  # the one signal ranks it first, above the floor
-        (0.25, True, False),  # below the floor
-    ],
-)
-def test_support_without_bm25_needs_strong_similarity_or_agreement(sim, first, supported):
-    results = fuse([], [c("a/X", sim), c("a/Y", sim - 0.05)], k=5)
-    if not first:  # the top result is not the vector query's first (an L0-weighted or hybrid ranking)
-        results = [replace(results[0], ranks=(("vector", 2),)), *results[1:]]
-    rel = assess(results, "ok", min_support=0.30, strong_support=0.85, l1_signals=("vector",))
-    assert rel.semantic_support is supported, rel.reason
-    assert f"{sim:.2f}" in rel.reason
+def test_a_clear_answer_is_supported_and_a_faint_neighbour_is_not():
+    clear, faint = _assessed(0.88, 0.10, 14.0), _assessed(0.55, 0.0, 1.0)
+    assert clear.semantic_support and clear.level == "high" and clear.confidence > 0.8, clear.reason
+    assert not faint.semantic_support and faint.level == "low" and faint.confidence < BGE.threshold, faint.reason
+    assert "the corpus may not answer this" in faint.reason and "the corpus may not answer" not in clear.reason
+    assert f"{faint.confidence:.0%}" in faint.reason and "similarity 0.55" in faint.reason
+
+
+def test_the_estimate_grows_with_similarity_and_margin():
+    low, mid, high = (_assessed(s, g, 6.0).confidence for s, g in ((0.60, 0.0), (0.72, 0.04), (0.84, 0.10)))
+    assert low < mid < high
+
+
+def test_the_threshold_setting_moves_the_claim_not_the_estimate():
+    rel = _assessed(0.72, 0.04, 6.0)
+    strict, lenient = _assessed(0.72, 0.04, 6.0, threshold=0.99), _assessed(0.72, 0.04, 6.0, threshold=0.01)
+    assert strict.confidence == rel.confidence == lenient.confidence
+    assert (strict.semantic_support, lenient.semantic_support) == (False, True)
+    assert strict.threshold == 0.99 and rel.threshold == BGE.threshold
+
+
+def test_an_entry_the_query_names_in_full_never_reads_as_unanswered():
+    rel = _assessed(0.50, 0.0, 1.0, named=True)
+    assert rel.semantic_support and rel.level == "high" and "names this entry in full" in rel.reason
+    assert "may not answer" not in rel.reason
+    assert rel.to_dict()["confidence"] == round(rel.confidence, 4) and rel.to_dict()["features"]["similarity"] == 0.5
 
 
 @pytest.mark.parametrize(

@@ -86,6 +86,11 @@ class RunComparison:
     warnings: tuple[str, ...]
 
     @property
+    def models(self) -> tuple[str | None, str | None]:
+        """The embedding model of A and of B; None for a run saved before the model was a setting."""
+        return self.run_a.embedding_model, self.run_b.embedding_model
+
+    @property
     def chosen(self) -> MetricDelta:
         return next(m for m in self.metrics if m.metric == self.metric)
 
@@ -101,6 +106,7 @@ class RunComparison:
             "run_b": self.run_b.to_dict(),
             "config": self.config,
             "metric": self.metric,
+            "embedding_models": list(self.models),
             "stat_test": STAT_TEST,
             "alpha": ALPHA,
             "shared_cases": self.shared_cases,

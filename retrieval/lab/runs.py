@@ -85,9 +85,16 @@ class RunSummary:
     cases: int
     answerable: int
 
+    @property
+    def embedding_model(self) -> str | None:
+        """The model the run embedded with; None for a run saved before the model was a setting."""
+        value = self.settings.get("embedding_model")
+        return str(value) if value else None
+
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["configs"] = list(self.configs)
+        out["embedding_model"] = self.embedding_model
         out["set"] = self.eval_set
         out["time"] = self.created_at
         return out
@@ -130,6 +137,15 @@ def settings_dict(settings: Settings) -> dict[str, Any]:
             continue
         value = getattr(settings, f.name)
         out[f.name] = str(value) if isinstance(value, Path) else value
+    return out
+
+
+def run_settings(report: EvalReport, settings: Settings) -> dict[str, Any]:
+    """The settings saved with a run: every setting, and the model the report says it embedded with."""
+    out = settings_dict(settings)
+    model = report.settings.get("embedding_model")
+    if model:
+        out["embedding_model"] = model
     return out
 
 
@@ -188,7 +204,7 @@ class RunStore:
             set_path=eval_set.path,
             corpus=str(settings.corpus_dir),
             collection=settings.collection,
-            settings=settings_dict(settings),
+            settings=run_settings(report, settings),
             code_version=code_version(),
             source=source,
             configs=tuple(report.configs),
@@ -306,7 +322,17 @@ def _summary(row: tuple) -> RunSummary:
     )
 
 
-HISTORY_SETTINGS = ("search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "name_weight", "hybrid_alpha")
+NO_MODEL = "–"  # the model of a run saved before the model was a setting
+HISTORY_SETTINGS = (
+    "embedding_model",
+    "search_mode",
+    "top_k",
+    "vector_weight",
+    "lexical_weight",
+    "l0_weight",
+    "name_weight",
+    "hybrid_alpha",
+)
 HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate")
 
 
@@ -322,6 +348,7 @@ def history_rows(runs: list[RunSummary], config: str = "lookup") -> list[dict[st
                 "set": run.eval_set,
                 "collection": run.collection,
                 **{k: run.settings.get(k) for k in HISTORY_SETTINGS},
+                "embedding_model": run.embedding_model or NO_MODEL,
                 **{m: metrics.get(m) for m in HISTORY_METRICS},
                 "cases": run.cases,
                 "code_version": run.code_version,

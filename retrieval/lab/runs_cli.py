@@ -17,7 +17,7 @@ from .compare import RunComparison, compare_runs
 from .runs import RunStore, RunSummary
 
 SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
-SHOWN_SETTINGS = ("search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "hybrid_alpha")
+SHOWN_SETTINGS = ("embedding_model", "search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "hybrid_alpha")
 
 
 def _fail(exc: Exception) -> None:
@@ -38,12 +38,17 @@ def _fmt(value: Any) -> str:
     return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _setting(value: Any) -> str:
+    """A setting as saved; – when the run was saved before the setting existed."""
+    return "–" if value is None else str(value)
+
+
 def runs_table(runs: list[RunSummary], config: str = "lookup") -> str:
     """One line per run: id, time, set, collection, the chosen configuration's metrics, the main settings."""
     lines = [f"{'run_id':<21} {'time (UTC)':<19} {'set':<28} {'mrr@10':>7} {'hit@1':>6} {'rec@5':>6}  settings"]
     for run in runs:
         m = run.metrics.get(config) or {}
-        shown = " ".join(f"{k}={run.settings.get(k)}" for k in SHOWN_SETTINGS if k in run.settings)
+        shown = " ".join(f"{k}={_setting(run.settings.get(k))}" for k in SHOWN_SETTINGS)
         lines.append(
             f"{run.run_id:<21} {run.created_at[:19].replace('T', ' '):<19} {run.eval_set[:28]:<28} "
             f"{_fmt(m.get('mrr@10')):>7} {_fmt(m.get('hit@1')):>6} {_fmt(m.get('recall@5')):>6}  {shown}"
@@ -53,12 +58,15 @@ def runs_table(runs: list[RunSummary], config: str = "lookup") -> str:
 
 def comparison_text(cmp: RunComparison) -> str:
     a, b = cmp.run_a, cmp.run_b
+    model_a, model_b = (_setting(m) for m in cmp.models)
     out = [
-        f"A {a.run_id} ({a.eval_set}, {a.created_at[:19]})  →  B {b.run_id} ({b.eval_set}, {b.created_at[:19]})",
+        f"A {a.run_id} ({a.eval_set}, {model_a}, {a.created_at[:19]})  →  "
+        f"B {b.run_id} ({b.eval_set}, {model_b}, {b.created_at[:19]})",
         f"configuration {cmp.config}, {cmp.shared_cases} shared answerable cases; paired t-test on each metric",
     ]
     if cmp.settings_diff:
-        out.append("settings changed: " + "; ".join(f"{k} {va} → {vb}" for k, (va, vb) in cmp.settings_diff.items()))
+        changed = "; ".join(f"{k} {_setting(va)} → {_setting(vb)}" for k, (va, vb) in cmp.settings_diff.items())
+        out.append("settings changed: " + changed)
     out.append(f"{'metric':<9} {'A':>6} {'B':>6} {'B−A':>7}  {'95% interval':<17} {'p':>6} {'d':>6}")
     for m in cmp.metrics:
         interval = "–" if m.ci_low is None else f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]"
@@ -90,7 +98,19 @@ def register(app: typer.Typer) -> None:
         except LookupLabError as exc:
             _fail(exc)
         if as_json:
-            keys = ("run_id", "set", "time", "settings", "metrics", "set_hash", "corpus", "collection", "code_version", "source")
+            keys = (
+                "run_id",
+                "set",
+                "time",
+                "embedding_model",
+                "settings",
+                "metrics",
+                "set_hash",
+                "corpus",
+                "collection",
+                "code_version",
+                "source",
+            )
             typer.echo(json.dumps([{k: r.to_dict()[k] for k in keys} for r in found], ensure_ascii=False, default=str))
         elif not found:
             typer.echo("no saved runs" + (f" of eval set {eval_set}" if eval_set else ""))
