@@ -53,7 +53,7 @@ grid_text = st.text_input(
     value=DEFAULT_GRID,
     key=GRID,
     help="NAME=V1,V2;NAME=… over top_k, search_mode, hybrid_alpha, vector_weight, lexical_weight, l0_weight, name_weight, "
-    "min_support_similarity, strong_support_similarity (as `python -m retrieval sweep --grid`).",
+    "support_threshold (as `python -m retrieval sweep --grid`).",
 )
 left, right, _ = st.columns([1, 1, 3])
 folds = int(left.number_input("Folds", min_value=2, max_value=10, value=5, key=FOLDS))

@@ -10,6 +10,7 @@ import typer
 from .cluster_cli import register as register_cluster
 from .config import load_settings
 from .errors import LookupLabError
+from .lab.calibration_cli import register as register_calibrate
 from .lab.replay_cli import register as register_replay
 from .lab.runs_cli import register as register_runs
 from .lab.sweep_cli import register as register_sweep
@@ -329,6 +330,7 @@ register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
 register_runs(app)  # runs and compare: saved eval runs (retrieval/lab/runs_cli.py)
 register_models(app)  # models: list, fetch (retrieval/models_cli.py)
+register_calibrate(app)  # calibrate: fit the support estimate (retrieval/lab/calibration_cli.py)
 
 
 def main() -> None:

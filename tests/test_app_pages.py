@@ -703,11 +703,12 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     mrr = table["mrr@10"].map(lambda v: float(v.split(" ")[0]))
     assert ((mrr >= 0) & (mrr <= 1)).all() and mrr["lookup"] > mrr["l0_only"]
     assert {b.label for b in at.get("download_button")} == {"Download JSON", "Download HTML report"}
-    # the support map: one point per case (all answerable), filled where support was claimed
-    (support,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Support of the top result")]
-    drawn = {t["name"].split(" ")[0]: t for t in support["data"]}
-    assert sum(len(t["x"]) for t in drawn.values()) == 48 and "wrong" in drawn and "right" in drawn
-    claimed = sum(sym == "circle" for t in drawn.values() for sym in t["marker"]["symbol"])
+    # the support estimates: one point per case (all answerable) in a strip per outcome, the claim threshold drawn
+    (support,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Support estimate")]
+    drawn = {t["name"].split(" ")[0]: t.get("x", []) for t in support["data"]}
+    assert sum(len(x) for x in drawn.values()) == 48 and drawn["wrong"] and drawn["right"] and not drawn["unanswerable"]
+    (threshold,) = [shape["x0"] for shape in support["layout"]["shapes"]]
+    claimed = sum(v >= threshold for x in drawn.values() for v in x)
     assert 0 < claimed < 48
     # the lookups were recorded under the run tag, 48 cases. The app's store appends to its spool and its
     # background flusher moves the rows into DuckDB every second; the spool it is appending to is its own

@@ -63,7 +63,8 @@ def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
     assert set(data["l0"]) >= {"matched_titles", "matched_keywords", "domains", "entities", "matches"}
     assert set(data["l1"]) >= {"status", "filter", "candidates", "error"}
     assert set(data["results"][0]) >= {"entry_id", "title", "domain", "score", "source"}
-    assert set(data["relevance"]) == {"semantic_support", "level", "reason"}
+    assert set(data["relevance"]) == {"semantic_support", "level", "reason", "confidence", "threshold", "features"}
+    assert data["embedding_model"] == "bge-small-en-v1.5"
 
     rows = cli("sql", f"SELECT layer, l1_status FROM tool_invocation WHERE id = '{data['invocation_id']}'", "--json", env=env)
     assert rows.returncode == 0, rows.stderr

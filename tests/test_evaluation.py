@@ -205,11 +205,15 @@ def test_support_points_sort_cases_by_outcome(runbooks_run):
         assert p["support_score"] is None or -1.0 <= p["support_score"] <= 1.0
     right = sum(p["outcome"] == "right" and p["semantic_support"] for p in points) / len(points)
     assert right == pytest.approx(report.routing["lookup"]["correct_supported_rate"])
-    # support follows the rule: strong similarity alone, or the BM25F score with the floor similarity
-    s = report.settings
+    # support is claimed at the threshold of the estimate, or for an entry the query names in full
+    threshold = report.settings["support_threshold"]
+    assert report.settings["embedding_model"] == "bge-small-en-v1.5" and 0 < threshold < 1
+    named = {c["id"]: c for c in report.cases}
     for p in points:
-        sim, lex = p["support_score"], p["support_lexical"] or 0.0
-        claimed = sim is not None and (
-            sim >= s["strong_support_similarity"] or (lex >= s["lexical_support_score"] and sim >= s["min_support_similarity"])
-        )
-        assert p["semantic_support"] is claimed, p
+        assert p["confidence"] is not None and 0.0 <= p["confidence"] <= 1.0
+        if p["confidence"] >= threshold:
+            assert p["semantic_support"], p
+        elif p["semantic_support"]:  # below the threshold: only a named entry
+            assert named[p["case"]]["configs"]["lookup"]["ranking"][0].split("/")[-1] in named[p["case"]]["query"], p
+    auc = report.routing["lookup"]["support_auc"]
+    assert auc is None or 0.5 < auc <= 1.0

@@ -18,6 +18,7 @@ from . import test_app_pages as pages
 from .test_app_pages import assert_clean, open_app, texts
 
 app_env = pages.app_env
+minilm_sample = pages.minilm_sample
 fresh_caches = pages.fresh_caches
 navigation_like_a_running_server = pages.navigation_like_a_running_server
 served_on = pages.served_on
@@ -110,3 +111,49 @@ def test_evaluate_saves_its_run_and_runs_lists_it(app_env):
     at = open_runs()
     assert list(at.dataframe[0].value["run_id"]) == [saved.run_id]
     assert any("Two saved runs are needed" in t for t in texts(at.info))
+
+
+def test_runs_of_two_models_side_by_side(app_env, sample_corpus, sample_store, embedder, base_settings, minilm_sample):
+    """One eval set run with the default model (TestSample) and with MiniLM (its own collection): each run names
+    its model in the history, the run captions, the comparison and the Lookup links."""
+    minilm_store, minilm_model = minilm_sample
+    l0 = L0Index(sample_corpus.entries)
+    eval_set = load_eval_set(SAMPLE_EVAL, known_ids=[e.entry_id for e in sample_corpus.entries])
+    store = RunStore(app_env / "invocations.duckdb")
+    bge = base_settings.with_(collection="TestSample")
+    minilm = base_settings.with_(embedding_model=pages.MINILM)
+    assert minilm.collection == minilm_store.name == "Kb_sample_corpus_minilm"
+    services = LookupServices(l0, embedder, sample_store, None)
+    a = store.save(run_eval(eval_set, services, bge, configs=["lookup"]), eval_set, bge)
+    services = LookupServices(l0, minilm_model, minilm_store, None)
+    b = store.save(run_eval(eval_set, services, minilm, configs=["lookup"]), eval_set, minilm)
+
+    at = open_runs(runs_set="sample-ops-alerts")
+    history = at.dataframe[0].value
+    assert list(history["run_id"]) == [b.run_id, a.run_id]
+    assert list(history["embedding_model"]) == [pages.MINILM, "bge-small-en-v1.5"]
+    assert list(history["collection"]) == ["Kb_sample_corpus_minilm", "TestSample"]
+    assert history.loc[0, "mrr@10"] == pytest.approx(b.metrics["lookup"]["mrr@10"])
+    captions = texts(at.caption)
+    assert any(t.startswith(f"{a.run_id} · sample-ops-alerts · bge-small-en-v1.5 · fusion") for t in captions)
+    assert any(t.startswith(f"{b.run_id} · sample-ops-alerts · {pages.MINILM} · fusion") for t in captions)
+    markdown = texts(at.markdown)
+    assert f"**Embedding model**: A bge-small-en-v1.5 · B {pages.MINILM}" in markdown
+    assert any("Settings changed" in t and f"embedding_model bge-small-en-v1.5 → {pages.MINILM}" in t for t in markdown)
+    deltas = at.dataframe[1].value.set_index("metric")
+    assert deltas.loc["mrr@10", "A"] == pytest.approx(a.metrics["lookup"]["mrr@10"])
+    assert deltas.loc["mrr@10", "B"] == pytest.approx(b.metrics["lookup"]["mrr@10"])
+
+    # a case that moved opens in Lookup with each run's model
+    cases = at.dataframe[2].value
+    at.session_state["runs_cases"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert_clean(at)
+    links = {
+        p.proto.label.split(" in Lookup with run ")[1][0]: dict(parse_qsl(p.proto.query_string)) for p in at.get("page_link")
+    }
+    query = cases.loc[0, "query"]
+    assert links["A"] == {"q": query}  # the default model: nothing to carry
+    assert links["B"] == {"q": query, "model": pages.MINILM}
+    lookup = open_app(**links["B"])
+    assert lookup.selectbox(key="model").value == pages.MINILM

@@ -63,15 +63,12 @@ def _fail(exc: Exception) -> None:
 def _run(
     paths: list[Path], grid_text: str, folds: int, repeats: int, as_json: bool, config: Path | None, corpus: Path | None
 ) -> None:
-    import os
-
     from ..config import load_settings
     from ..errors import LookupLabError
     from ..eval_sets import load_eval_set
     from ..progress import progress_display
-    from ..services import open_runtime
     from ..tuning import parse_grid
-    from .sweep import check_folds, collect_signals, keys_for, run_sweep
+    from .sweep import check_folds, keys_for, run_sweep
 
     started = time.perf_counter()
     try:
@@ -82,26 +79,9 @@ def _run(
     except LookupLabError as exc:
         _fail(exc)
     keys = keys_for(grid, base)
-    signals, embedder = [], None
-    log = lambda m: typer.echo(m, err=True)  # noqa: E731
     try:
         with progress_display() as show:
-            for path, eval_set in zip(paths, loaded, strict=True):
-                use = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else eval_set.corpus_dir)
-                settings = base.with_(corpus_dir=use) if use else base
-                runtime = open_runtime(settings, embedder=embedder, record=False, log=log)
-                try:
-                    embedder = runtime.services.embedder or embedder
-                    if runtime.services.store is not None:
-                        runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
-                    checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
-                    signals.extend(
-                        collect_signals(
-                            checked, runtime.services, settings, keys, progress=lambda s, d, t: show(s, d, t, "queries")
-                        )
-                    )
-                finally:
-                    runtime.close()
+            signals = gather_signals(paths, loaded, base, corpus, keys, show)
             fetched = time.perf_counter()
             result = run_sweep(
                 signals, grid, base, folds=folds, repeats=repeats, progress=lambda s, d, t: show(s, d, t, "points")
@@ -114,6 +94,33 @@ def _run(
         typer.echo(json.dumps({**result.to_dict(), "timings_s": timings}, ensure_ascii=False, default=str))
         return
     typer.echo(summary(result.to_dict(), timings))
+
+
+def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list:
+    """Every case's signals for `keys`, each set on the corpus it names (or `corpus`), ingesting what changed."""
+    import os
+
+    from ..eval_sets import load_eval_set
+    from ..services import open_runtime
+    from .sweep import collect_signals
+
+    signals, embedder = [], None
+    log = lambda m: typer.echo(m, err=True)  # noqa: E731
+    for path, eval_set in zip(paths, loaded, strict=True):
+        use = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else eval_set.corpus_dir)
+        settings = base.with_(corpus_dir=use) if use else base
+        runtime = open_runtime(settings, embedder=embedder, record=False, log=log)
+        try:
+            embedder = runtime.services.embedder or embedder
+            if runtime.services.store is not None:
+                runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
+            checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
+            signals.extend(
+                collect_signals(checked, runtime.services, settings, keys, progress=lambda s, d, t: show(s, d, t, "queries"))
+            )
+        finally:
+            runtime.close()
+    return signals
 
 
 def _fmt(value: Any) -> str:

@@ -1,0 +1,47 @@
+import pytest
+
+from retrieval.lab.calibration import CaseSupport, calibrate, claims, fit_model, promises
+from retrieval.support import FEATURE_NAMES, SupportFeatures
+
+
+def feats(sim, margin):
+    values = dict.fromkeys(FEATURE_NAMES, 0.5)
+    values.update(similarity=sim, similarity_margin=margin)
+    return SupportFeatures(**values)
+
+
+def cases():
+    """Set 'a' answerable: right answers are similar and clear of the next entry, wrong ones are not; set 'u'
+    unanswerable: faint neighbours only. One wrong answer named in full: claimed whatever the estimate."""
+    out = []
+    for i in range(20):
+        out.append(CaseSupport("a", f"r{i}", True, True, False, feats(0.80 + i * 0.005, 0.05 + i * 0.002)))
+    for i in range(8):
+        out.append(CaseSupport("a", f"w{i}", True, False, i == 0, feats(0.62 + i * 0.005, -0.02)))
+    for i in range(15):
+        out.append(CaseSupport("u", f"u{i}", False, False, False, feats(0.55 + i * 0.01, -0.03 + i * 0.002)))
+    return out
+
+
+def test_promises_by_hand():
+    c = cases()
+    claimed = [x.right for x in c]  # claim exactly the right answers
+    assert promises(c, claimed) == {"a": 1.0, "u": 1.0}
+    claimed_all = [True] * len(c)
+    assert promises(c, claimed_all) == {"a": 1.0, "u": 0.0}
+
+
+def test_fit_model_keeps_both_promises_when_they_can_be_kept():
+    c = cases()
+    model = fit_model(c, fitted_on="hand")
+    got = promises(c, claims(model, c))
+    assert got["a"] >= 0.9 and got["u"] >= 0.85, got
+    assert model.fitted_on == "hand" and 0.0 < model.threshold < 1.0
+    assert claims(model, c)[c.index(next(x for x in c if x.named))]  # named: claimed
+
+
+def test_calibrate_reports_in_sample_and_held_out_figures():
+    result = calibrate(cases(), folds=4)
+    assert result.in_sample["auc"] > 0.95 and result.held_out["auc"] > 0.9
+    assert set(result.held_out["promises"]) == {"a", "u"}
+    assert result.to_dict()["model"]["threshold"] == pytest.approx(result.model.threshold, abs=1e-3)
