@@ -109,6 +109,7 @@ def run_view(settings, *, label: str, **more: str) -> dict[str, str]:
         "eval set": label,
         "corpus": Path(settings.corpus_dir).name,
         "collection": settings.collection,
+        "embedding model": settings.embedding_model,
         "top-k": str(settings.top_k),
         "search mode": settings.search_mode,
     }

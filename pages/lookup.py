@@ -65,6 +65,7 @@ view = (
     query,
     str(settings.corpus_dir),
     settings.collection,
+    settings.embedding_model,
     settings.top_k,
     settings.l1_enabled,
     settings.search_mode,

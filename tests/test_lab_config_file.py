@@ -21,7 +21,7 @@ def test_without_a_file_the_diff_is_against_the_defaults(tmp_path):
     plan = plan_config(path, {"vector_weight": 2.0, "l0_weight": 0.0, "search_mode": "hybrid"}, env={})
     # l0_weight 0.0 is the default already: not written
     assert [(c.name, c.before, c.after, c.source) for c in plan.changes] == [
-        ("vector_weight", 3.0, 2.0, "default"),
+        ("vector_weight", 2.5, 2.0, "default"),
         ("search_mode", "fusion", "hybrid", "default"),
     ]
     assert not plan.exists and plan.diff.startswith("--- /dev/null\n")

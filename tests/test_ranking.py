@@ -2,9 +2,9 @@ from dataclasses import replace
 
 import pytest
 
+from retrieval.candidates import Candidate
 from retrieval.hints import EntryMatch
 from retrieval.ranking import FusionWeights, assess, explain, fuse
-from retrieval.candidates import Candidate
 from retrieval.support import support_model
 
 L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)

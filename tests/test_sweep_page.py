@@ -40,7 +40,7 @@ def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):  # 
     assert [e for e in texts(at.error) if "'colour' is not a setting a sweep can vary" in e]
     assert "run_sweep" not in {b.key for b in at.button}
     # two axes: a heatmap; every point differs from the defaults (vector weight 3, L0 weight 0)
-    at.text_input(key="sweep_grid").input("vector_weight=1,2;l0_weight=0.1,0.2").run()
+    at.text_input(key="sweep_grid").input("vector_weight=1,1.5;l0_weight=0.1,0.2").run()
     assert [c for c in texts(at.caption) if c.startswith("4 points × 48 cases; 2 Weaviate queries per case")]
     at.button(key="run_sweep").click().run()
     assert_clean(at)
