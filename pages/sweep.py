@@ -75,6 +75,9 @@ if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
         bar.progress(done / total, text=f"{stage}: {done} of {total}")
 
     try:
+        # a grid over embedding_model searches each model's own collection of this corpus (ingest it on Corpus first)
+        models = {k.model for k in keys_for(grid, settings)} - {settings.embedding_model}
+        others = {m: resources.context(settings.with_(embedding_model=m)).lookup_services(record=False) for m in models}
         result = sweep_sets(
             eval_sets,
             ctx.lookup_services(record=False),
@@ -83,6 +86,7 @@ if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
             folds=folds,
             repeats=repeats,
             progress=show,
+            other_models=others,
         )
     except LookupLabError as exc:
         bar.empty()

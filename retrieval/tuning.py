@@ -18,6 +18,7 @@ import numpy as np
 
 from .config import SEARCH_MODES, Settings
 from .errors import ConfigError, LookupLabError
+from .models import MODELS, spec_of
 
 # Settings a sweep can vary, with their types. Other settings (paths, ports, timeouts) are not retrieval quality.
 SWEEPABLE: dict[str, type] = {
@@ -29,11 +30,13 @@ SWEEPABLE: dict[str, type] = {
     "l0_weight": float,
     "name_weight": float,
     "support_threshold": float,
+    "embedding_model": str,
 }
 ALIASES = {
     "mode": "search_mode",
     "alpha": "hybrid_alpha",
     "support": "support_threshold",
+    "model": "embedding_model",
 }
 MAX_POINTS = 2000
 GRID_EXAMPLE = "search_mode=fusion,hybrid;l0_weight=0,0.1,0.2"
@@ -60,10 +63,14 @@ class Grid:
 def _value(name: str, raw: str, base: Settings) -> Any:
     kind = SWEEPABLE[name]
     text = raw.strip()
-    if kind is str:
+    if kind is str and name == "embedding_model":
+        if text.lower() not in {m.lower() for m in MODELS}:
+            raise ConfigError(f"--grid: {name} '{text}' is not one of {', '.join(MODELS)}")
+        value: Any = spec_of(text).name
+    elif kind is str:
         if text not in SEARCH_MODES:
             raise ConfigError(f"--grid: {name} '{text}' is not one of {', '.join(SEARCH_MODES)}")
-        value: Any = text
+        value = text
     else:
         try:
             value = int(text) if kind is int else float(text)

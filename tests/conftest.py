@@ -137,3 +137,15 @@ def runbooks_store(weaviate_client, embedder, runbooks_corpus):
 @pytest.fixture
 def db_path(tmp_path) -> Path:
     return tmp_path / "invocations.duckdb"
+
+
+@pytest.fixture
+def cli_env(tmp_path, base_settings, sample_store):
+    """Point the CLI at the test session's running Weaviate by URL, and at a temporary store."""
+    return {
+        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
+        "LOOKUP_COLLECTION": "TestSample",
+        "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS),
+    }

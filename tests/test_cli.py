@@ -11,7 +11,7 @@ import pytest
 
 from retrieval.config import REPO_ROOT
 
-from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port, needs_shared
+from .conftest import RUNBOOKS, free_port, needs_shared
 
 
 def cli(*args, env=None, timeout=300):
@@ -20,18 +20,6 @@ def cli(*args, env=None, timeout=300):
     return subprocess.run(
         [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
     )
-
-
-@pytest.fixture
-def cli_env(tmp_path, base_settings, sample_store):
-    """Point the CLI at the test session's running Weaviate by URL, and at a temporary store."""
-    return {
-        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
-        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
-        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
-        "LOOKUP_COLLECTION": "TestSample",
-        "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS),
-    }
 
 
 def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):

@@ -3,6 +3,8 @@ import pytest
 from retrieval.lab.calibration import CaseSupport, calibrate, claims, fit_model, promises
 from retrieval.support import FEATURE_NAMES, SupportFeatures
 
+from .test_cli import cli
+
 
 def feats(sim, margin):
     values = dict.fromkeys(FEATURE_NAMES, 0.5)
@@ -45,3 +47,20 @@ def test_calibrate_reports_in_sample_and_held_out_figures():
     assert result.in_sample["auc"] > 0.95 and result.held_out["auc"] > 0.9
     assert set(result.held_out["promises"]) == {"a", "u"}
     assert result.to_dict()["model"]["threshold"] == pytest.approx(result.model.threshold, abs=1e-3)
+
+
+@pytest.mark.slow  # a real calibration run through the CLI on the sample sets
+def test_the_calibrate_cli_fits_on_answerable_and_unanswerable_sets(cli_env):
+    import json
+
+    from retrieval.config import REPO_ROOT
+
+    sets = [str(REPO_ROOT / "eval_sets" / n) for n in ("sample-ops-alerts.yaml", "sample-ops-unanswerable.yaml")]
+    out = cli("calibrate", *sets, "--folds", "3", "--json", env=cli_env, timeout=900)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data["in_sample"]["promises"]) == {"sample-ops-alerts", "sample-ops-unanswerable"}
+    assert 0.5 < data["in_sample"]["auc"] <= 1.0 and data["held_out"]["auc"] is not None
+    assert 0 < data["model"]["threshold"] < 1 and "bge-small-en-v1.5" in data["model"]["fitted_on"]
+    refused = cli("calibrate", sets[1], env=cli_env)
+    assert refused.returncode == 2 and "only right or only wrong" in refused.stderr

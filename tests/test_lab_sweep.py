@@ -206,3 +206,79 @@ def test_the_cli_refuses_before_starting_anything(args, named, tmp_path, monkeyp
     monkeypatch.setenv("LOOKUP_CONFIG", str(tmp_path / "none.yaml"))
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and named in result.output
+
+
+def test_the_embedding_model_is_a_sweep_dimension_with_its_own_queries():
+    keys = keys_for(parse_grid("embedding_model=bge-small-en-v1.5,all-MiniLM-L6-v2"), Settings())
+    m = "all-MiniLM-L6-v2"
+    assert keys == (NV, BM, QueryKey("near_vector", CANDIDATE_DEPTH, model=m), QueryKey("bm25", CANDIDATE_DEPTH, model=m))
+    # signals of the two models: bge ranks R first in both lists, MiniLM ranks W first in both
+    mk = {m: (QueryKey("near_vector", CANDIDATE_DEPTH, model=m), QueryKey("bm25", CANDIDATE_DEPTH, model=m)) for m in MODELS2}
+    signals = []
+    for i in range(10):
+        found = {}
+        for model, (nv, bm) in mk.items():
+            first, second = ("R", "W") if model == "bge-small-en-v1.5" else ("W", "R")
+            found[nv] = (cand(first, 1.0, 0.9), cand(second, 0.5))
+            found[bm] = (cand(first, 10.0, 0.9), cand(second, 5.0))
+        signals.append(CaseSignals("a", f"c{i}", frozenset({"R"}), (), found))
+    result = run_sweep(signals, parse_grid("embedding_model=bge-small-en-v1.5,all-MiniLM-L6-v2"), Settings(), folds=2, repeats=1)
+    by_model = {p.settings["embedding_model"]: p.metrics["mrr@10"] for p in result.points}
+    assert by_model == {"bge-small-en-v1.5": 1.0, "all-MiniLM-L6-v2": 0.5}
+    assert result.best.point.settings == {"embedding_model": "bge-small-en-v1.5"}
+
+
+MODELS2 = ("bge-small-en-v1.5", "all-MiniLM-L6-v2")
+
+
+@pytest.mark.slow  # indexes the sample corpus a second time, with MiniLM
+def test_a_sweep_over_models_searches_each_model_s_collection(sample_services, sample_corpus, weaviate_client, base_settings):
+    from retrieval.embedding import Embedder
+    from retrieval.weaviate_store import KnowledgeStore
+
+    settings = base_settings.with_(collection="TestSample")
+    minilm = Embedder("all-MiniLM-L6-v2")
+    store = KnowledgeStore(weaviate_client, "TestSampleMinilm")
+    store.drop()
+    try:
+        store.ingest(sample_corpus, minilm)
+        other = LookupServices(L0Index(sample_corpus.entries), minilm, store)
+        alerts = load_eval_set(ALERTS)
+        grid = parse_grid("embedding_model=bge-small-en-v1.5,all-MiniLM-L6-v2", settings)
+        result = sweep_sets(
+            [alerts], sample_services, settings, grid, folds=2, repeats=1, other_models={"all-MiniLM-L6-v2": other}
+        )
+        assert result.queries == 4  # near_vector and BM25F in each model's collection
+        for point in result.points:
+            model = point.settings["embedding_model"]
+            use = sample_services if model == "bge-small-en-v1.5" else other
+            direct = run_eval(alerts, use, settings.with_(embedding_model=model, collection=use.store.name), configs=["lookup"])
+            assert point.metrics["mrr@10"] == pytest.approx(direct.metrics["lookup"]["mrr@10"]), model
+            assert point.metrics["correct_supported_rate"] == pytest.approx(direct.routing["lookup"]["correct_supported_rate"])
+        with pytest.raises(LookupLabError, match="no collection of that model"):
+            sweep_sets([alerts], sample_services, settings, grid, folds=2, repeats=1)
+    finally:
+        store.drop()
+
+
+@pytest.mark.slow  # the CLI indexes the sample corpus in both models' collections of the session's Weaviate
+def test_the_sweep_cli_varies_the_model_over_each_model_s_collection(base_settings, weaviate_client, tmp_path):
+    from .test_cli import cli
+
+    env = {
+        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+        "LOOKUP_WEAVIATE_URL": f"http://127.0.0.1:{base_settings.embedded_port}",
+        "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": str(base_settings.embedded_grpc_port),
+    }
+    try:
+        args = ["sweep", str(ALERTS), "--grid", "model=bge-small-en-v1.5,all-MiniLM-L6-v2", "--folds", "2", "--repeats", "1"]
+        out = cli(*args, "--json", env=env, timeout=900)
+        assert out.returncode == 0, out.stderr
+        data = json.loads(out.stdout)
+        assert [p["settings"]["embedding_model"] for p in data["points"]] == ["bge-small-en-v1.5", "all-MiniLM-L6-v2"]
+        assert data["queries_per_case"] == 4 and all(0 < p["mrr@10"] <= 1 for p in data["points"])
+        assert weaviate_client.collections.exists("Kb_sample_corpus_minilm")  # each model has its own collection
+    finally:
+        for name in ("Kb_sample_corpus_bge_small", "Kb_sample_corpus_minilm"):
+            if weaviate_client.collections.exists(name):
+                weaviate_client.collections.delete(name)

@@ -23,6 +23,7 @@ from retrieval.tuning import cross_validate, paired_test, parse_grid, stratified
         (" top_k = 5, 30 ", {"top_k": [5, 30]}),
         ("mode=fusion;alpha=0.25,0.75", {"search_mode": ["fusion"], "hybrid_alpha": [0.25, 0.75]}),
         ("support=0.3,0.5;", {"support_threshold": [0.3, 0.5]}),
+        ("model=bge-small-en-v1.5,ALL-MINILM-L6-V2", {"embedding_model": ["bge-small-en-v1.5", "all-MiniLM-L6-v2"]}),
         ("lexical_weight=0,1", {"lexical_weight": [0.0, 1.0]}),
     ],
 )
@@ -59,6 +60,7 @@ def test_grid_points_are_every_combination_in_order():
         ("search_mode=bm25", "search_mode 'bm25' is not one of fusion, near_vector, hybrid"),
         ("hybrid_alpha=1.5", "hybrid_alpha: 1.5 is not between 0 and 1"),
         ("support_threshold=2", "support_threshold 2.0 is not between 0 and 1"),
+        ("embedding_model=gpt-17", "embedding_model 'gpt-17' is not one of bge-small-en-v1.5"),
         ("l0_weight=0;l0_weight=1", "l0_weight is given twice"),
         ("alpha=0.5;hybrid_alpha=0.3", "hybrid_alpha is given twice"),
         ("l0_weight=0,0.0", "lists a value twice"),

@@ -23,32 +23,36 @@ from ..eval_sets import EvalSet, corpus_fit, load_eval_set
 from ..evaluation import DEPTH
 from ..hints import EntryMatch
 from ..lookup import LookupServices, candidate_depth, search_text, weights_of
+from ..models import DEFAULT_MODEL
 from ..ranking import assess, fuse
 from ..routing import category_filter
 from ..support import support_model
 from ..tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k")  # the rest only re-rank or re-assess
+QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k", "embedding_model")  # the rest only re-rank or re-assess
 METRIC_NAMES = ("mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate")
 
 
 @dataclass(frozen=True)
 class QueryKey:
-    """One kind of Weaviate query: near_vector, bm25 or hybrid (with its alpha), to a candidate depth."""
+    """One kind of Weaviate query: near_vector, bm25 or hybrid (with its alpha), to a candidate depth, in the
+    collection of one embedding model (whose vector the query carries)."""
 
     kind: str
     depth: int
     alpha: float | None = None
+    model: str = DEFAULT_MODEL
 
 
 def query_keys(settings: Settings) -> tuple[QueryKey, ...]:
     """The queries a lookup at these settings makes, as run_eval runs it (its top-k at least DEPTH)."""
     depth = candidate_depth(max(DEPTH, settings.top_k))
     if settings.search_mode == "hybrid":
-        return (QueryKey("hybrid", depth, settings.hybrid_alpha),)
-    vector = QueryKey("near_vector", depth)
-    return (vector, QueryKey("bm25", depth)) if settings.search_mode == "fusion" else (vector,)
+        return (QueryKey("hybrid", depth, settings.hybrid_alpha, settings.embedding_model),)
+    vector = QueryKey("near_vector", depth, model=settings.embedding_model)
+    lexical = QueryKey("bm25", depth, model=settings.embedding_model)
+    return (vector, lexical) if settings.search_mode == "fusion" else (vector,)
 
 
 def point_settings(current: Settings, point: Mapping[str, Any]) -> Settings:
@@ -74,21 +78,32 @@ def collect_signals(
     keys: Sequence[QueryKey],
     *,
     progress: Progress | None = None,
+    other_models: Mapping[str, LookupServices] | None = None,
 ) -> list[CaseSignals]:
-    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing."""
-    if services.store is None or services.embedder is None or not settings.l1_enabled:
-        raise LookupLabError(f"a sweep needs L1, which is unavailable: {services.l1_unavailable or 'L1 is off or not connected'}")
-    services.embedder.prime([search_text(c.query) for c in eval_set.cases])
+    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing. `services`
+    search with the settings' embedding model; keys of another model use `other_models[model]` (its embedder and
+    its collection)."""
+    by_model = {settings.embedding_model: services, **(other_models or {})}
+    ready = {}  # model -> (embedder, store)
+    for model in dict.fromkeys(k.model for k in keys):
+        use = by_model.get(model)
+        if use is None:
+            raise LookupLabError(f"the sweep varies embedding_model over {model}, but no collection of that model was given")
+        if use.store is None or use.embedder is None or not settings.l1_enabled:
+            raise LookupLabError(f"a sweep needs L1, which is unavailable: {use.l1_unavailable or 'L1 is off or not connected'}")
+        use.embedder.prime([search_text(c.query) for c in eval_set.cases])
+        ready[model] = (use.embedder, use.store)
     out, total = [], len(eval_set.cases) * len(keys)
     for i, case in enumerate(eval_set.cases):
         query = search_text(case.query)
         hints = services.l0.match(query)
         category = category_filter(hints.domains)
-        vector = services.embedder.embed_query(query)
         found = {}
         for j, key in enumerate(keys):
+            embedder, store = ready[key.model]
+            vector = embedder.embed_query(query)
             found[key] = tuple(
-                services.store.search(
+                store.search(
                     vector,
                     k=key.depth,
                     category=category,
@@ -275,11 +290,15 @@ def sweep_sets(
     folds: int = 5,
     repeats: int = 5,
     progress: Progress | None = None,
+    other_models: Mapping[str, LookupServices] | None = None,
 ) -> SweepResult:
-    """Sets on one loaded corpus (the app's case): collect the signals, then sweep."""
+    """Sets on one loaded corpus (the app's case): collect the signals, then sweep. `other_models`: the services
+    (embedder and collection) of each other embedding model the grid varies."""
     check_folds(eval_sets, folds, repeats)
     keys = keys_for(grid, current)
-    signals = [s for e in eval_sets for s in collect_signals(e, services, current, keys, progress=progress)]
+    signals = [
+        s for e in eval_sets for s in collect_signals(e, services, current, keys, progress=progress, other_models=other_models)
+    ]
     return run_sweep(signals, grid, current, folds=folds, repeats=repeats, progress=progress)
 
 

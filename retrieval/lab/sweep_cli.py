@@ -104,22 +104,39 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     from ..services import open_runtime
     from .sweep import collect_signals
 
-    signals, embedder = [], None
+    signals: list = []
+    embedders: dict = {}  # model -> its Embedder, loaded once
     log = lambda m: typer.echo(m, err=True)  # noqa: E731
+    models = list(dict.fromkeys([base.embedding_model, *(k.model for k in keys)]))
     for path, eval_set in zip(paths, loaded, strict=True):
         use = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else eval_set.corpus_dir)
         settings = base.with_(corpus_dir=use) if use else base
-        runtime = open_runtime(settings, embedder=embedder, record=False, log=log)
+        runtimes = []
         try:
-            embedder = runtime.services.embedder or embedder
-            if runtime.services.store is not None:
-                runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
-            checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
+            for model in models:  # each model's own collection of this corpus, brought up to date
+                runtime = open_runtime(
+                    settings.with_(embedding_model=model), embedder=embedders.get(model), record=False, log=log
+                )
+                runtimes.append(runtime)
+                if runtime.services.embedder is not None:
+                    embedders[model] = runtime.services.embedder
+                if runtime.services.store is not None:
+                    runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
+            main, others = runtimes[0], {m: r.services for m, r in zip(models[1:], runtimes[1:], strict=True)}
+            checked = load_eval_set(path, known_ids=[e.entry_id for e in main.corpus.entries])
             signals.extend(
-                collect_signals(checked, runtime.services, settings, keys, progress=lambda s, d, t: show(s, d, t, "queries"))
+                collect_signals(
+                    checked,
+                    main.services,
+                    settings,
+                    keys,
+                    progress=lambda s, d, t: show(s, d, t, "queries"),
+                    other_models=others,
+                )
             )
         finally:
-            runtime.close()
+            for runtime in runtimes:
+                runtime.close()
     return signals
 
 
