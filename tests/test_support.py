@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ def test_features_by_hand():
     assert f.lexical_share == pytest.approx(0.5) and f.lexical_per_word == pytest.approx(6.0 / 4)  # pod is crash looping
     assert f.lexical_margin == pytest.approx(0.5) and (f.vector_rr, f.lexical_rr) == (1.0, 0.5)
     assert f.fused_margin == pytest.approx(0.5 / 3.0) and f.agreement == 0.0
+    assert f.query_length == pytest.approx(math.log(4))
     assert list(f.to_dict()) == list(FEATURE_NAMES)
 
 
