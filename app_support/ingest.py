@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from retrieval import indexing
 from retrieval.corpus_status import IndexHealth, IndexReading, corpus_health, read_index
 from retrieval.errors import LookupLabError
 
@@ -31,7 +32,7 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         model = ctx.embedder()
         if rebuild:
             store.drop()
-        report = store.ingest(ctx.corpus, model, progress=progress)
+        report = indexing.ingest(store, ctx.corpus, model, progress=progress)
     except LookupLabError as exc:
         bar.empty()
         error("Ingest failed", exc, "Fix the cause above and press the button again; finished entries are kept.")

@@ -22,19 +22,19 @@ import streamlit as st
 from weaviate import WeaviateClient
 
 from retrieval.catalog import CorpusChoice, known_corpora, same_path
-from retrieval.config import SEARCH_MODES, Settings, load_settings
+from retrieval.config import Settings, load_settings
 from retrieval.corpus import Corpus, load_corpus
 from retrieval.embedding import Embedder
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices
-from retrieval.models import MODELS
 from retrieval.weaviate_server import connect
 from retrieval.weaviate_store import KnowledgeStore
 
 from . import keys
 from .access import WriteAccess, server_address, write_access
+from .setting_widgets import settings_changes
 
 RETRY_AFTER_S = 30.0
 
@@ -50,25 +50,17 @@ def corpus_choices(base: Settings) -> list[CorpusChoice]:
 
 
 def current_settings(base: Settings | None = None) -> Settings:
-    """The base settings with the sidebar's choices (model, corpus, top-k, L1, search mode) applied."""
+    """The base settings with the sidebar's choices (setting_widgets.WIDGETS) applied."""
     base = base or base_settings()
     state = st.session_state
-    model = state.get(keys.MODEL)
-    if model in MODELS and model != base.embedding_model:
+    changes = settings_changes(state)
+    model = changes.pop("embedding_model", base.embedding_model)
+    if model != base.embedding_model:
         base = base.with_(embedding_model=model)  # the corpus choices below name this model's collections
-    changes: dict[str, Any] = {}
     label = state.get(keys.CORPUS)
     choice = next((c for c in corpus_choices(base) if c.label == label), None)
     if choice is not None and not same_path(choice.path, base.corpus_dir):
         changes.update(corpus_dir=choice.path, collection=choice.collection)
-    if state.get(keys.TOP_K) is not None:
-        changes["top_k"] = int(state[keys.TOP_K])
-    if state.get(keys.L1_ON) is not None:
-        changes["l1_enabled"] = bool(state[keys.L1_ON])
-    if state.get(keys.MODE) in SEARCH_MODES:
-        changes["search_mode"] = state[keys.MODE]
-    if state.get(keys.ALPHA) is not None:
-        changes["hybrid_alpha"] = float(state[keys.ALPHA])
     return base.with_(**changes)
 
 

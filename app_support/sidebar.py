@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from retrieval.config import SEARCH_MODES, Settings
@@ -10,69 +12,76 @@ from retrieval.node_health import NodeHealth, node_health
 
 from . import ingest, keys, resources
 from .render import md
+from .setting_widgets import BY_FIELD, WIDGETS, SettingWidget
 
 MODE_CAPTIONS = {"fusion": "vector + BM25F + L0, fused (default)", "near_vector": "vector + L0", "hybrid": "Weaviate hybrid + L0"}
 
 
 def settings_widgets(base: Settings) -> None:
-    """Shared settings, kept in session_state and in the URL."""
+    """Shared settings, kept in session_state and in the URL: the rows of setting_widgets.WIDGETS, each drawn
+    by its function in DRAW, starting at the base's value."""
+    state = st.session_state
     with st.sidebar:
         st.subheader("Settings")
-        labels = [c.label for c in resources.corpus_choices(base)]
-        st.selectbox(
-            "Corpus",
-            labels,
-            index=0,
-            key=keys.CORPUS,
-            bind="query-params",
-            help="The knowledge base to search. Each corpus has its own Weaviate collection.",
-        )
-        models = list(MODELS)
-        st.selectbox(
-            "Embedding model",
-            models,
-            index=models.index(base.embedding_model),
-            key=keys.MODEL,
-            bind="query-params",
-            help="The model that embeds queries and entries. Each model has its own collection of each corpus.",
-        )
-        st.number_input(
-            "Top-k",
-            min_value=1,
-            max_value=50,
-            value=int(base.top_k),
-            step=1,
-            key=keys.TOP_K,
-            bind="query-params",
-            help="How many results L1 returns and the final list keeps.",
-        )
-        st.toggle(
-            "L1 semantic search",
-            value=bool(base.l1_enabled),
-            key=keys.L1_ON,
-            bind="query-params",
-            help="Off: lookups answer from the L0 keyword hints only.",
-        )
-        mode = st.radio(
-            "L1 search mode",
-            list(SEARCH_MODES),
-            index=SEARCH_MODES.index(base.search_mode),
-            captions=[MODE_CAPTIONS[m] for m in SEARCH_MODES],
-            key=keys.MODE,
-            bind="query-params",
-            horizontal=True,
-        )
-        if mode == "hybrid":
-            st.slider(
-                "Hybrid alpha",
-                min_value=0.0,
-                max_value=1.0,
-                value=float(base.hybrid_alpha),
-                step=0.05,
-                key=keys.ALPHA,
-                bind="query-params",
-                help="1 = vector only, 0 = keyword (BM25) only.",
-            )
+        for widget in WIDGETS:
+            if widget.shown(lambda field: state.get(BY_FIELD[field].key)):
+                DRAW[widget.key](widget, base)
+
+
+def _corpus(w: SettingWidget, base: Settings) -> None:
+    labels = [c.label for c in resources.corpus_choices(base)]
+    st.selectbox(w.label, labels, index=0, key=w.key, bind="query-params", help=w.help)
+
+
+def _model(w: SettingWidget, base: Settings) -> None:
+    models = list(MODELS)
+    st.selectbox(w.label, models, index=models.index(base.embedding_model), key=w.key, bind="query-params", help=w.help)
+
+
+def _top_k(w: SettingWidget, base: Settings) -> None:
+    st.number_input(
+        w.label, min_value=1, max_value=50, value=int(base.top_k), step=1, key=w.key, bind="query-params", help=w.help
+    )
+
+
+def _l1(w: SettingWidget, base: Settings) -> None:
+    st.toggle(w.label, value=bool(base.l1_enabled), key=w.key, bind="query-params", help=w.help)
+
+
+def _mode(w: SettingWidget, base: Settings) -> None:
+    st.radio(
+        w.label,
+        list(SEARCH_MODES),
+        index=SEARCH_MODES.index(base.search_mode),
+        captions=[MODE_CAPTIONS[m] for m in SEARCH_MODES],
+        key=w.key,
+        bind="query-params",
+        horizontal=True,
+        help=w.help,
+    )
+
+
+def _alpha(w: SettingWidget, base: Settings) -> None:
+    st.slider(
+        w.label,
+        min_value=0.0,
+        max_value=1.0,
+        value=float(base.hybrid_alpha),
+        step=0.05,
+        key=w.key,
+        bind="query-params",
+        help=w.help,
+    )
+
+
+DRAW: dict[str, Callable[[SettingWidget, Settings], None]] = {
+    keys.CORPUS: _corpus,
+    keys.MODEL: _model,
+    keys.TOP_K: _top_k,
+    keys.L1_ON: _l1,
+    keys.MODE: _mode,
+    keys.ALPHA: _alpha,
+}
 
 
 def status(ctx: resources.AppContext) -> None:

@@ -1,34 +1,31 @@
 """`python -m retrieval bench`: where lookup time goes, and how each cost grows with the knowledge base.
 
 Every figure that has a goal is a ratio of two things measured side by side in one run (interleaved
-where they can be), because these machines are noisy and absolute times drift. Here: the shared helpers,
-the ingest, lookup and per-size benches, and the run; the invocation store's bench is `bench_store`, the
-goals and the table `bench_report`.
+where they can be), because these machines are noisy and absolute times drift. Here: the ingest, lookup
+and per-size benches, and the run; the invocation store's bench is `bench_store`, the goals and the table
+`bench_report`, the helpers every bench uses `bench_common`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import platform
 import resource
 import shutil
 import signal
-import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import numpy as np
 from weaviate.classes.query import MetadataQuery
 
-from . import synthetic
+from . import indexing, synthetic
+from .bench_common import machine_info, pct, write_results
 from .bench_report import STAGES, ratios_and_goals, render_table
 from .bench_store import bench_invocation_store
 from .chunking import chunk_entry
@@ -37,24 +34,15 @@ from .embedding import Embedder
 from .hints import L0Index
 from .invocations import InvocationStore
 from .lookup import LookupServices, lookup_knowledge
+from .ports import free_port
 from .weaviate_server import connect
 from .weaviate_store import OVERSAMPLE, KnowledgeStore
 
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
 
 
-def pct(values: Sequence[float], q: float) -> float | None:
-    return round(float(np.percentile(values, q)), 3) if values else None
-
-
 def _load1() -> float:
     return round(os.getloadavg()[0], 2)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def peak_rss_mb() -> float:
@@ -72,41 +60,6 @@ def _server_rss_mb(client) -> dict[str, float] | None:
         return None
     fields = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith(("VmHWM", "VmRSS"))}
     return {"peak_mb": round(fields["VmHWM"] / 1024, 1), "now_mb": round(fields["VmRSS"] / 1024, 1)} if fields else None
-
-
-def machine_info(client) -> dict[str, Any]:
-    from importlib.metadata import version
-
-    import duckdb
-    import weaviate
-
-    cpu = (
-        next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor(),
-        )
-        if Path("/proc/cpuinfo").exists()
-        else platform.processor()
-    )
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {
-        "host": socket.gethostname(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "cpu": cpu,
-        "cores": len(os.sched_getaffinity(0)),
-        "memory_gib": round(mem, 1),
-        "onnxruntime": version("onnxruntime"),
-        "tokenizers": version("tokenizers"),
-        "duckdb": duckdb.__version__,
-        "weaviate_client": weaviate.__version__,
-        "weaviate_server": client.get_meta().get("version"),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def _floor_query(
@@ -158,12 +111,12 @@ def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sampl
             state["pending"] = []
         state["cb_s"] += time.perf_counter() - t0
 
-    report = store.ingest(corpus, embedder, progress=between_batches)
+    report = indexing.ingest(store, corpus, embedder, progress=between_batches)
     seconds = report.seconds - state["cb_s"]  # the raw measurement ran inside ingest's clock
     raw_rate = state["raw_n"] / state["raw_s"] if state["raw_s"] else None
     rate = report.chunks_embedded / seconds
     t0 = time.perf_counter()
-    again = store.ingest(corpus, embedder)
+    again = indexing.ingest(store, corpus, embedder)
     return {
         "chunks": total_chunks,
         "seconds": round(seconds, 2),
@@ -403,7 +356,7 @@ def run_bench(
         where = (
             settings
             if settings.weaviate_url or not own_client
-            else settings.with_(data_dir=workdir, embedded_port=_free_port(), embedded_grpc_port=_free_port())
+            else settings.with_(data_dir=workdir, embedded_port=free_port(), embedded_grpc_port=free_port())
         )
         log(f"loading a fresh {embedder.name if embedder else settings.embedding_model}, {embed_queries} query embeddings")
         probe, model = model_figures(
@@ -489,16 +442,3 @@ def run_bench(
     result["table"] = render_table(result)
     name = f"bench-{'-'.join(map(str, sizes))}" + ("" if synth is None else "-synthetic-vectors")
     return write_results(result, Path(out_dir), name, log)
-
-
-def write_results(result: dict[str, Any], out_dir: Path, name: str, log: Callable[[str], None]) -> dict[str, Any]:
-    """Write `result["table"]` to `<time>-<name>.md` and the rest to `.json` in `out_dir`; add their paths as "files"."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-{name}"
-    stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
-    stem.with_suffix(".json").write_text(
-        json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n", encoding="utf-8"
-    )
-    result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
-    log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
-    return result

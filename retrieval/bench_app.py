@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import synthetic
-from .bench import _free_port, pct
+from . import indexing, synthetic
+from .bench_common import pct
 from .bench_server import EVAL_SETS, _served_env
 from .config import REPO_ROOT, Settings
 from .corpus import load_corpus
@@ -28,6 +28,7 @@ from .embedding import Embedder
 from .eval_sets import load_eval_set
 from .invocations import InvocationStore
 from .models import ModelSpec
+from .ports import free_port
 from .weaviate_store import KnowledgeStore
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/setup.sh --browser); Playwright cannot download one here
@@ -192,10 +193,10 @@ def app_memory(
     try:
         store.drop()
         log(f"app: indexing the sample corpus ({len(corpus.entries)} entries) in {settings.collection}")
-        store.ingest(corpus, embedder)
+        indexing.ingest(store, corpus, embedder)
         env = _served_env(settings, home, "data")
         env["LOOKUP_CONFIG"] = str(home / "no-lookup.yaml")  # no ./lookup.yaml: only the bench's settings
-        port = _free_port()
+        port = free_port()
         log(f"app: streamlit run app.py on 127.0.0.1:{port}, one lookup in chromium")
         t0 = time.perf_counter()
         proc = _start_app(env, port, home / "streamlit.log")

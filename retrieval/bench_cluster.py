@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import synthetic
-from .bench import machine_info, pct, write_results
+from . import indexing, synthetic
+from .bench_common import machine_info, pct, write_results
 from .chunking import chunk_entry
 from .cluster import ClusterState, free_ports, start_cluster, stop_cluster
 from .config import Settings
@@ -121,7 +121,7 @@ def run_cluster_bench(
             client = clients[label] = connect(side)
             store = KnowledgeStore(client, COLLECTION)
             load_before = _load()
-            report = store.ingest(corpus, model)
+            report = indexing.ingest(store, corpus, model)
             sides[label] = {
                 "nodes": count,
                 "settings": {

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import indexing
 from .api import KnowledgeLookup
-from .bench import _free_port, machine_info, pct, write_results
+from .bench_common import machine_info, pct, write_results
 from .config import ENV_NAMES, REPO_ROOT, Settings
 from .corpus import load_corpus
 from .embedding import Embedder
@@ -41,6 +42,7 @@ from .eval_sets import load_eval_set
 from .hints import L0Index
 from .invocations import InvocationStore
 from .lookup import LookupServices
+from .ports import free_port
 from .services import Runtime
 from .weaviate_server import connect
 from .weaviate_store import KnowledgeStore
@@ -289,7 +291,7 @@ def run_server_bench(
     where = (
         settings
         if settings.weaviate_url
-        else settings.with_(data_dir=workdir / "weaviate", embedded_port=_free_port(), embedded_grpc_port=_free_port())
+        else settings.with_(data_dir=workdir / "weaviate", embedded_port=free_port(), embedded_grpc_port=free_port())
     )
     run_id = f"{int(time.time()) % 100_000:05d}"
     corpus = load_corpus(REPO_ROOT / "sample_corpus")
@@ -308,7 +310,7 @@ def run_server_bench(
         store = KnowledgeStore(client, where.collection)
         store.drop()
         log(f"indexing the sample corpus ({len(corpus.entries)} entries) in {where.collection}")
-        store.ingest(corpus, embedder)
+        indexing.ingest(store, corpus, embedder)
         recorder = InvocationStore(workdir / "direct.duckdb")
         recorder.start_background_flush()
         services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder)
@@ -323,7 +325,7 @@ def run_server_bench(
         }
 
         log("HTTP server: direct and served calls, interleaved")
-        port = _free_port()
+        port = free_port()
         http_proc = _start(
             ["--transport", "http", "--port", str(port)],
             _served_env(where, workdir, "http"),

@@ -22,7 +22,7 @@ import numpy as np
 from weaviate.classes.config import Reconfigure, VectorFilterStrategy
 
 from . import synthetic
-from .bench import pct
+from .bench_common import pct
 from .embedding import Embedder
 from .weaviate_store import KnowledgeStore
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from .cluster_cli import register as register_cluster
-from .config import load_settings
+from .config import eval_set_corpus, load_settings, server_token
 from .errors import LookupLabError
 from .lab.calibration_cli import register as register_calibrate
 from .lab.replay_cli import register as register_replay
@@ -170,8 +170,6 @@ def eval_cmd(
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """Run an eval set through the configurations; print metrics, significance and routing figures."""
-    import os
-
     from .eval_sets import load_eval_set
     from .evaluation import check_gates, run_eval
     from .report import metrics_text, render_html
@@ -179,10 +177,9 @@ def eval_cmd(
 
     try:
         loaded = load_eval_set(eval_set)
-        corpus_dir = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else loaded.corpus_dir)
         settings = _settings(
             config,
-            corpus_dir=corpus_dir,
+            corpus_dir=eval_set_corpus(corpus, loaded.corpus_dir),
             top_k=top_k,
             search_mode=mode,
             hybrid_alpha=alpha,
@@ -312,14 +309,11 @@ def serve(
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """Serve lookup_knowledge and read_entry to agents over the Model Context Protocol; every call is recorded."""
-    import os
-
-    from .serving import TOKEN_ENV
     from .serving import serve as run_server
 
     try:
         settings = _settings(config, corpus_dir=corpus)
-        run_server(settings, transport=transport, host=host, port=port, token=os.environ.get(TOKEN_ENV) or None, ingest=ingest)
+        run_server(settings, transport=transport, host=host, port=port, token=server_token(), ingest=ingest)
     except LookupLabError as exc:
         _fail(exc)
 
@@ -337,4 +331,7 @@ def main() -> None:
     from .shutdown import exit_on_signals
 
     exit_on_signals()  # SIGTERM/SIGINT unwind the command, so the embedded server it started is stopped
-    app(prog_name="python -m retrieval")
+    import sys
+
+    invoked = Path(sys.argv[0]).name if sys.argv else ""
+    app(prog_name=invoked if invoked == "lookup-lab" else "python -m retrieval")  # the installed console script, or -m

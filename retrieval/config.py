@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -16,6 +17,26 @@ from .errors import ConfigError
 from .models import DEFAULT_MODEL, spec_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# A repository checkout keeps the sample corpus and its data beside the code. An installed wheel (REPO_ROOT is then
+# site-packages) reads the sample corpus it installed as data files (<prefix>/share/lookup-lab/, pyproject.toml)
+# and keeps its data in the user's data folder, whatever the current directory.
+IN_CHECKOUT = (REPO_ROOT / "pyproject.toml").is_file()
+
+
+def _installed_sample_corpus() -> Path:
+    """<data path>/share/lookup-lab/sample_corpus of this interpreter's install scheme, or of its --user scheme."""
+    schemes = (sysconfig.get_default_scheme(), sysconfig.get_preferred_scheme("user"))
+    found = [Path(sysconfig.get_path("data", scheme)) / "share" / "lookup-lab" / "sample_corpus" for scheme in schemes]
+    return next((path for path in found if path.is_dir()), found[0])
+
+
+def _user_data_dir() -> Path:
+    """$XDG_DATA_HOME/lookup-lab, by default ~/.local/share/lookup-lab."""
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "lookup-lab"
+
+
+DEFAULT_CORPUS_DIR = REPO_ROOT / "sample_corpus" if IN_CHECKOUT else _installed_sample_corpus()
+DEFAULT_DATA_DIR = REPO_ROOT / ".lookup-lab" if IN_CHECKOUT else _user_data_dir()
 WEAVIATE_VERSION = "1.38.11"
 # fusion: a near_vector and a BM25F query, fused with L0 in the lookup; near_vector: vector and L0 only;
 # hybrid: Weaviate's own hybrid query, fused with L0.
@@ -25,8 +46,8 @@ CONSISTENCY_LEVELS = ("ONE", "QUORUM", "ALL")  # Weaviate's, for queries and ing
 
 @dataclass(frozen=True)
 class Settings:
-    corpus_dir: Path = REPO_ROOT / "sample_corpus"
-    data_dir: Path = REPO_ROOT / ".lookup-lab"
+    corpus_dir: Path = DEFAULT_CORPUS_DIR
+    data_dir: Path = DEFAULT_DATA_DIR
     db_path: Path | None = None  # default: <data_dir>/invocations.duckdb
     weaviate_url: str | None = None  # None: embedded server
     weaviate_api_key: str | None = dataclasses.field(default=None, repr=False)
@@ -193,3 +214,62 @@ def load_settings(config_file: Path | None = None, env: Mapping[str, str] | None
             values[key] = _coerce(key, env[env_name], env_name)
     values.update({k: _coerce(k, v, "argument") for k, v in overrides.items() if v is not None})
     return Settings(**values)
+
+
+# --- Where a value comes from: the environment is read here ------------------------------------------------
+# load_settings reads LOOKUP_CONFIG and the ENV_NAMES variables; other modules ask the functions below instead of
+# reading os.environ (only the builders of child processes pass an environment on).
+CONFIG_ENV = "LOOKUP_CONFIG"
+SERVER_TOKEN_ENV = "LOOKUP_SERVER_TOKEN"  # serve's bearer token: not a setting, so never in a file or a saved run
+ENV_OF = {setting: env_name for env_name, setting in ENV_NAMES.items()}  # setting -> its LOOKUP_* variable
+SETTING_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings)}
+SECRET_SETTINGS = tuple(f.name for f in fields(Settings) if not f.repr)  # kept out of reprs, saved runs and files
+
+
+def _environment(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The settings file load_settings reads: LOOKUP_CONFIG, else ./lookup.yaml."""
+    env = _environment(env)
+    return Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else Path("lookup.yaml")
+
+
+def set_by_environment(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The LOOKUP_* variable that sets setting `name` now (it wins over the settings file), or None."""
+    env_name = ENV_OF.get(name)
+    return env_name if env_name is not None and env_name in _environment(env) else None
+
+
+def corpus_from_environment(env: Mapping[str, str] | None = None) -> bool:
+    """Whether LOOKUP_CORPUS_DIR names the corpus: then it, not an eval set's own `corpus:` field, is used."""
+    return bool(_environment(env).get(ENV_OF["corpus_dir"]))
+
+
+def eval_set_corpus(explicit: Path | None, named: Path | None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The corpus_dir an eval set runs on: `explicit` (--corpus), else the folder the set names unless
+    LOOKUP_CORPUS_DIR is set. None: the loaded settings' corpus."""
+    return explicit or (None if corpus_from_environment(env) else named)
+
+
+def server_token(env: Mapping[str, str] | None = None) -> str | None:
+    """LOOKUP_SERVER_TOKEN, the bearer token `serve --transport http` requires; None when unset or empty."""
+    return _environment(env).get(SERVER_TOKEN_ENV) or None
+
+
+# --- Which settings decide what a lookup returns ------------------------------------------------------------
+# A saved run, a replay and a sweep care about the retrieval-quality settings. Every other setting says where
+# things are (files, servers, ports, the collection) or how the service runs (time limit, tag, replicas).
+# Derived from the fields: a new setting counts as retrieval quality unless it is named here.
+NOT_QUALITY = frozenset(
+    {
+        *("corpus_dir", "data_dir", "db_path", "collection", "model_dir"),  # where the corpus, the data, the model are
+        *("weaviate_url", "weaviate_api_key", "remote_grpc_port", "weaviate_version", "weaviate_bin_dir"),  # which Weaviate
+        *("embedded_port", "embedded_grpc_port"),
+        *("l1_timeout_s", "session_tag", "read_only", "replication_factor", "shards", "consistency"),  # how it runs
+    }
+)
+QUALITY_SETTINGS: tuple[str, ...] = tuple(f.name for f in fields(Settings) if f.name not in NOT_QUALITY)
+# An eval run and a sweep rank L1's candidates, so L1 is on in every one: they report and vary the others.
+EVAL_SETTINGS: tuple[str, ...] = tuple(name for name in QUALITY_SETTINGS if name != "l1_enabled")

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import Settings
+from .config import EVAL_SETTINGS, Settings
 from .errors import EvalSetError
 from .eval_sets import EvalSet
 from .lookup import LookupServices, lookup_knowledge, search_text
@@ -355,15 +355,8 @@ def run_eval(
         run_tag=run_tag,
         created_at=datetime.now(UTC).isoformat(),
         settings={
-            "top_k": settings.top_k,
-            "search_mode": settings.search_mode,
-            "hybrid_alpha": settings.hybrid_alpha,
-            "vector_weight": settings.vector_weight,
-            "lexical_weight": settings.lexical_weight,
-            "l0_weight": settings.l0_weight,
-            "name_weight": settings.name_weight,
-            "embedding_model": settings.embedding_model,
-            "support_threshold": (
+            **{name: getattr(settings, name) for name in EVAL_SETTINGS},
+            "support_threshold": (  # None: the model's own, which this run used
                 support_model(settings.embedding_model).threshold
                 if settings.support_threshold is None
                 else settings.support_threshold

@@ -11,27 +11,21 @@ import itertools
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
-from .config import SEARCH_MODES, Settings
+from .config import EVAL_SETTINGS, SEARCH_MODES, Settings
 from .errors import ConfigError, LookupLabError
 from .models import MODELS, spec_of
 
-# Settings a sweep can vary, with their types. Other settings (paths, ports, timeouts) are not retrieval quality.
-SWEEPABLE: dict[str, type] = {
-    "top_k": int,
-    "search_mode": str,
-    "hybrid_alpha": float,
-    "vector_weight": float,
-    "lexical_weight": float,
-    "l0_weight": float,
-    "name_weight": float,
-    "support_threshold": float,
-    "embedding_model": str,
-}
+# Settings a sweep can vary: the retrieval-quality settings an eval run reports (config.EVAL_SETTINGS), each with
+# the type of its field, without None. A sweep re-ranks signals fetched once (lab/sweep.py), so a setting that
+# joins them must be applied there too (tests/test_tuning.py names the ones it is).
+_GRID_TYPES = {"int": int, "float": float, "str": str}
+_FIELD_TYPES = {f.name: str(f.type).removesuffix(" | None") for f in fields(Settings)}
+SWEEPABLE: dict[str, type] = {name: _GRID_TYPES[_FIELD_TYPES[name]] for name in EVAL_SETTINGS}
 ALIASES = {
     "mode": "search_mode",
     "alpha": "hybrid_alpha",

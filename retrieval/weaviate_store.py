@@ -6,20 +6,21 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from weaviate import WeaviateClient
 from weaviate.classes.config import Configure, ConsistencyLevel, DataType, Property, Tokenization, VectorDistances
 from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
 
-from . import indexing
 from .candidates import Candidate
-from .corpus import Corpus
 from .deadline import TimedOut, call_within
 from .errors import L1Error
-from .indexing import IngestReport
 from .weaviate_server import endpoint_of, port_open
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
+    from .indexing import IngestReport
 
 PROPERTIES = (
     "entry_id",
@@ -150,7 +151,9 @@ class KnowledgeStore:
         progress: Callable[[str, int, int], None] | None = None,
         batch_entries: int = 64,
     ) -> IngestReport:
-        """Bring the collection in line with `corpus`, embedding only what changed (see `indexing`)."""
+        """`indexing.ingest(self, ...)`, which callers call directly; kept until the last callers do."""
+        from . import indexing  # here, not at the top: indexing depends on the store, not the other way
+
         return indexing.ingest(self, corpus, embedder, progress=progress, batch_entries=batch_entries)
 
     # --- search -------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
 import textwrap
 import threading
@@ -15,8 +16,13 @@ from urllib.parse import parse_qsl
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import NumberInput, Slider, Toggle
 
-from retrieval.config import REPO_ROOT
+import retrieval.lookup as lookup_module
+from app_support.keys import URL_KEYS
+from app_support.setting_widgets import BY_FIELD, WIDGETS, url_params
+from retrieval.catalog import known_corpora
+from retrieval.config import REPO_ROOT, load_settings
 from retrieval.eval_sets import load_eval_set
 from retrieval.evaluation import CONFIGS
 from retrieval.hints import L0Index
@@ -370,6 +376,74 @@ def test_sidebar_mode_and_model_reach_the_settings_the_lookup_runs_with(monkeypa
     again = open_app(q=query, model=MINILM, mode="fusion")
     assert (again.radio(key="mode").value, again.selectbox(key="model").value) == ("fusion", MINILM)
     assert any("Collection **Kb_sample_corpus_minilm**: 48 of 48" in t for t in texts(again.sidebar.caption))
+
+
+def sidebar_widget(at: AppTest, key: str):
+    """The sidebar widget with this key, whatever its kind."""
+    kinds = ("selectbox", "radio", "number_input", "toggle", "slider")
+    found = [w for kind in kinds for w in at.sidebar.get(kind) if w.key == key]
+    assert len(found) == 1, (key, found)
+    return found[0]
+
+
+def another_value(widget) -> object:
+    """A value the widget can take other than the one it shows."""
+    if isinstance(widget, Toggle):
+        return not widget.value
+    if isinstance(widget, NumberInput | Slider):
+        return widget.min if widget.value != widget.min else widget.max
+    return next(option for option in widget.options if option != widget.value)
+
+
+@pytest.mark.parametrize("widget", WIDGETS, ids=lambda w: w.key)
+def test_every_sidebar_choice_reaches_the_settings_the_lookup_runs_with(
+    monkeypatch, tmp_path, base_settings, sample_store, sample_corpus, widget
+):
+    """Each row of setting_widgets.WIDGETS, set in the sidebar to a value other than the base's: the lookup runs
+    with it in the row's field, and a link built from those settings opens the same choice again. A new widget
+    is tested by adding its row."""
+    assert widget.key in URL_KEYS  # bound to the URL
+    corpus = tmp_path / "kb"  # a copy of the sample corpus, so the corpus widget has another choice to pick
+    shutil.copytree(sample_corpus.root, corpus)
+    point_app_at(
+        monkeypatch,
+        tmp_path,
+        url=f"http://127.0.0.1:{base_settings.embedded_port}",
+        grpc_port=base_settings.embedded_grpc_port,
+        corpus=corpus,
+    )
+    base = load_settings()
+    ran = []  # the settings of every lookup the page runs
+
+    def spy(query, services, settings, **kwargs):
+        ran.append(settings)
+        return lookup_knowledge(query, services, settings, **kwargs)
+
+    monkeypatch.setattr(lookup_module, "lookup_knowledge", spy)
+    needs = {}  # what puts the widget on screen (hybrid alpha: the hybrid mode)
+    if widget.only_when is not None:
+        other = BY_FIELD[widget.only_when[0]]
+        needs[other.key] = other.to_param(widget.only_when[1])
+    at = open_app(**needs)
+    element = sidebar_widget(at, widget.key)
+    value = another_value(element)
+    element.set_value(value).run()
+    at.text_input(key="q").input("Vault is sealed").run()
+    assert_clean(at)
+
+    # the field's value; the corpus is picked by label: that choice's folder
+    folder = {c.label: c.path for c in known_corpora(base)}.get(str(value))
+    expected = folder if widget.parse is None else widget.parse(value)
+    assert expected != getattr(base, widget.field)
+    assert getattr(ran[-1], widget.field) == expected
+    # a link made from these settings carries the choice, and opens it again (the browser writes the widgets'
+    # own URL, which AppTest does not see)
+    params = url_params(ran[-1], base, corpus_label=str(value) if widget.parse is None else None)
+    assert widget.key in params, params
+    ran.clear()
+    again = open_app(q="Vault is sealed", **params)
+    assert sidebar_widget(again, widget.key).value == value
+    assert getattr(ran[-1], widget.field) == expected
 
 
 def test_a_corpus_picked_with_a_model_takes_that_models_collection(monkeypatch, tmp_path, base_settings, minilm_sample):

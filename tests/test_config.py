@@ -1,6 +1,25 @@
+from dataclasses import fields
+from pathlib import Path
+
 import pytest
 
-from retrieval.config import Settings, load_settings
+from retrieval.config import (
+    ENV_NAMES,
+    ENV_OF,
+    EVAL_SETTINGS,
+    NOT_QUALITY,
+    QUALITY_SETTINGS,
+    SECRET_SETTINGS,
+    SERVER_TOKEN_ENV,
+    SETTING_DEFAULTS,
+    Settings,
+    config_path,
+    corpus_from_environment,
+    eval_set_corpus,
+    load_settings,
+    server_token,
+    set_by_environment,
+)
 from retrieval.errors import ConfigError
 
 
@@ -97,3 +116,58 @@ def test_bad_model_and_threshold_values_name_the_setting(env, needle, tmp_path, 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=needle):
         load_settings(env=env)
+
+
+# --- where a value comes from: the environment is read in config alone -------------------------------------
+@pytest.mark.parametrize(
+    "explicit, named, env, corpus",
+    [
+        (None, Path("kb/sets"), {}, Path("kb/sets")),  # the folder the eval set names
+        (None, Path("kb/sets"), {"LOOKUP_CORPUS_DIR": "/srv/kb"}, None),  # None: load_settings takes the variable
+        (None, Path("kb/sets"), {"LOOKUP_CORPUS_DIR": ""}, Path("kb/sets")),  # empty counts as unset
+        (Path("mine"), Path("kb/sets"), {"LOOKUP_CORPUS_DIR": "/srv/kb"}, Path("mine")),  # --corpus wins
+        (None, None, {}, None),  # the set names none
+    ],
+)
+def test_the_corpus_an_eval_set_runs_on(explicit, named, env, corpus):
+    assert eval_set_corpus(explicit, named, env) == corpus
+    assert corpus_from_environment(env) is bool(env.get("LOOKUP_CORPUS_DIR"))
+
+
+def test_what_the_environment_sets_is_named_by_its_variable():
+    env = {"LOOKUP_L0_WEIGHT": "0.1", "LOOKUP_SERVER_TOKEN": "", "LOOKUP_CONFIG": "/etc/kb.yaml"}
+    assert set_by_environment("l0_weight", env) == "LOOKUP_L0_WEIGHT"
+    assert set_by_environment("vector_weight", env) is None
+    assert set_by_environment("weaviate_version", env) is None  # no variable sets it
+    assert config_path(env) == Path("/etc/kb.yaml") and config_path({}) == Path("lookup.yaml")
+    assert server_token(env) is None and server_token({"LOOKUP_SERVER_TOKEN": "t" * 20}) == "t" * 20
+    assert all(ENV_NAMES[ENV_OF[name]] == name for name in ENV_OF)
+
+
+def test_the_server_token_variable_is_the_one_serve_names():
+    from retrieval.serving import TOKEN_ENV
+
+    assert TOKEN_ENV == SERVER_TOKEN_ENV
+
+
+# --- which settings are retrieval quality ------------------------------------------------------------------
+def test_quality_settings_are_the_fields_not_excluded_in_field_order():
+    names = [f.name for f in fields(Settings)]
+    assert set(names) >= NOT_QUALITY  # a renamed field is not silently counted as quality
+    assert list(QUALITY_SETTINGS) == [n for n in names if n not in NOT_QUALITY]
+    # a new field lands here unless NOT_QUALITY names it: runs, replays and the sweep will show and use it
+    assert QUALITY_SETTINGS == (
+        "embedding_model",
+        "l1_enabled",
+        "search_mode",
+        "hybrid_alpha",
+        "top_k",
+        "vector_weight",
+        "lexical_weight",
+        "l0_weight",
+        "name_weight",
+        "support_threshold",
+    )
+    assert tuple(n for n in QUALITY_SETTINGS if n != "l1_enabled") == EVAL_SETTINGS
+    assert SECRET_SETTINGS == ("weaviate_api_key",)
+    assert list(SETTING_DEFAULTS) == names and SETTING_DEFAULTS["top_k"] == Settings().top_k

@@ -84,3 +84,101 @@ def test_the_tool_never_imports_the_lab():
     assert "retrieval.invocations" in seen and "retrieval.hints" in seen  # the walk follows the tool's imports
     assert reached_lab == []
     assert _walk("retrieval.cli")[1]  # and it sees the lab where it is imported: the CLI's commands
+
+
+def _module_of(path) -> str:
+    parts = path.relative_to(REPO_ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(module: str) -> bool:
+    parts = module.split(".")
+    return REPO_ROOT.joinpath(*parts).with_suffix(".py").is_file() or REPO_ROOT.joinpath(*parts, "__init__.py").is_file()
+
+
+def _runtime_imports(path, module: str) -> set[str]:
+    """The retrieval modules one file imports when it runs: module-level and function-level imports both,
+    those under `if TYPE_CHECKING:` not (its `else:` branch does run). `from pkg import name` counts as
+    importing the module pkg.name when there is one, else pkg."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found: set[str] = set()
+
+    def visit(node) -> None:
+        if isinstance(node, ast.If) and ast.unparse(node.test) in {"TYPE_CHECKING", "typing.TYPE_CHECKING"}:
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "retrieval")
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if target.split(".")[0] == "retrieval":
+                for alias in node.names:
+                    found.add(f"{target}.{alias.name}" if _is_module(f"{target}.{alias.name}") else target)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found - {module}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle in `graph` (module -> modules it imports), first module repeated at the end; None if none."""
+    state: dict[str, str] = {}  # module -> "open" while on the path, "done" once all it reaches is explored
+    path: list[str] = []
+
+    def dfs(module: str) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if state.get(imported) == "open":
+                return [*path[path.index(imported) :], imported]
+            if imported not in state and (found := dfs(imported)):
+                return found
+        path.pop()
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := dfs(module)):
+            return found
+    return None
+
+
+def test_runtime_imports_count_function_level_ones_and_leave_out_type_checking(tmp_path):
+    source = tmp_path / "example.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import numpy\n"
+        "from . import indexing\n"
+        "from .corpus import Corpus\n"
+        "if TYPE_CHECKING:\n"
+        "    from .weaviate_store import KnowledgeStore\n"
+        "else:\n"
+        "    from .errors import L1Error\n"
+        "def f():\n"
+        "    from .lab import runs\n"
+        "    import retrieval.hints\n",
+        encoding="utf-8",
+    )
+    assert _runtime_imports(source, "retrieval.example") == {
+        "retrieval.indexing",
+        "retrieval.corpus",
+        "retrieval.errors",
+        "retrieval.lab.runs",
+        "retrieval.hints",
+    }
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_retrieval_has_no_import_cycles():
+    """No module of retrieval/ imports, directly or through others, one that imports it back when run."""
+    graph = {_module_of(p): _runtime_imports(p, _module_of(p)) for p in sorted((REPO_ROOT / "retrieval").rglob("*.py"))}
+    assert "retrieval.bench_app" in graph["retrieval.bench"]  # the graph is built from the real files
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval import indexing
 from retrieval.corpus import Corpus
 from retrieval.corpus_status import corpus_health, read_index
 from retrieval.hints import L0Index
@@ -51,7 +52,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
     client = connect(settings)
     try:
         store = KnowledgeStore(client, "Lost")
-        store.ingest(part, embedder)
+        indexing.ingest(store, part, embedder)
         services = LookupServices(L0Index(sample_corpus.entries), embedder, store)
         kill_9(client)  # at once: the HNSW commit log is still in the server's buffer
 
@@ -94,7 +95,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
         assert store.count_chunks() == sum(n for _, n, _ in store.indexed_state().values())  # the objects survived
         print(f"after {how}: {health.message} ({sum(lost.values())} of {store.count_chunks()} chunks unsearchable)")
 
-        report = store.ingest(part, embedder)  # what Repair runs
+        report = indexing.ingest(store, part, embedder)  # what Repair runs
         assert report.repaired_index and report.updated >= len(lost) and report.added == 0
         assert unsearchable_chunks(store) == {}
         assert corpus_health(part, read_index(store)).state == "current"

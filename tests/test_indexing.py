@@ -3,6 +3,7 @@ check at consistency ALL is in test_replicas, the repair of chunks the index los
 
 from __future__ import annotations
 
+from retrieval import indexing
 from retrieval.corpus import Corpus
 
 from .test_weaviate_store import make_entry
@@ -10,13 +11,13 @@ from .test_weaviate_store import make_entry
 
 def test_ingest_is_incremental_and_removes_stale_entries(store, embedder):
     a, b = make_entry("x/A", "x", "alpha text"), make_entry("x/B", "x", "beta text")
-    first = store.ingest(Corpus("mem", (a, b)), embedder)
+    first = indexing.ingest(store, Corpus("mem", (a, b)), embedder)
     assert (first.added, first.unchanged, first.chunks_embedded) == (2, 0, 4)  # a card and one section each
-    again = store.ingest(Corpus("mem", (a, b)), embedder)
+    again = indexing.ingest(store, Corpus("mem", (a, b)), embedder)
     assert (again.added, again.updated, again.unchanged, again.chunks_embedded) == (0, 0, 2, 0)
     b2 = make_entry("x/B", "x", "beta text, now changed")
     c = make_entry("y/C", "y", "gamma")
-    changed = store.ingest(Corpus("mem", (b2, c)), embedder)
+    changed = indexing.ingest(store, Corpus("mem", (b2, c)), embedder)
     assert (changed.added, changed.updated, changed.unchanged, changed.removed, changed.chunks_embedded) == (1, 1, 0, 1, 4)
     assert store.indexed_entry_ids() == {"x/B", "y/C"}
     assert store.count_chunks() == 4
@@ -27,13 +28,13 @@ def test_ingest_is_incremental_and_removes_stale_entries(store, embedder):
 def test_ingest_resumes_after_an_interrupted_entry(store, embedder):
     filler = " ".join(f"line {i} of a long runbook body." for i in range(200))
     long = make_entry("ops/Long", "ops", filler)
-    store.ingest(Corpus("mem", (long,)), embedder)
+    indexing.ingest(store, Corpus("mem", (long,)), embedder)
     total = store.count_chunks()
     # Simulate a crash midway through the entry's chunks: remove one chunk on the server.
     first = next(iter(store.collection.iterator()))
     store.collection.data.delete_by_id(first.uuid)
     assert store.indexed_state()["ops/Long"][1] == total - 1
-    report = store.ingest(Corpus("mem", (long,)), embedder)
+    report = indexing.ingest(store, Corpus("mem", (long,)), embedder)
     assert report.updated == 1 and store.count_chunks() == total  # redone, without duplicates
 
 
@@ -46,6 +47,6 @@ def test_a_collection_of_an_older_version_is_rebuilt(store, embedder):
         properties=[Property(name="entry_id", data_type=DataType.TEXT)],
     )
     assert not store.schema_current()
-    report = store.ingest(Corpus("mem", (make_entry("x/A", "x", "alpha"),)), embedder)
+    report = indexing.ingest(store, Corpus("mem", (make_entry("x/A", "x", "alpha"),)), embedder)
     assert report.schema_rebuilt and report.added == 1 and store.schema_current()
     assert store.search(embedder.embed_query("alpha"), k=1, mode="bm25", query_text="alpha")[0].entry_id == "x/A"

@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
+from retrieval.config import EVAL_SETTINGS
 from retrieval.errors import ConfigError, LookupLabError
-from retrieval.tuning import cross_validate, paired_test, parse_grid, stratified_folds
+from retrieval.tuning import SWEEPABLE, cross_validate, paired_test, parse_grid, stratified_folds
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,23 @@ def test_parse_grid_reads_every_sweepable_setting(text, axes):
     grid = parse_grid(text)
     assert grid.to_dict() == axes
     assert len(grid.points()) == math.prod(len(v) for v in axes.values())
+
+
+def test_the_sweepable_settings_are_the_eval_settings_with_their_field_types():
+    # The sweep re-ranks signals it fetched once (lab/sweep.py case_figures): a setting that joins these must be
+    # applied there before a grid may vary it. Then add it here.
+    assert {
+        "embedding_model": str,
+        "search_mode": str,
+        "hybrid_alpha": float,
+        "top_k": int,
+        "vector_weight": float,
+        "lexical_weight": float,
+        "l0_weight": float,
+        "name_weight": float,
+        "support_threshold": float,
+    } == SWEEPABLE
+    assert tuple(SWEEPABLE) == EVAL_SETTINGS
 
 
 def test_grid_points_are_every_combination_in_order():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from retrieval import indexing
 from retrieval.corpus import Corpus, Entry
 from retrieval.weaviate_store import KnowledgeStore, category_where
 
@@ -21,7 +22,7 @@ def test_category_filter_is_exact_not_word_tokenised(store, embedder):
             make_entry("c/verified-lower", "verified", "lower case category."),
         ),
     )
-    store.ingest(corpus, embedder)
+    indexing.ingest(store, corpus, embedder)
     vec = embedder.embed_query("account verification")
     assert {c.entry_id for c in store.search(vec, k=10, category="Verified")} == {"a/Verified"}
     assert {c.entry_id for c in store.search(vec, k=10, category="Not Verified")} == {"b/NotVerified"}
@@ -40,7 +41,7 @@ def test_long_entries_are_chunked_and_folded_back(store, embedder):
     needle = "The unique failure mode is a frozen hydrant valve in the basement."
     long = make_entry("ops/Long", "ops", filler + " " + needle)
     short = make_entry("ops/Short", "ops", "A different article about printers.")
-    report = store.ingest(Corpus("mem", (long, short)), embedder)
+    report = indexing.ingest(store, Corpus("mem", (long, short)), embedder)
     assert report.chunks_embedded > 3  # the model saw all of the long entry, window by window
     hits = store.search(embedder.embed_query("frozen hydrant valve"), k=5)
     assert [h.entry_id for h in hits].count("ops/Long") == 1  # folded: one candidate per entry
@@ -83,7 +84,8 @@ def _exhaustive_top(store, vec, k, category=None):
 
 def test_entries_of_one_chunk_are_fetched_k_hits_at_a_time(store, embedder):
     # a title and no body: the card is the entry's only chunk
-    store.ingest(
+    indexing.ingest(
+        store,
         Corpus(
             "mem", tuple(make_entry(f"d/E{i}", "d", "", title=f"Note {i} on service {i} latency and errors.") for i in range(30))
         ),
@@ -101,7 +103,7 @@ def test_entries_of_many_chunks_still_give_k_entries(store, embedder):
     entries = [make_entry("mq/KafkaLong", "mq", filler)] + [
         make_entry(f"mq/Other{i}", "mq", f"Queue topic {i} notes about brokers.") for i in range(8)
     ]
-    store.ingest(Corpus("mem", tuple(entries)), embedder)
+    indexing.ingest(store, Corpus("mem", tuple(entries)), embedder)
     assert store.count_chunks() > 6
     vec = embedder.embed_query("kafka partition under-replicated consumer lag")
     fresh = KnowledgeStore(store.client, store.name)
@@ -119,7 +121,7 @@ def test_grouped_by_entry_the_search_gives_the_same_entries_and_stops_at_the_kno
         make_entry(f"mq/Other{i}", "mq", f"Queue topic {i} notes about brokers.") for i in range(8)
     ]
     entries += [make_entry(f"db/Note{i}", "db", f"Database note {i} on replication.") for i in range(3)]
-    store.ingest(Corpus("mem", tuple(entries)), embedder)
+    indexing.ingest(store, Corpus("mem", tuple(entries)), embedder)
     vec = embedder.embed_query("kafka partition under-replicated consumer lag")
     plain = KnowledgeStore(store.client, store.name).search(vec, k=5)
     grouped = KnowledgeStore(store.client, store.name)
@@ -142,7 +144,7 @@ def test_bm25_scores_whole_entries_by_their_fields_and_obeys_the_filter(store, e
             make_entry("vm/VMStuck", "vm", "## Meaning\nA virtual machine is stuck while starting."),
         ),
     )
-    store.ingest(corpus, embedder)
+    indexing.ingest(store, corpus, embedder)
     query = "CDI is not ready"
     vec = embedder.embed_query(query)
     hits = store.search(vec, k=5, mode="bm25", query_text=query)

@@ -7,23 +7,17 @@ every other line (comments, other settings, their order) stays as it was.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..config import ENV_NAMES, Settings
+from ..config import SETTING_DEFAULTS, set_by_environment
+from ..config import config_path as config_path  # the file load_settings reads; the Sweep page imports it from here
 from ..errors import ConfigError
-
-
-def config_path(env: Mapping[str, str] | None = None) -> Path:
-    """The file load_settings reads: LOOKUP_CONFIG, else ./lookup.yaml."""
-    env = os.environ if env is None else env
-    return Path(env["LOOKUP_CONFIG"]) if env.get("LOOKUP_CONFIG") else Path("lookup.yaml")
 
 
 @dataclass(frozen=True)
@@ -89,14 +83,12 @@ def _line(name: str, value: Any) -> str:
 def plan_config(path: Path, chosen: Mapping[str, Any], env: Mapping[str, str] | None = None) -> ConfigPlan:
     """The settings of `chosen` whose value differs from what the file (or, without it there, the default)
     gives, and the file's text with those lines replaced or added."""
-    env = os.environ if env is None else env
     text, data = _read(path)
-    defaults = {f.name: f.default for f in fields(Settings)}
     changes, after = [], text
     for name, value in chosen.items():
-        if name not in defaults:
-            raise ConfigError(f"{name}: not a setting (known: {', '.join(sorted(defaults))})")
-        before, source = (data[name], path.name) if name in data else (defaults[name], "default")
+        if name not in SETTING_DEFAULTS:
+            raise ConfigError(f"{name}: not a setting (known: {', '.join(sorted(SETTING_DEFAULTS))})")
+        before, source = (data[name], path.name) if name in data else (SETTING_DEFAULTS[name], "default")
         if before == value:
             continue
         changes.append(SettingChange(name, before, value, source))
@@ -112,8 +104,7 @@ def plan_config(path: Path, chosen: Mapping[str, Any], env: Mapping[str, str] | 
     wrong = [c.name for c in changes if not isinstance(reread, dict) or reread.get(c.name) != c.after]
     if wrong:
         raise ConfigError(f"{path}: cannot set {', '.join(wrong)} by editing its line; edit the file by hand")
-    by_setting = {v: k for k, v in ENV_NAMES.items()}
-    overridden = tuple(by_setting[n] for n in chosen if n in by_setting and by_setting[n] in env)
+    overridden = tuple(filter(None, (set_by_environment(name, env) for name in chosen)))
     return ConfigPlan(path, path.is_file(), tuple(changes), text, after, overridden)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..config import Settings
+from ..config import QUALITY_SETTINGS, Settings
 from ..dashboard import InvocationFilter
 from ..errors import LookupLabError, StoreError
 from ..invocations import InvocationStore
@@ -22,20 +22,7 @@ from ..lookup import LookupResult, LookupServices, lookup_knowledge
 OUTCOMES = ("changed", "unchanged", "now_empty", "failed")
 REPLAY_TAG = "replay"
 DEFAULT_LIMIT = 200
-SETTING_FIELDS = (
-    "corpus_dir",
-    "collection",
-    "top_k",
-    "l1_enabled",
-    "search_mode",
-    "hybrid_alpha",
-    "vector_weight",
-    "lexical_weight",
-    "l0_weight",
-    "name_weight",
-    "embedding_model",
-    "support_threshold",
-)
+SETTING_FIELDS = ("corpus_dir", "collection", *QUALITY_SETTINGS)  # what was searched, and how
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from ..config import REPO_ROOT, Settings
+from ..config import EVAL_SETTINGS, REPO_ROOT, SECRET_SETTINGS, Settings
 from ..errors import RunNotFound, StoreError
 from ..eval_sets import EvalSet
 from ..evaluation import EvalReport
@@ -63,7 +63,6 @@ CREATE TABLE IF NOT EXISTS eval_run_case (
     support_score DOUBLE
 );
 """
-SECRET_SETTINGS = ("weaviate_api_key",)
 
 
 @dataclass(frozen=True)
@@ -323,16 +322,7 @@ def _summary(row: tuple) -> RunSummary:
 
 
 NO_MODEL = "–"  # the model of a run saved before the model was a setting
-HISTORY_SETTINGS = (
-    "embedding_model",
-    "search_mode",
-    "top_k",
-    "vector_weight",
-    "lexical_weight",
-    "l0_weight",
-    "name_weight",
-    "hybrid_alpha",
-)
+HISTORY_SETTINGS = EVAL_SETTINGS  # the retrieval-quality settings of a run, the model first
 HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate")
 
 

@@ -14,10 +14,10 @@ from ..errors import LookupLabError
 from ..eval_sets import EvalSet
 from ..evaluation import METRICS, EvalReport
 from .compare import RunComparison, compare_runs
-from .runs import RunStore, RunSummary
+from .runs import HISTORY_SETTINGS, RunStore, RunSummary
 
 SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
-SHOWN_SETTINGS = ("embedding_model", "search_mode", "top_k", "vector_weight", "lexical_weight", "l0_weight", "hybrid_alpha")
+SHOWN_SETTINGS = HISTORY_SETTINGS  # as the Runs page's history shows them
 
 
 def _fail(exc: Exception) -> None:
@@ -39,7 +39,7 @@ def _fmt(value: Any) -> str:
 
 
 def _setting(value: Any) -> str:
-    """A setting as saved; – when the run was saved before the setting existed."""
+    """A setting as saved; – when it is None (support_threshold: the model's) or the run was saved before it existed."""
     return "–" if value is None else str(value)
 
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import typer
 
+from ..tuning import ALIASES, SWEEPABLE
+
 TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
-GRID_HELP = (
-    "NAME=V1,V2;NAME=... over top_k, search_mode, hybrid_alpha (alpha), vector_weight, lexical_weight, l0_weight, name_weight, "
-    "support_threshold (support)"
+GRID_HELP = "NAME=V1,V2;NAME=... over " + ", ".join(
+    name + "".join(f" ({alias})" for alias, full in ALIASES.items() if full == name) for name in SWEEPABLE
 )
 
 
@@ -98,8 +99,7 @@ def _run(
 
 def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list:
     """Every case's signals for `keys`, each set on the corpus it names (or `corpus`), ingesting what changed."""
-    import os
-
+    from ..config import eval_set_corpus
     from ..eval_sets import load_eval_set
     from ..services import open_runtime
     from .sweep import collect_signals
@@ -109,7 +109,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     log = lambda m: typer.echo(m, err=True)  # noqa: E731
     models = list(dict.fromkeys([base.embedding_model, *(k.model for k in keys)]))
     for path, eval_set in zip(paths, loaded, strict=True):
-        use = corpus or (None if os.environ.get("LOOKUP_CORPUS_DIR") else eval_set.corpus_dir)
+        use = eval_set_corpus(corpus, eval_set.corpus_dir)
         settings = base.with_(corpus_dir=use) if use else base
         runtimes = []
         try:

@@ -1,0 +1,66 @@
+"""What the benches share: percentiles, the machine's description, and writing a result's .md and .json."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def pct(values: Sequence[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 3) if values else None
+
+
+def machine_info(client) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    import duckdb
+    import weaviate
+
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "host": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cores": len(os.sched_getaffinity(0)),
+        "memory_gib": round(mem, 1),
+        "onnxruntime": version("onnxruntime"),
+        "tokenizers": version("tokenizers"),
+        "duckdb": duckdb.__version__,
+        "weaviate_client": weaviate.__version__,
+        "weaviate_server": client.get_meta().get("version"),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def write_results(result: dict[str, Any], out_dir: Path, name: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Write `result["table"]` to `<time>-<name>.md` and the rest to `.json` in `out_dir`; add their paths as "files"."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{datetime.now(UTC).strftime('%Y-%m-%d-%H%M%S')}-{name}"
+    stem.with_suffix(".md").write_text(result["table"] + "\n", encoding="utf-8")
+    stem.with_suffix(".json").write_text(
+        json.dumps({k: v for k, v in result.items() if k != "table"}, indent=2) + "\n", encoding="utf-8"
+    )
+    result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
+    log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
+    return result
