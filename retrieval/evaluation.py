@@ -158,10 +158,7 @@ def _run_case(case, config: str, services: LookupServices, settings: Settings, r
             query,
         )
         confidence = support_model(settings.embedding_model).probability(features)
-    threshold = (
-        support_model(settings.embedding_model).threshold if settings.support_threshold is None else settings.support_threshold
-    )
-    supported = confidence is not None and confidence >= threshold
+    supported = confidence is not None and confidence >= support_model(settings.embedding_model).cut(settings.support_threshold)
     return ConfigRun(
         case.id,
         config,
@@ -295,7 +292,7 @@ def run_eval(
         ]
         routing[config] = routing_metrics(obs, entry_domains)
         # how well the support estimate tells right top results from wrong and unanswerable ones
-        scored = [(r.confidence, bool(r.ranking) and r.rank_of(cases_by_id[r.case_id].expected) == 1) for r in case_runs]
+        scored = [(r.confidence, r.rank_of(cases_by_id[r.case_id].expected) == 1) for r in case_runs]
         routing[config]["support_auc"] = auc([c for c, _ in scored if c is not None], [ok for c, ok in scored if c is not None])
         stages = sorted({s for r in case_runs for s in r.timings_ms})
         latency[config] = {
@@ -356,11 +353,7 @@ def run_eval(
         created_at=datetime.now(UTC).isoformat(),
         settings={
             **{name: getattr(settings, name) for name in EVAL_SETTINGS},
-            "support_threshold": (  # None: the model's own, which this run used
-                support_model(settings.embedding_model).threshold
-                if settings.support_threshold is None
-                else settings.support_threshold
-            ),
+            "support_threshold": support_model(settings.embedding_model).cut(settings.support_threshold),
             "collection": settings.collection,
             "cases": len(eval_set.cases),
             "answerable": answerable,

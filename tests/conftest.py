@@ -4,7 +4,6 @@ embedding model, and temporary DuckDB files. Nothing here is mocked."""
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from retrieval.config import REPO_ROOT, Settings, load_settings
 from retrieval.corpus import load_corpus
+from retrieval.ports import free_port
 
 # ../shared beside the repo: corpora and eval sets kept outside it. LOOKUP_TEST_SHARED_DIR points the tests
 # elsewhere (the tests of needs_shared itself use it to simulate a missing folder).
@@ -21,12 +21,6 @@ RUNBOOKS_EVAL = SHARED / "eval_sets" / "runbooks-alert-summaries.yaml"
 KUBEVIRT = SHARED / "corpora" / "kubevirt"
 KUBEVIRT_EVAL = SHARED / "eval_sets" / "kubevirt-alert-summaries.yaml"
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ci_enabled(value: str | None) -> bool:

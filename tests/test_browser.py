@@ -18,6 +18,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
+from retrieval.bench_app import IDLE, RUN_DONE, WATCH_RUNS
 from retrieval.config import REPO_ROOT
 
 from .conftest import RUNBOOKS, RUNBOOKS_EVAL, free_port, needs_shared
@@ -59,25 +60,7 @@ TITLES = {
 }
 UNEXPECTED = "Something went wrong on this page"
 WAIT_MS = 180_000  # the upper bound of every wait on state below; none of them waits for time to pass
-# Counts script runs: a MutationObserver on stApp's data-test-script-state sees every change, however short,
-# so a run that starts and ends between two polls is still counted.
-WATCH_RUNS = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  if (!app) return -1;
-  if (window.__lookupLabRuns === undefined) {
-    window.__lookupLabRuns = 0;
-    new MutationObserver(records => {
-      for (const r of records) if (r.oldValue === 'notRunning' || r.oldValue === 'initial') window.__lookupLabRuns++;
-    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
-  }
-  return window.__lookupLabRuns;
-}"""
-RUN_DONE = """([before]) => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  return window.__lookupLabRuns > before && app.getAttribute('data-test-script-state') === 'notRunning';
-}"""
-IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
-                  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
+# WATCH_RUNS, RUN_DONE and IDLE (the page scripts that count Streamlit's script runs) are the bench's.
 
 
 @dataclass

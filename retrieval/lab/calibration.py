@@ -90,7 +90,7 @@ def _worst(cases: Sequence[CaseSupport], claimed: Sequence[bool]) -> float:
 
 
 def claims(model: SupportModel, cases: Sequence[CaseSupport], threshold: float | None = None) -> list[bool]:
-    t = model.threshold if threshold is None else threshold
+    t = model.cut(threshold)
     return [c.named or model.probability(c.features) >= t for c in cases]
 
 
@@ -146,5 +146,5 @@ def calibrate(cases: Sequence[CaseSupport], *, folds: int = 5, seed: int = 0, fi
             if fold_of[i] == f:
                 # a probability shifted by the fold's own threshold, so the pooled AUC compares like with like
                 held_probs[i] = m.probability(c.features) - m.threshold
-                held_claims[i] = c.named or m.probability(c.features) >= m.threshold
+                held_claims[i] = c.named or held_probs[i] >= 0
     return Calibration(model, in_sample, _figures(cases, held_probs, held_claims))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -101,33 +102,38 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     """Every case's signals for `keys`, each set on the corpus it names (or `corpus`), ingesting what changed."""
     from ..config import eval_set_corpus
     from ..eval_sets import load_eval_set
-    from ..services import open_runtime
+    from ..services import open_embedder, open_runtime
+    from ..weaviate_store import KnowledgeStore
     from .sweep import collect_signals
 
     signals: list = []
-    embedders: dict = {}  # model -> its Embedder, loaded once
+    embedders: dict = {}  # model -> its Embedder, loaded once for every set
     log = lambda m: typer.echo(m, err=True)  # noqa: E731
     models = list(dict.fromkeys([base.embedding_model, *(k.model for k in keys)]))
     for path, eval_set in zip(paths, loaded, strict=True):
         use = eval_set_corpus(corpus, eval_set.corpus_dir)
         settings = base.with_(corpus_dir=use) if use else base
-        runtimes = []
+        runtime = open_runtime(settings, embedder=embedders.get(settings.embedding_model), record=False, log=log)
         try:
-            for model in models:  # each model's own collection of this corpus, brought up to date
-                runtime = open_runtime(
-                    settings.with_(embedding_model=model), embedder=embedders.get(model), record=False, log=log
-                )
-                runtimes.append(runtime)
-                if runtime.services.embedder is not None:
-                    embedders[model] = runtime.services.embedder
-                if runtime.services.store is not None:
-                    runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
-            main, others = runtimes[0], {m: r.services for m, r in zip(models[1:], runtimes[1:], strict=True)}
-            checked = load_eval_set(path, known_ids=[e.entry_id for e in main.corpus.entries])
+            # each model searches its own collection of this corpus, over the one connection, brought up to date
+            by_model = {}
+            for model in models:
+                services = runtime.services
+                if model != settings.embedding_model and runtime.client is not None:
+                    other = settings.with_(embedding_model=model)
+                    embedder = embedders.get(model) or open_embedder(other)
+                    services = replace(services, embedder=embedder, store=KnowledgeStore(runtime.client, other.collection))
+                if services.embedder is not None:
+                    embedders[model] = services.embedder
+                if services.store is not None:
+                    services.store.ingest(runtime.corpus, services.embedder, progress=show)
+                by_model[model] = services
+            checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
+            others = {m: s for m, s in by_model.items() if m != settings.embedding_model}
             signals.extend(
                 collect_signals(
                     checked,
-                    main.services,
+                    runtime.services,
                     settings,
                     keys,
                     progress=lambda s, d, t: show(s, d, t, "queries"),
@@ -135,8 +141,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
                 )
             )
         finally:
-            for runtime in runtimes:
-                runtime.close()
+            runtime.close()
     return signals
 
 
