@@ -149,9 +149,32 @@ def fallback_rate(frame: pd.DataFrame, bucket: str) -> go.Figure:
     return _compact(fig, 300)
 
 
+LABEL_CHARS = 26  # a bar label longer than this is shortened in its middle (the whole of it is in the hover)
+
+
+def short_label(text: str, limit: int = LABEL_CHARS) -> str:
+    """`text` cut to `limit` characters in its middle: both ends of a long CamelCase name stay readable."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return f"{text[:head]}…{text[len(text) - (limit - 1 - head) :]}"
+
+
 def top_counts(frame: pd.DataFrame, label: str, title: str, color: str | None = None) -> go.Figure:
-    fig = px.bar(frame.iloc[::-1], x="calls", y=label, orientation="h", title=title, color=color)
+    """Horizontal bars of the most frequent labels; long labels shortened (and made unique), axis margin sized to them."""
+    data = frame.iloc[::-1].copy()
+    shown, seen = [], set()
+    for value in data[label].astype(str):
+        name = short_label(value)
+        while name in seen:  # two long labels sharing both ends would draw as one bar
+            name += " "
+        seen.add(name)
+        shown.append(name)
+    data["shown"] = shown
+    fig = px.bar(data, x="calls", y="shown", orientation="h", title=title, color=color, hover_name=label)
     fig.update_layout(yaxis_title="", xaxis_title="calls")
+    fig.update_yaxes(automargin=True)
     return _compact(fig, 300)
 
 

@@ -6,31 +6,50 @@ from pathlib import Path
 
 import streamlit as st
 
-from retrieval.catalog import eval_set_files, known_corpora, preferred_eval_set, same_path
+from retrieval.catalog import EvalSetFile, eval_set_files, known_corpora, preferred_eval_set, same_path
 from retrieval.errors import LookupLabError
 from retrieval.eval_sets import EvalSet, corpus_fit, load_eval_set
+from retrieval.lab import judgments
 
 from . import ingest, keys, render, resources
 from .render import md
 
 
+def known_set_files(settings) -> list[EvalSetFile]:
+    """eval_sets/*.yaml of the repo, ../shared/eval_sets/*.yaml, then the sets judged in the app (judged/…)."""
+    return [*eval_set_files(), *judgments.judged_set_files(settings.judged_sets_dir)]
+
+
+def preselected(files: list[EvalSetFile], ctx: resources.AppContext) -> int:
+    """The user's last choice of eval set on this corpus (on any page), else the largest set that fits."""
+    last = st.session_state.get(keys.LAST_EVAL_SET)
+    labels = [f.label for f in files]
+    if last is not None and last[0] == str(ctx.settings.corpus_dir) and last[1] in labels:
+        return labels.index(last[1])
+    return preferred_eval_set(files, ctx.settings.corpus_dir, [e.entry_id for e in ctx.corpus.entries])
+
+
+def remember(ctx: resources.AppContext, label: str) -> None:
+    st.session_state[keys.LAST_EVAL_SET] = (str(ctx.settings.corpus_dir), label)
+
+
 def pick_eval_set(ctx: resources.AppContext, *, key: str) -> tuple[EvalSet, Path] | None:
-    """A selectbox over eval_sets/*.yaml and ../shared/eval_sets/*.yaml; the loaded set, or None (with a message)."""
-    files = eval_set_files()
+    """A selectbox over the known sets (known_set_files); the loaded set, or None (with a message)."""
+    files = known_set_files(ctx.settings)
     if not files:
         st.info("No eval sets found: put YAML files in eval_sets/ (cases: [{id, query, expected, domain}]).")
         return None
     by_label = {f.label: f.path for f in files}
-    known = [e.entry_id for e in ctx.corpus.entries]
     label = st.selectbox(
         "Eval set",
         list(by_label),
-        index=preferred_eval_set(files, ctx.settings.corpus_dir, known),
+        index=preselected(files, ctx),
         key=key,
         bind="query-params",
-        help="eval_sets/*.yaml of the repo and ../shared/eval_sets/*.yaml. The first one written "
-        "for the loaded corpus, or whose expected entries it all has, is preselected.",
+        help="eval_sets/*.yaml of the repo, ../shared/eval_sets/*.yaml and the sets judged in the app (judged/…). "
+        "Your last choice is kept; at first the largest set written for the loaded corpus is preselected.",
     )
+    remember(ctx, label)
     path = by_label[label]
     try:
         return load_eval_set(path), path

@@ -3,6 +3,7 @@ that none is, and add the query as a case to an eval set (retrieval.lab.judgment
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import streamlit as st
 from retrieval.errors import LookupLabError
 from retrieval.lab import judgments
 
-from . import keys, render, resources
+from . import eval_ui, keys, render, resources
 from .render import md
 
 KNOWN, NEW = "an eval set the app knows", "a new eval set"
@@ -49,20 +50,21 @@ def judge_results(
             "Domain of the case",
             [AUTO, NO_DOMAIN, *ctx.corpus.domains],
             key=f"{key}_domain",
-            format_func=lambda d: f"from the judgment ({suggested or 'none'})" if d == AUTO else d,
+            format_func=lambda d: "from the judgment" if d == AUTO else d,
         )
+        chosen = suggested if domain == AUTO else (None if domain == NO_DOMAIN else domain)
+        c1.caption(f"The case gets domain: **{md(chosen)}**" if chosen else "The case gets no domain.")
         case_id = c2.text_input("Case id", key=f"{key}_case_id", placeholder="generated from the query, unique in the set")
         target = _target(ctx, key)
         if target is None:
             return
         path, new = target
+        st.caption(f"{'Creates' if new else 'Appends to'} **{md(path.resolve())}**")
         if not st.button("Add the case", key=f"{key}_add", type="primary", disabled=not (picked or none)):
             if not (picked or none):
                 st.caption("Mark the relevant entries, or tick 'None is relevant', to add the case.")
             return
-        judgment = judgments.Judgment(
-            query, tuple(picked), suggested if domain == AUTO else (None if domain == NO_DOMAIN else domain), case_id, source
-        )
+        judgment = judgments.Judgment(query, tuple(picked), chosen, case_id, source)
         try:
             if new:
                 out = judgments.create_eval_set(path, judgment, corpus_dir=ctx.settings.corpus_dir, known_ids=entries)
@@ -73,7 +75,8 @@ def judge_results(
             return
         verb = "Created" if out.created else "Added to"
         st.success(f"{verb} **{md(out.path)}**: case **{md(out.case_id)}** ({out.cases} cases now).", icon=":material/check:")
-        listed = next((t for t in judgments.target_sets(entries) if Path(t.path).resolve() == Path(out.path).resolve()), None)
+        files = eval_ui.known_set_files(ctx.settings)
+        listed = next((f for f in files if Path(f.path).resolve() == Path(out.path).resolve()), None)
         if listed is not None:
             st.page_link(
                 "pages/evaluate.py",
@@ -82,41 +85,44 @@ def judge_results(
                 query_params={keys.EVAL_RUN_SET: listed.label},
             )
         else:
-            st.caption("Evaluate lists eval_sets/ and ../shared/eval_sets/: run this file with `python -m retrieval eval`.")
+            st.caption(
+                "Evaluate lists eval_sets/, ../shared/eval_sets/ and the judgments folder: run this file with "
+                "`python -m retrieval eval`."
+            )
 
 
 def _target(ctx: resources.AppContext, key: str) -> tuple[Path, bool] | None:
-    """(path, is new) of the eval set the case goes to, or None with a message."""
-    where = st.radio("Add to", [KNOWN, NEW], key=f"{key}_where", horizontal=True)
+    """(path, is new) of the eval set the case goes to, or None with a message. Only sets that fit the loaded
+    corpus are offered; by default the case goes to the judgments folder (Settings.judged_sets_dir)."""
+    folder = ctx.settings.judged_sets_dir
+    files = eval_ui.known_set_files(ctx.settings)
+    known = [e.entry_id for e in ctx.corpus.entries]
+    sets = [t for t in judgments.target_sets(known, files, ctx.settings.corpus_dir) if t.error is None and t.fits]
+    judged = [i for i, t in enumerate(sets) if t.label.startswith(judgments.JUDGED_LABEL)]
+    where = st.radio("Add to", [KNOWN, NEW], index=0 if judged else 1, key=f"{key}_where", horizontal=True)
     if where == NEW:
         n1, n2 = st.columns(2)
-        name = n1.text_input("Name of the new set", key=f"{key}_new_name", placeholder="e.g. judged-alerts")
-        other = n2.text_input("or a path", key=f"{key}_new_path", placeholder=f"default: eval_sets/{name or '<name>'}.yaml")
+        default = re.sub(r"[^A-Za-z0-9._-]", "-", f"judged-{Path(ctx.settings.corpus_dir).resolve().name}")
+        name = n1.text_input("Name of the new set", value=default, key=f"{key}_new_name")
+        other = n2.text_input("or a path", key=f"{key}_new_path", placeholder=f"default: {folder}/<name>.yaml")
         try:
             if other.strip():
                 return Path(other.strip()).expanduser(), True
             if not name.strip():
-                st.caption("Name the new set (it is written to eval_sets/ and listed in Evaluate).")
+                st.caption(f"Name the new set (it is written to {md(folder)} and listed in Evaluate).")
                 return None
-            return judgments.new_set_path(name, judgments.DEFAULT_DIR), True
+            return judgments.new_set_path(name, folder), True
         except LookupLabError as exc:
             st.warning(md(exc), icon=":material/warning:")
             return None
-    sets = [t for t in judgments.target_sets(e.entry_id for e in ctx.corpus.entries) if t.error is None]
     if not sets:
-        st.caption("No eval set loads: create a new one.")
+        st.caption("No eval set fits the loaded corpus: create a new one.")
         return None
-    fitting = [i for i, t in enumerate(sets) if t.fits]
     label = st.selectbox(
-        "Eval set",
+        "Eval set (those that fit the loaded corpus)",
         [t.label for t in sets],
-        index=fitting[0] if fitting else 0,
+        index=judged[0] if judged else 0,
         key=f"{key}_set",
-        format_func=lambda lb: next(
-            f"{t.label} ({t.cases} cases{'' if t.fits else ', for another corpus'})" for t in sets if t.label == lb
-        ),
+        format_func=lambda lb: next(f"{t.label} ({t.cases} cases)" for t in sets if t.label == lb),
     )
-    chosen = next(t for t in sets if t.label == label)
-    if not chosen.fits:
-        st.caption("This set expects entries the loaded corpus does not have: the new case is checked against the loaded corpus.")
-    return chosen.path, False
+    return next(t for t in sets if t.label == label).path, False

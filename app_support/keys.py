@@ -23,6 +23,7 @@ RUN_LOOKUP = "_lookup_run"  # set by Enter in the query box or Run again: this r
 COMPARE_QUERY = "cq"
 COMPARE_KIND = "ck"  # which L1 query the filter comparison runs
 EVAL_SET = "eval"
+LAST_EVAL_SET = "_last_eval_set"  # (corpus folder, label): the user's last eval set, preselected on every page
 SET_COMPARISON = "_set_comparison"  # (view key, list[CaseFilterDelta])
 
 # Evaluate
@@ -49,8 +50,8 @@ SQL_TIMEOUT = "sql_timeout_ms"
 SQL_RUN = "sql_run"
 
 # Corpus
-CORPUS_ENTRY = "corpus_entry"
+CORPUS_ENTRY = "entry"  # the entry the Corpus page opens: /corpus?entry=kubernetes/KubePodCrashLooping
 CORPUS_TABLE = "corpus_table"  # the entries table: a clicked row opens that entry
 INGEST_RESULT = "_ingest_result"
 
-URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, MODEL, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET)
+URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, MODEL, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET, CORPUS_ENTRY)

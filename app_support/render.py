@@ -56,8 +56,11 @@ def highlight_html(text: str, keys: set[str], *, tag: str = "span") -> str:
     return f"<{tag}>{''.join(parts)}</{tag}>"
 
 
+WRAP_STYLE = "overflow-wrap: anywhere;"  # a long CamelCase title breaks inside its card instead of overflowing it
+
+
 def highlighted(text: str, keys: set[str]) -> None:
-    st.html(highlight_html(text, keys, tag="div"))
+    st.html(highlight_html(text, keys, tag="div").replace("<div>", f'<div style="{WRAP_STYLE}">', 1))
 
 
 def error(what: str, exc: BaseException | str, todo: str) -> None:

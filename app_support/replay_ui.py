@@ -33,7 +33,9 @@ def replay_section(ctx: resources.AppContext, flt: InvocationFilter, matching: i
         )
         a, b, c = st.columns([1, 1, 2], vertical_alignment="bottom")
         limit = a.number_input("Calls to replay", min_value=1, max_value=5000, value=min(max(matching, 1), 200), key=LIMIT)
-        record = b.checkbox("Record the replayed calls", key=RECORD)
+        record = b.checkbox("Record the replayed calls", key=RECORD, disabled=ctx.read_only) and not ctx.read_only
+        if ctx.read_only:
+            st.caption(f"Recording is off: the app is read-only ({md(ctx.access.reason)}); the replay writes nothing.")
         tag = c.text_input("Session tag of the recorded replays", value=REPLAY_TAG, key=TAG, disabled=not record)
         if st.button(f"Replay {min(int(limit), matching):,} calls", key=RUN, type="primary"):
             bar = st.progress(0.0, text="replaying…")

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -24,6 +25,7 @@ from weaviate import WeaviateClient
 from retrieval.catalog import CorpusChoice, known_corpora, same_path
 from retrieval.config import Settings, load_settings
 from retrieval.corpus import Corpus, load_corpus
+from retrieval.db_budget import DbBudget
 from retrieval.embedding import Embedder
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.hints import L0Index
@@ -144,7 +146,15 @@ def connection(settings: Settings) -> Connection:
 def retry_connection() -> None:
     """Forget every cached connection (and the figures read through it); the next run connects again."""
     _connection.clear()
+    knowledge_store.clear()
     st.cache_data.clear()
+
+
+@st.cache_resource(show_spinner=False)
+def knowledge_store(key: tuple, collection: str, model: str, _client: WeaviateClient) -> KnowledgeStore:
+    """One KnowledgeStore per connection (`key`: its settings and when it was opened), collection and the
+    embedding model it is searched with (checked against the collection's own on the first search)."""
+    return KnowledgeStore(_client, collection, embedding_model=model)
 
 
 # --- model, corpus, invocation store ---------------------------------------------------------------------------
@@ -176,8 +186,8 @@ def _close_store(store: InvocationStore) -> None:
 
 
 @st.cache_resource(show_spinner=False, on_release=_close_store)
-def invocation_store(db_path: str) -> InvocationStore:
-    store = InvocationStore(Path(db_path))
+def invocation_store(db_path: str, memory_limit: str, threads: int) -> InvocationStore:
+    store = InvocationStore(Path(db_path), budget=DbBudget(memory_limit, threads))
     store.start_background_flush()
     return store
 
@@ -185,6 +195,7 @@ def invocation_store(db_path: str) -> InvocationStore:
 def clear_all(*, keep_model: bool = True) -> None:
     """Drop every cached resource (closing connections and stores); the model stays unless asked."""
     _connection.clear()
+    knowledge_store.clear()
     corpus_index.clear()
     invocation_store.clear()
     if not keep_model:
@@ -211,10 +222,18 @@ class AppContext:
         """No ingest, re-index or reload from this app (lookups are still recorded)."""
         return self.access.read_only
 
-    @property
+    @cached_property
     def store(self) -> KnowledgeStore | None:
-        client = self.conn.client
-        return KnowledgeStore(client, self.settings.collection) if client is not None else None
+        """The collection's store, made once per connection and collection (kept across reruns and contexts,
+        so what it learns, its fold factor, is kept too); None without a connection."""
+        if self.conn.client is None:
+            return None
+        return knowledge_store(
+            (_connection_key(self.settings), self.conn.opened_at),
+            self.settings.collection,
+            self.settings.embedding_model,
+            self.conn.client,
+        )
 
     @property
     def l1_reason(self) -> str | None:
@@ -240,7 +259,7 @@ def context(settings: Settings | None = None) -> AppContext:
     conn = connection(settings)
     recorder, why = None, None
     try:
-        recorder = invocation_store(str(Path(settings.invocation_db).resolve()))
+        recorder = invocation_store(str(Path(settings.invocation_db).resolve()), settings.db_memory_limit, settings.db_threads)
     except (StoreError, LookupLabError, OSError) as exc:
         why = str(exc)
     return AppContext(settings, index.corpus, index.l0, conn, recorder, why, write_access(settings.read_only, server_address()))
@@ -262,6 +281,9 @@ def page_context() -> AppContext:
         from streamlit.runtime.pages_manager import PagesManager
 
         st.session_state[keys.FRAME_RETRY] = True
+        # Private, and the only switch there is (Streamlit 1.67): PagesManager sets this class flag from the
+        # existence of pages/ beside the entrypoint, and only st.navigation clears it; no config option or
+        # public call does. The folder stays (the design card names it), so this is the one place it is flipped.
         PagesManager.uses_pages_directory = False
         st.rerun()
     return context()

@@ -91,8 +91,9 @@ def status(ctx: resources.AppContext) -> None:
         if ctx.read_only:
             st.markdown(":orange-badge[Read-only]")
             st.caption(
-                f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. Lookups are still recorded; "
-                "the SQL console is read-only either way."
+                f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. Only the lookups typed on Lookup are "
+                "recorded: Evaluate saves no run and records nothing, Replay records nothing, judging and Sweep's Save "
+                "write no file; the SQL console is read-only either way."
             )
         if ctx.conn.ok:
             st.markdown(f":green-badge[L1 connected] {md(ctx.conn.target)}")

@@ -19,3 +19,8 @@ def setting_params(settings: Settings, base: Settings) -> dict[str, str]:
 def lookup_params(query: str, settings: Settings, base: Settings) -> dict[str, str]:
     """Query parameters that open the Lookup page on `query` with these settings."""
     return {**setting_params(settings, base), keys.QUERY: query}
+
+
+def entry_params(entry_id: str, settings: Settings, base: Settings) -> dict[str, str]:
+    """Query parameters that open the Corpus page on one entry, in the corpus these settings load."""
+    return {**setting_params(settings, base), keys.CORPUS_ENTRY: entry_id}

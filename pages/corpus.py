@@ -110,7 +110,12 @@ st.dataframe(
 )
 
 if ids:
-    entry_id = st.selectbox("Entry details", ids, key=keys.CORPUS_ENTRY)
+    wanted = st.session_state.get(keys.CORPUS_ENTRY) or st.query_params.get(keys.CORPUS_ENTRY)
+    if wanted and wanted not in ids and wanted in {s.entry_id for s in statuses}:
+        st.caption(f"{md(wanted)} is not in the domains picked above: clear the domain filter to open it.")
+    entry_id = st.selectbox(
+        "Entry details", ids, key=keys.CORPUS_ENTRY, bind="query-params", help="In the URL: /corpus?entry=<entry id>."
+    )
     chosen = next(s for s in statuses if s.entry_id == entry_id)
     left, right = st.columns(2)
     with left:

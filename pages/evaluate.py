@@ -24,6 +24,13 @@ CONFIG_HELP = {
     "lookup": "lookup_knowledge as the tool runs it (L0 + L1 + fusion)",
 }
 
+
+def latency_table(latency: dict) -> pd.DataFrame:
+    """Milliseconds with one decimal as text; a stage a configuration does not have is '–' (the grid would say 'None')."""
+    frame = pd.DataFrame(latency).T
+    return frame.map(lambda v: "–" if v is None or pd.isna(v) else f"{float(v):.1f}")
+
+
 ctx = resources.page_context()
 settings = ctx.settings
 
@@ -56,11 +63,20 @@ configs = st.multiselect(
     key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
     format_func=lambda c: f"{c}: {CONFIG_HELP[c]}",
 )
-record = st.checkbox(
-    "Record the lookups in the invocation store (session tag = the run tag)",
-    value=True,
-    key=keys.EVAL_RECORD,
-    disabled="lookup" not in configs,
+if ctx.read_only:
+    st.info(
+        f"**Read-only** ({md(ctx.access.reason)}): a run here is neither saved on the Runs page nor recorded in the "
+        "invocation store; download its JSON or HTML report to keep it.",
+        icon=":material/lock:",
+    )
+record = (
+    st.checkbox(
+        "Record the lookups in the invocation store (session tag = the run tag)",
+        value=not ctx.read_only,
+        key=f"{keys.EVAL_RECORD}-{ctx.read_only}",
+        disabled="lookup" not in configs or ctx.read_only,
+    )
+    and not ctx.read_only
 )
 view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurations=", ".join(configs))
 if st.button(
@@ -92,7 +108,8 @@ if st.button(
         )
         st.stop()
     bar.empty()
-    st.session_state[keys.EVAL_REPORT] = (view, report, eval_ui.save_run(ctx, report, eval_set))
+    saved = None if ctx.read_only else eval_ui.save_run(ctx, report, eval_set)
+    st.session_state[keys.EVAL_REPORT] = (view, report, saved)
 
 stored = st.session_state.get(keys.EVAL_REPORT)
 if stored is None:
@@ -109,13 +126,19 @@ st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; 
 st.caption(
     md(significance_legend(report)) + ". " + "; ".join(f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items())
 )
-fig = go.Figure()
-for metric in METRICS:
-    fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
-fig.update_layout(
-    barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360, margin=dict(l=10, r=10, t=40, b=10)
-)
-st.plotly_chart(fig, width="stretch")
+if report.settings["answerable"]:
+    fig = go.Figure()
+    for metric in METRICS:
+        fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
+    fig.update_layout(
+        barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360, margin=dict(l=10, r=10, t=40, b=10)
+    )
+    st.plotly_chart(fig, width="stretch")
+else:
+    st.caption(
+        "This set has no answerable case: hit@1, recall@5, MRR and nDCG do not apply, so no metrics chart. "
+        "What counts here is *unanswerable unsupported* (above, and in the support chart below)."
+    )
 
 if "lookup" in report.configs:
     lookup_routing = report.routing["lookup"]
@@ -156,7 +179,8 @@ with st.expander("Significance (every pair of configurations)"):
 with st.expander("Routing confusion: expected domain (rows) against the L0 filter (columns)"):
     st.dataframe(pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame())
 with st.expander("Latency per configuration (ms)"):
-    st.dataframe(pd.DataFrame(report.latency).T)
+    st.dataframe(latency_table(report.latency))
+    st.caption("p50 / p95 per stage; – : the configuration has no such stage.")
 with st.expander(f"All {len(report.cases)} cases"):
     st.dataframe(
         pd.DataFrame(

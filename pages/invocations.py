@@ -63,17 +63,25 @@ def time_window(choice: str) -> tuple[datetime | None, datetime | None]:
 
 
 def dashboard_section() -> None:
+    with store.reading():  # the page's queries over one connection: each open costs 30-60 ms
+        shown = dashboard_frames()
+    if shown is not None:
+        replay_ui.replay_section(ctx, *shown)
+
+
+def dashboard_frames() -> tuple[InvocationFilter, int] | None:
+    """Filters, figures, charts and the table of calls; the filter and its count for the replay section."""
     try:
         opts = filter_options(store)
     except LookupLabError as exc:
         render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
-        return
+        return None
     if opts.total == 0:
         st.info(
             "No invocations recorded yet: run a query on the Lookup page (or `python -m retrieval lookup`).",
             icon=":material/inbox:",
         )
-        return
+        return None
     with st.container(border=True):
         st.markdown("**Filters**")
         f1, f2, f3 = st.columns([2, 3, 2])
@@ -106,7 +114,7 @@ def dashboard_section() -> None:
         dash = load_dashboard(store, flt, row_limit=ROW_LIMIT)
     except LookupLabError as exc:
         render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
-        return
+        return None
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Calls", f"{dash.total:,}", help=f"of {opts.total:,} stored")
     m2.metric("Fallbacks", f"{dash.fallbacks:,}")
@@ -114,7 +122,7 @@ def dashboard_section() -> None:
     m4.metric("Median latency", "–" if dash.median_latency_ms is None else f"{dash.median_latency_ms:.0f} ms")
     if dash.total == 0:
         st.info("No invocation matches these filters: widen them.", icon=":material/filter_alt_off:")
-        return
+        return None
     c1, c2 = st.columns(2)
     c1.plotly_chart(charts.calls_over_time(dash.calls_over_time, dash.bucket), width="stretch")
     if dash.stage_samples.empty:
@@ -177,7 +185,7 @@ def dashboard_section() -> None:
         on_click="ignore",
         key="dl_parquet",
     )
-    replay_ui.replay_section(ctx, flt, dash.total)
+    return flt, dash.total
 
 
 def show_call(picked) -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from app_support import charts, ingest, judging, keys, render, resources, urls
 from app_support.render import md
-from retrieval.candidates import Candidate
+from retrieval.candidates import Candidate, L1Status
 from retrieval.comparison import excluded_by_filter
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.lookup import MAX_QUERY_CHARS, lookup_knowledge, weights_of
@@ -23,17 +23,34 @@ st.caption(
     "are in the URL: copy it to share this view."
 )
 
+
+def search_the_start() -> None:
+    """The query cut to what a lookup takes; the box (and the URL) then show exactly what is searched."""
+    st.session_state[keys.QUERY] = str(st.session_state.get(keys.QUERY, "")).strip()[:MAX_QUERY_CHARS]
+    st.session_state[keys.RUN_LOOKUP] = True
+
+
+# No max_chars on the box: the browser would drop a longer paste without a word, and a longer ?q= would be cut
+# silently. A query over the limit is shown as it is, refused with a message, and never searched or recorded.
 query = st.text_input(
     "Query",
     key=keys.QUERY,
     bind="query-params",
-    max_chars=MAX_QUERY_CHARS,
     on_change=lambda: st.session_state.update({keys.RUN_LOOKUP: True}),
     placeholder="e.g. Pod is crash looping.  /  PostgreSQL replication lag on the standby",
 )
 explicit = bool(st.session_state.pop(keys.RUN_LOOKUP, False))  # Enter in the box, or Run again
 if not query or not query.strip():
     st.info("Type a question or an alert summary and press Enter.", icon=":material/keyboard:")
+    st.stop()
+if len(query.strip()) > MAX_QUERY_CHARS:
+    st.warning(
+        f"**The query is {len(query.strip()):,} characters long**: a lookup takes at most {MAX_QUERY_CHARS:,}, so nothing was "
+        f"searched or recorded. Shorten it in the box, or search its first {MAX_QUERY_CHARS:,} characters (the box "
+        "then shows exactly what is searched).",
+        icon=":material/content_cut:",
+    )
+    st.button(f"Search the first {MAX_QUERY_CHARS:,} characters", key="lookup_cut", type="primary", on_click=search_the_start)
     st.stop()
 
 # Before the first ingest there is nothing for L1 to search: say so, and offer the ingest here. An index that
@@ -105,7 +122,7 @@ if not recorded and ctx.recorder is not None:
 # --- summary -----------------------------------------------------------------------------------------------
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Layer", result.layer)
-c2.metric("L1 status", result.l1.status)
+c2.metric("L1 status", result.l1.status.value)
 c3.metric(
     "Support estimate",
     "–" if result.relevance.confidence is None else f"{result.relevance.confidence:.0%}",
@@ -125,22 +142,23 @@ else:
 
 routing = result.routing if hints.has_match else f"no L0 match: {result.routing}"
 st.info(f"**Routing:** {md(routing)}", icon=":material/alt_route:")
-if result.l1.status == "failed" and unindexed:
+if result.l1.status is L1Status.FAILED and unindexed:
     st.caption("L1 found no collection to search (see above): the results come from L0 only.")
-elif result.l1.status in ("failed", "unavailable"):
+elif result.l1.status.fault:
     st.warning(
-        f"**L1 {md(result.l1.status)}**: {md(result.l1.error)}  \nThe results below come from L0 only "
+        f"**L1 {md(result.l1.status.value)}**: {md(result.l1.error)}  \nThe results below come from L0 only "
         "(fallback); they carry no semantic support.",
         icon=":material/warning:",
     )
-elif result.l1.status == "disabled":
+elif result.l1.status is L1Status.DISABLED:
     st.caption("L1 is switched off in the sidebar: the results come from L0 only.")
 
 # --- L0 hints ----------------------------------------------------------------------------------------------
 st.subheader("L0 hints")
 if not hints.has_match:
     st.caption("L0 matched nothing in this query: no titles, keywords, domains or entities.")
-p1, p2, p3, p4 = st.columns([3, 3, 2, 2])
+p1, p3, p4 = st.columns([4, 2, 2])
+p2 = st.container()  # the keywords table under the panels, the page's full width: every column shows
 with p1.container(border=True):
     st.markdown("**Matched titles**")
     for title in hints.matched_titles:
@@ -149,7 +167,7 @@ with p1.container(border=True):
     if not hints.matched_titles:
         st.caption("none")
 with p2.container(border=True):
-    st.markdown("**Keywords** (as the entry writes them, with the field each matched)")
+    st.markdown("**Keywords** (the query's words that matched, with the entry field each matched)")
     if hints.matched_keywords:
         st.dataframe(
             pd.DataFrame([t.to_dict() for t in hints.matched_keywords], columns=["term", "field", "weight", "key"]),
@@ -188,13 +206,23 @@ if hints.matches:
                 ]
             ),
             hide_index=True,
+            width="stretch",
+            column_config={
+                "entry_id": st.column_config.TextColumn(width="medium"),
+                "title": st.column_config.TextColumn(width="medium"),
+                "domain": st.column_config.TextColumn(width="small"),
+                "score": st.column_config.NumberColumn(width="small", format="%.3f"),
+                "named in full": st.column_config.CheckboxColumn(width="small"),
+                "fields": st.column_config.TextColumn(width="small"),
+                "terms": st.column_config.TextColumn(width="large"),
+            },
         )
 
 # --- L1 ----------------------------------------------------------------------------------------------------
 st.subheader("L1 candidates")
 flt = f"filtered on category = {result.l1.category}" if result.l1.category else "unfiltered"
 st.caption(
-    f"{md(result.l1.mode)}, {md(flt)}, status **{md(result.l1.status)}**, "
+    f"{md(result.l1.mode)}, {md(flt)}, status **{md(result.l1.status.value)}**, "
     f"{len(result.l1.candidates)} candidates (cosine distance: lower is closer)"
 )
 if result.l1.candidates:
@@ -254,13 +282,24 @@ if result.results:
                     "score": f"{r.score:.4f}",
                     "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
                     "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
-                    "why here": md(explain(r, weights_of(settings))),
                 }
                 for i, r in enumerate(result.results, 1)
             ]
         ),
         hide_index=True,
     )
+    # "why here" as a list under the table: in a table column its sentences squeezed every row to 8-10 lines
+    why_here = [f"**#{i}** {md(r.entry_id)}: {md(explain(r, weights_of(settings)))}" for i, r in enumerate(result.results, 1)]
+    st.markdown("**Why here**  \n" + "  \n".join(why_here))
+    with st.expander("Open a result's full entry (frontmatter, text, index terms)", icon=":material/article:"):
+        base = resources.base_settings()
+        for i, r in enumerate(result.results, 1):
+            st.page_link(
+                "pages/corpus.py",
+                label=f"#{i} {md(r.entry_id)}: {md(r.title)}",
+                icon=":material/article:",
+                query_params=urls.entry_params(r.entry_id, settings, base),
+            )
     st.caption(
         "**score**: the weighted sum of the signals that found the entry, each scaled to this query's best "
         "candidate (1.0), so only ranks within one query compare; **similarity**: the query against the "
@@ -268,7 +307,7 @@ if result.results:
     )
 else:
     st.caption("No results: neither L0 nor L1 found anything.")
-if result.l1.category and result.l1.status == "ok":
+if result.l1.category and result.l1.status is L1Status.OK:
     kept_out: list[tuple[int, Candidate]] | None
     try:
         searched = result.searched or result.query

@@ -13,7 +13,7 @@ from retrieval.catalog import same_path
 from retrieval.config import Settings
 from retrieval.errors import LookupLabError
 from retrieval.evaluation import CONFIGS, METRICS
-from retrieval.lab.compare import compare_runs
+from retrieval.lab.compare import compare_runs, default_pair
 from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows
 from retrieval.models import MODELS
 
@@ -74,9 +74,15 @@ if not sets:
     st.info("No saved runs yet: run an eval set on **Evaluate**, or `python -m retrieval eval SET.yaml`.", icon=":material/info:")
     st.stop()
 
+every_run = store.list_runs()
+pair = default_pair(every_run)  # the two latest runs of one set: a comparison across sets shares no case
+default_set = next(r.eval_set for r in every_run if r.run_id == pair[1]) if pair else None
 c1, c2 = st.columns(2)
-picked = c1.selectbox("Eval set", [ALL_SETS, *sets], key=SET_KEY, bind="query-params")
-runs = store.list_runs(None if picked == ALL_SETS else picked)
+options = [ALL_SETS, *sets]
+picked = c1.selectbox(
+    "Eval set", options, index=options.index(default_set) if default_set else 0, key=SET_KEY, bind="query-params"
+)
+runs = every_run if picked == ALL_SETS else [r for r in every_run if r.eval_set == picked]
 configs = [c for c in CONFIGS if any(c in r.configs for r in runs)]
 config = c2.selectbox(
     "Configuration", configs, index=configs.index("lookup") if "lookup" in configs else 0, key=CONFIG_KEY, bind="query-params"
@@ -113,12 +119,21 @@ if len(runs) < 2:
     st.stop()
 by_id = {r.run_id: r for r in runs}
 ids = list(by_id)  # newest first
+a_default, b_default = default_pair(runs) or (ids[1], ids[0])
 a_col, b_col, m_col = st.columns([2, 2, 1])
-run_a = a_col.selectbox("Run A (before)", ids, index=1, key=A_KEY, bind="query-params")
-run_b = b_col.selectbox("Run B (after)", ids, index=0, key=B_KEY, bind="query-params")
+run_a = a_col.selectbox("Run A (before)", ids, index=ids.index(a_default), key=A_KEY, bind="query-params")
+run_b = b_col.selectbox("Run B (after)", ids, index=ids.index(b_default), key=B_KEY, bind="query-params")
 metric = m_col.selectbox("Cases moved on", list(METRICS), index=list(METRICS).index("mrr@10"), key=METRIC_KEY)
 a_col.caption(md(run_label(by_id[run_a])))  # the ids alone in the boxes: they are what the URL carries
 b_col.caption(md(run_label(by_id[run_b])))
+if run_a == run_b:
+    st.warning(f"A and B are the same run ({md(run_a)}): pick two different runs to compare.", icon=":material/warning:")
+    st.stop()
+if by_id[run_a].eval_set != by_id[run_b].eval_set:
+    st.caption(
+        f"A ran **{md(by_id[run_a].eval_set)}** and B **{md(by_id[run_b].eval_set)}**: only the cases both sets share "
+        "are compared."
+    )
 try:
     cmp = compare_runs(store, run_a, run_b, config=config, metric=metric)
 except LookupLabError as exc:
@@ -140,6 +155,12 @@ verdict = (
     if cmp.chosen.significant
     else "not significantly different"
 )
+if not cmp.shared_cases:
+    st.warning(
+        "These runs share no answerable case: there is nothing to compare. Pick two runs of one eval set.",
+        icon=":material/warning:",
+    )
+    st.stop()
 st.markdown(
     f"On **{cmp.shared_cases}** shared answerable cases, B is **{verdict}** on {metric} "
     f"(B − A = {cmp.chosen.delta:+.3f}, p = {'–' if cmp.chosen.p_value is None else f'{cmp.chosen.p_value:.4f}'})."

@@ -8,7 +8,6 @@ import streamlit as st
 
 from app_support import eval_ui, render, resources
 from app_support.render import md
-from retrieval.catalog import eval_set_files, preferred_eval_set
 from retrieval.errors import LookupLabError
 from retrieval.eval_sets import load_eval_set
 from retrieval.lab.config_file import config_path, plan_config, write_config
@@ -19,6 +18,21 @@ SETS, GRID, FOLDS, REPEATS, RESULT, SAVED = "sweep_sets", "sweep_grid", "sweep_f
 DEFAULT_GRID = "vector_weight=1,2,3,4;l0_weight=0,0.1,0.2"
 METRIC = "mrr@10"
 
+
+def save_doubts(test: dict, unanswerable: int) -> list[str]:
+    """Why saving the best point may be a guess: a gain that is not significant, no unanswerable case measured."""
+    out = []
+    if not test["significant"]:
+        p = "–" if test["p_value"] is None else f"{test['p_value']:.3g}"
+        out.append(f"The gain is not significant (p = {p}): it may be noise in these {test['cases']} cases.")
+    if not unanswerable:
+        out.append(
+            "No unanswerable case was measured: add an unanswerable set to see what these settings do to queries the "
+            "corpus cannot answer (unanswerable unsupported)."
+        )
+    return out
+
+
 ctx = resources.page_context()
 settings = ctx.settings
 
@@ -28,7 +42,7 @@ st.caption(
     "on held-out folds, against the current settings. Records nothing in the invocation store."
 )
 known = [e.entry_id for e in ctx.corpus.entries]
-files = fitting_eval_sets(eval_set_files(), known, settings.corpus_dir)
+files = fitting_eval_sets(eval_ui.known_set_files(settings), known, settings.corpus_dir)
 if not files:
     st.info("No eval set fits the loaded corpus: pick another corpus in the sidebar, or add a set to eval_sets/.")
     st.stop()
@@ -36,12 +50,13 @@ labels = [f.label for f in files]
 picked = st.multiselect(
     "Eval sets (those that fit the loaded corpus)",
     labels,
-    default=[labels[preferred_eval_set(files, settings.corpus_dir, known)]],
+    default=[labels[eval_ui.preselected(files, ctx)]],
     key=f"{SETS}-{settings.collection}",  # per corpus: another corpus has other sets
 )
 if not picked:
     st.info("Pick one or more eval sets.")
     st.stop()
+eval_ui.remember(ctx, picked[-1])
 eval_sets = [load_eval_set(f.path, known_ids=known) for f in files if f.label in picked]
 if ctx.store is None or not settings.l1_enabled:
     st.info("A sweep needs L1 (Weaviate and the model): switch L1 on, or reconnect.", icon=":material/info:")
@@ -94,6 +109,7 @@ if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
         st.stop()
     bar.empty()
     st.session_state[RESULT] = (view, result)
+    st.session_state.pop(SAVED, None)
 
 stored = st.session_state.get(RESULT)
 if stored is None:
@@ -103,21 +119,31 @@ result = stored[1]
 best, now, test = result.best, result.current, result.best.vs_current
 names = list(result.grid.names)
 
+saved = st.session_state.get(SAVED)  # (path, settings) written from this result: "current" is what it was before
+before = "Before the save" if saved else "Current"
 st.subheader("Best against current")
 p = "–" if test["p_value"] is None else f"{test['p_value']:.3g}"
+verdict = "**significant**." if test["significant"] else "not significant."
 st.markdown(
     f"**Best** {md(best.point.settings)}: held-out folds **{best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}** mrr@10 "
     f"({best.cv.repeats}×{best.cv.folds} folds), in-sample {best.point.metrics[METRIC]:.3f}.  \n"
-    f"**Current** {md(now.settings)}: mrr@10 {now.metrics[METRIC]:.3f}. Best − current {test['delta']:+.3f}, "
-    f"p = {p} (paired t-test over {test['cases']} cases): " + ("**significant**." if test["significant"] else "not significant.")
+    f"**{before}** {md(now.settings)}: mrr@10 {now.metrics[METRIC]:.3f}. Best − current {test['delta']:+.3f}, "
+    f"p = {p} (paired t-test over {test['cases']} cases): {verdict}"
 )
+if saved:
+    st.info(
+        f"**Current is now the best point**: {md(saved[0])} gives {md(saved[1])}, which the app uses from now on. "
+        f"The row *{before.lower()}* shows the settings the sweep measured against; sweep again to compare from here.",
+        icon=":material/update:",
+    )
 shown = ["mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"]
 st.table(
     pd.DataFrame(
-        [{"": "best", **best.point.metrics}, {"": "current", **now.metrics}],
+        [{"": "best", **best.point.metrics}, {"": before.lower(), **now.metrics}],
         columns=["", *shown],
     ).set_index("")
 )
+unanswerable = sum(1 for e in eval_sets for c in e.cases if not c.answerable)
 
 frame = pd.DataFrame(result.rows())
 if len(names) == 2:
@@ -155,9 +181,10 @@ with st.expander(f"All {len(result.points)} points; chosen per training split"):
     st.dataframe(frame.sort_values(METRIC, ascending=False), hide_index=True)
     st.dataframe(pd.DataFrame([{"settings": str(s), "times": n} for s, n in best.chosen]), hide_index=True)
 
-st.subheader("Save as lookup.yaml")
+target = config_path().resolve()
+st.subheader(f"Save to {target.name}")
 try:
-    plan = plan_config(config_path(), best.point.settings)
+    plan = plan_config(target, best.point.settings)
 except LookupLabError as exc:
     render.error("The settings file cannot be read", exc, "Fix the file named above.")
     st.stop()
@@ -170,16 +197,27 @@ else:
     st.code(plan.diff, language="diff")
     for name in plan.overridden_by_env:
         st.warning(f"{md(name)} is set in the environment and wins over the file.", icon=":material/warning:")
+    doubts = save_doubts(test, unanswerable)
+    st.markdown(
+        f"**Before you save**: best − current {test['delta']:+.3f} mrr@10, p = {p} ({verdict.strip('*.')}); "
+        f"held-out {best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}. Right and supported "
+        f"{render.rate(best.point.metrics.get('correct_supported_rate'))} (now "
+        f"{render.rate(now.metrics.get('correct_supported_rate'))}); unanswerable left unsupported "
+        f"{render.rate(best.point.metrics.get('unanswerable_unsupported_rate'))} (now "
+        f"{render.rate(now.metrics.get('unanswerable_unsupported_rate'))}, on {unanswerable} unanswerable cases)."
+    )
+    for doubt in doubts:
+        st.warning(md(doubt), icon=":material/help:")
+    sure = not doubts or st.checkbox("Save anyway", key="sweep_save_anyway")
     if ctx.read_only:
         st.caption(f"Writing is off: the app is read-only ({md(ctx.access.reason)}).")
-    elif st.button(f"Write {plan.path}", key="sweep_save"):
+    elif st.button(f"Write {plan.path}", key="sweep_save", disabled=not sure):
         try:
             write_config(plan)
         except (LookupLabError, OSError) as exc:
             render.error("Not written", exc, "Look at the new diff and save again.")
             st.stop()
-        st.session_state[SAVED] = str(plan.path)
+        st.session_state[SAVED] = (str(plan.path), best.point.settings)
         st.rerun()
-saved = st.session_state.pop(SAVED, None)
 if saved:
-    st.success(f"Written: {md(saved)}. The app reads it from now on.", icon=":material/check:")
+    st.success(f"Written: {md(saved[0])}. The app reads it from now on.", icon=":material/check:")

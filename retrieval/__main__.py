@@ -1,3 +1,10 @@
-from .cli import main
+import sys
 
-main()
+if sys.argv[1:2] == ["serve"]:  # the MCP server starts without the rest of the CLI (retrieval/serve_cli.py)
+    from .serve_cli import main as serve_main
+
+    serve_main(sys.argv[2:])
+else:
+    from .cli import main
+
+    main()

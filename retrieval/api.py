@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from . import indexing
 from .config import Settings, load_settings
 from .corpus import Entry
 from .embedding import Embedder
@@ -127,7 +128,7 @@ def open_knowledge_lookup(
     try:
         store = runtime.services.store
         if ingest and store is not None:
-            report = store.ingest(runtime.corpus, runtime.services.embedder)
+            report = indexing.ingest(store, runtime.corpus, runtime.services.embedder)
             if log:
                 log(f"collection {settings.collection}: {report.unchanged} unchanged, {report.added + report.updated} embedded")
         elif store is not None and log and store.count_chunks() == 0:

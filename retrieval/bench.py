@@ -29,16 +29,18 @@ from .bench_common import machine_info, pct, write_results
 from .bench_report import STAGES, ratios_and_goals, render_table
 from .bench_store import bench_invocation_store
 from .chunking import chunk_entry
-from .config import Settings
+from .config import Settings, db_budget
 from .embedding import Embedder
 from .hints import L0Index
 from .invocations import InvocationStore
 from .lookup import LookupServices, lookup_knowledge
 from .ports import free_port
+from .search_request import SearchMode, SearchRequest
 from .weaviate_server import connect
 from .weaviate_store import OVERSAMPLE, KnowledgeStore
 
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
+RECALL_K = 10  # filtered recall is measured at this depth at least (issue 22: recall@10 against the exact ranking)
 
 
 def _load1() -> float:
@@ -190,7 +192,7 @@ def bench_lookups(
         pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
         for sink, category in pair if i % 2 == 0 else pair[::-1]:
             t0 = time.perf_counter()
-            store.search(vec, k=settings.top_k, category=category)
+            store.search(SearchRequest(SearchMode.NEAR_VECTOR, settings.top_k, vec, category=category))
             sink.append((time.perf_counter() - t0) * 1000)
     return {
         "lookup": {
@@ -276,11 +278,16 @@ def bench_size(
     out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
     load["lookups"] = _load1()
     if vectors is not None:
-        from .bench_vectors import filter_strategies
+        from .bench_vectors import filter_strategies, filtered_recall
 
         log(f"[{n}] filtered against unfiltered L1 under each filter strategy")
         qvecs = [embedder.embed_query(q) for q in look_q]
         out["filter_strategies"] = filter_strategies(store, qvecs, sorted(synthetic.DOMAINS), k=settings.top_k)
+        depth = max(RECALL_K, settings.top_k)
+        log(f"[{n}] filtered recall@{depth} against the exact filtered ranking")
+        recall = filtered_recall(store, corpus, vectors, qvecs, sorted(synthetic.DOMAINS)[:3], k=depth)
+        out["l1"].update(filtered_recall=recall["filtered_recall"], filtered_recall_detail=recall)
+        load["l1"] = _load1()
     out["peak_rss_mb"] = peak_rss_mb()
     out["weaviate_rss_mb"] = _server_rss_mb(client)
     return out
@@ -377,7 +384,7 @@ def run_bench(
             synth = SyntheticVectors(embedder, seed=seed)
             log(synth.describe())
         machine = machine_info(client)
-        recorder = InvocationStore(workdir / "invocations.duckdb")
+        recorder = InvocationStore(workdir / "invocations.duckdb", budget=db_budget(settings))
         recorder.start_background_flush()
         figures: dict[int, dict[str, Any]] = {}
         for n in sizes:
@@ -400,7 +407,11 @@ def run_bench(
         kb_peak = peak_rss_mb()
         app_fig = app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log) if app else None
         recorder.flush()
-        store_fig = bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log) if invocation_rows else None
+        store_fig = (
+            bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log, budget=db_budget(settings))
+            if invocation_rows
+            else None
+        )
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         ratios, goals = ratios_and_goals(
             figures, store_fig, model_load_s=model["load_s"], app_rss_mb=(app_fig or {}).get("rss_mb")

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from . import indexing
 from .api import KnowledgeLookup
 from .bench_common import machine_info, pct, write_results
+from .bench_startup import measure_sdk_startup, measure_startup, render_startup, startup_goals
 from .config import ENV_NAMES, REPO_ROOT, Settings
 from .corpus import load_corpus
 from .embedding import Embedder
@@ -350,6 +351,9 @@ def run_server_bench(
         result["stdio"] = _paired(direct, StdioRpc(stdio_proc).lookup, queries, repeats)
         result["stdio"]["exit_code"] = _stop(stdio_proc)
 
+        log("stdio start-up: spawn to initialize, to a first lookup; stdin closed to exit")
+        result["startup"] = measure_startup(settings, workdir) | measure_sdk_startup(settings, workdir)
+
         result["goals"] = {
             f"{t}_server_added_p50_ms": {
                 "value": result[t]["added_p50_ms"],
@@ -357,7 +361,7 @@ def run_server_bench(
                 "met": result[t]["added_p50_ms"] <= GOAL_ADDED_MS,
             }
             for t in ("http", "stdio")
-        }
+        } | startup_goals(result["startup"])
         result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         result["elapsed_s"] = round(time.perf_counter() - started, 1)
     finally:
@@ -406,6 +410,10 @@ def render_server_table(result: dict[str, Any]) -> str:
         f"| calls per second, {t['clients']} concurrent clients "
         f"| {t['calls_per_s']} ({t['calls']} calls in {t['seconds']} s) | |",
         f"| exit code after stopping (HTTP: SIGTERM; stdio: stdin closed) | {h['exit_code']} | {s['exit_code']} |",
+    ]
+    if "startup" in result:
+        lines += render_startup(result["startup"])
+    lines += [
         "",
         "| goal | value | target | met |",
         "|---|---|---|---|",

@@ -23,8 +23,11 @@ from weaviate.classes.config import Reconfigure, VectorFilterStrategy
 
 from . import synthetic
 from .bench_common import pct
+from .chunking import chunk_entry
+from .corpus import Corpus
 from .embedding import Embedder
-from .weaviate_store import KnowledgeStore
+from .search_request import SearchMode, SearchRequest
+from .weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF, KnowledgeStore
 
 NOISE = 0.03  # per dimension: a noise vector of norm about 0.6 against a pair's vector of norm about 1.5
 _WORDS = re.compile(r"[a-z0-9]+")
@@ -101,7 +104,9 @@ class SyntheticVectors:
 STRATEGIES = (  # (label, filter strategy, flatSearchCutoff; None keeps Weaviate's default of 40,000)
     ("acorn", VectorFilterStrategy.ACORN, None),
     ("sweeping", VectorFilterStrategy.SWEEPING, None),
+    ("acorn, cutoff 300", VectorFilterStrategy.ACORN, 300),
     ("acorn, cutoff 1000", VectorFilterStrategy.ACORN, 1000),
+    ("acorn, cutoff 3000", VectorFilterStrategy.ACORN, 3000),
     ("sweeping, cutoff 1000", VectorFilterStrategy.SWEEPING, 1000),
 )
 
@@ -118,8 +123,9 @@ def _reconfigure(store: KnowledgeStore, strategy: VectorFilterStrategy, cutoff: 
 def filter_strategies(
     store: KnowledgeStore, vectors: Sequence[np.ndarray], categories: Sequence[str], *, k: int
 ) -> dict[str, dict[str, Any]]:
-    """Filtered against unfiltered L1 under each filter strategy, interleaved query by query; Weaviate's
-    defaults (ACORN, cutoff 40,000) are restored at the end. The vectors should be cached query vectors."""
+    """Filtered against unfiltered L1 under each filter strategy, interleaved query by query; the collection's
+    own settings (FILTER_STRATEGY, FLAT_SEARCH_CUTOFF) are restored at the end. The vectors should be cached
+    query vectors."""
     out: dict[str, dict[str, Any]] = {}
     try:
         for label, strategy, cutoff in STRATEGIES:
@@ -130,7 +136,7 @@ def filter_strategies(
                 pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
                 for sink, category in pair if i % 2 == 0 else pair[::-1]:
                     t0 = time.perf_counter()
-                    store.search(vec, k=k, category=category)
+                    store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vec, category=category))
                     sink.append((time.perf_counter() - t0) * 1000)
             u, f = pct(unf, 50), pct(fil, 50)
             out[label] = {
@@ -140,5 +146,45 @@ def filter_strategies(
                 "loadavg": round(os.getloadavg()[0], 2),
             }
     finally:
-        _reconfigure(store, VectorFilterStrategy.ACORN, 40_000)
+        _reconfigure(store, VectorFilterStrategy(FILTER_STRATEGY), FLAT_SEARCH_CUTOFF)
     return out
+
+
+def filtered_recall(
+    store: KnowledgeStore,
+    corpus: Corpus,
+    embedder: Any,
+    queries: Sequence[np.ndarray],
+    categories: Sequence[str],
+    *,
+    k: int,
+    per_category: int = 25,
+) -> dict[str, Any]:
+    """Recall@k of the collection's filtered search (its own filter settings) against the exact filtered
+    ranking: every chunk of the category embedded again here by `embedder` (the one ingest used, so the same
+    vectors), compared with the query by cosine in numpy, each entry ranked by its best chunk."""
+    recalls: list[float] = []
+    for c, category in enumerate(categories):
+        entries = [e for e in corpus.entries if e.domain == category]
+        chunks = [ch for e in entries for ch in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)]
+        if not chunks:
+            continue
+        matrix = np.asarray(embedder.embed([ch.text for ch in chunks]), dtype=np.float32)
+        owners = np.array([ch.entry_id for ch in chunks])
+        for vec in queries[c * per_category : (c + 1) * per_category]:
+            q = np.asarray(vec, dtype=np.float32)
+            sims = matrix @ (q / np.linalg.norm(q))
+            best: dict[str, float] = {}
+            for i in np.argsort(-sims):  # best chunk first: the first k distinct entries are the exact top k
+                best.setdefault(str(owners[i]), float(sims[i]))
+                if len(best) == k:
+                    break
+            found = {cand.entry_id for cand in store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vec, category=category))}
+            recalls.append(len(found & set(best)) / len(best))
+    return {
+        "filtered_recall": round(float(np.mean(recalls)), 4) if recalls else None,
+        "min": round(float(np.min(recalls)), 4) if recalls else None,
+        "queries": len(recalls),
+        "categories": list(categories),
+        "settings": {"filter_strategy": FILTER_STRATEGY, "flat_search_cutoff": FLAT_SEARCH_CUTOFF},
+    }

@@ -1,8 +1,9 @@
-"""What L1 returns for one entry: the shared type of the store, the ranking and the support estimate."""
+"""What L1 returns for one entry and what L1 did: the shared types of the store, the pipeline, the ranking and the pages."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 
@@ -31,3 +32,23 @@ class Candidate:
             "chunk_index": self.chunk_index,
             "snippet": self.snippet[:240],
         }
+
+
+class L1Status(StrEnum):
+    """What L1 did for one lookup: answered (ok), answered nothing (empty), failed, was turned off
+    (disabled), or could not be reached or used (unavailable)."""
+
+    OK = "ok"
+    EMPTY = "empty"
+    FAILED = "failed"
+    DISABLED = "disabled"
+    UNAVAILABLE = "unavailable"
+
+    @property
+    def answered(self) -> bool:
+        return self is L1Status.OK
+
+    @property
+    def fault(self) -> bool:
+        """L1 should have answered and did not (the lookup fell back on L0)."""
+        return self in (L1Status.FAILED, L1Status.UNAVAILABLE)

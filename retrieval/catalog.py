@@ -74,18 +74,20 @@ def eval_set_files(*, repo_root: Path = REPO_ROOT, shared_dir: Path = SHARED_DIR
 
 
 def preferred_eval_set(files: list[EvalSetFile], corpus_dir: Path | str, known_ids: Iterable[str] | None = None) -> int:
-    """Index of the first eval set written for `corpus_dir` (or, given the corpus's `known_ids`, whose
-    expected entries all exist in it) that has a case with a right answer (else the first that fits, else 0)."""
+    """Index of the largest eval set of the repository or ../shared that fits the loaded corpus (written for
+    `corpus_dir`, or, given the corpus's `known_ids`, whose expected entries all exist in it) and has a case with
+    a right answer; else the largest that fits; else 0. Sets judged in the app (other labels) are never preferred."""
     known = None if known_ids is None else set(known_ids)
-    fitting = []
+    best: tuple[bool, int, int] | None = None  # (answerable, cases, -index): the largest, the first of equals
     for i, f in enumerate(files):
+        if not f.label.startswith(("eval_sets/", "shared/eval_sets/")):
+            continue
         try:
             eval_set = load_eval_set(f.path)
         except EvalSetError:
             continue
         by_ids = known is not None and any(c.expected for c in eval_set.cases) and corpus_fit(eval_set, known).fits
         if by_ids or same_path(eval_set.corpus_dir, corpus_dir):
-            if any(c.answerable for c in eval_set.cases):
-                return i
-            fitting.append(i)
-    return fitting[0] if fitting else 0
+            rank = (any(c.answerable for c in eval_set.cases), len(eval_set.cases), -i)
+            best = rank if best is None or rank > best else best
+    return -best[2] if best is not None else 0

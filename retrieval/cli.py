@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
+from . import indexing
 from .cluster_cli import register as register_cluster
-from .config import eval_set_corpus, load_settings, server_token
+from .config import db_budget, eval_set_corpus, load_settings
 from .errors import LookupLabError
 from .lab.calibration_cli import register as register_calibrate
 from .lab.replay_cli import register as register_replay
@@ -16,6 +17,7 @@ from .lab.runs_cli import register as register_runs
 from .lab.sweep_cli import register as register_sweep
 from .models_cli import register as register_models
 from .progress import progress_display
+from .serve_cli import serve as serve_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
 
@@ -54,12 +56,12 @@ def ingest(
     except LookupLabError as exc:
         _fail(exc)
     try:
-        store = KnowledgeStore(client, settings.collection)
+        store = KnowledgeStore(client, settings.collection, embedding_model=settings.embedding_model)
         if rebuild:
             store.drop()
         embedder = open_embedder(settings)
         with progress_display() as show:
-            report = store.ingest(loaded, embedder, progress=show)
+            report = indexing.ingest(store, loaded, embedder, progress=show)
         typer.echo(
             json.dumps(
                 {
@@ -129,7 +131,7 @@ def sql(
 
     try:
         settings = _settings(config)
-        store = InvocationStore(settings.invocation_db)
+        store = InvocationStore(settings.invocation_db, budget=db_budget(settings))
         store.flush()
         out = run_readonly(store, statement, row_limit=limit, timeout_ms=timeout_ms)
     except LookupLabError as exc:
@@ -198,7 +200,7 @@ def eval_cmd(
         loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
         if runtime.services.store is not None:
             with progress_display() as show:
-                ingest_report = runtime.services.store.ingest(runtime.corpus, runtime.services.embedder, progress=show)
+                ingest_report = indexing.ingest(runtime.services.store, runtime.corpus, runtime.services.embedder, progress=show)
             typer.echo(
                 f"collection {settings.collection}: {ingest_report.unchanged} unchanged, "
                 f"{ingest_report.added + ingest_report.updated} embedded",
@@ -299,23 +301,7 @@ def bench(
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
 
 
-@app.command()
-def serve(
-    transport: str = typer.Option("stdio", help="stdio (the host starts this process) or http (streamable HTTP at /mcp)"),
-    host: str = typer.Option("127.0.0.1", help="HTTP address; any other than loopback needs LOOKUP_SERVER_TOKEN"),
-    port: int = typer.Option(8765, help="HTTP port"),
-    ingest: bool = typer.Option(False, "--ingest", help="index the corpus first (unchanged entries are not embedded again)"),
-    config: Path | None = ConfigOpt,
-    corpus: Path | None = CorpusOpt,
-) -> None:
-    """Serve lookup_knowledge and read_entry to agents over the Model Context Protocol; every call is recorded."""
-    from .serving import serve as run_server
-
-    try:
-        settings = _settings(config, corpus_dir=corpus)
-        run_server(settings, transport=transport, host=host, port=port, token=server_token(), ingest=ingest)
-    except LookupLabError as exc:
-        _fail(exc)
+app.command(name="serve")(serve_command)  # retrieval/serve_cli.py: `python -m retrieval serve` starts without this module
 
 
 register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)

@@ -27,8 +27,10 @@ from .errors import WeaviateSetupError
 
 STATE_FILE = "cluster.json"
 MAX_NODES = 9
-# Ports of a cluster started by hand (node i adds i, or 2*i where a port comes with its +1 neighbour).
-BASE_PORTS = {"http": 8400, "grpc": 50400, "gossip": 7400, "raft": 8500, "profiling": 8480}
+# Ports of a cluster started by hand (node i adds i, or 2*i where a port comes with its +1 neighbour). The ranges
+# of MAX_NODES nodes neither overlap nor hold a port of the project's other servers (APP_PORTS).
+BASE_PORTS = {"http": 8400, "grpc": 50400, "gossip": 7400, "raft": 8420, "profiling": 8480}
+APP_PORTS = {"app": 8501, "serve --transport http": 8765, "embedded Weaviate": 8079, "embedded Weaviate gRPC": 50050}
 NODE_ENV = {
     "ENABLE_MODULES": "",
     "DISABLE_TELEMETRY": "true",
@@ -39,6 +41,7 @@ NODE_ENV = {
     "CLUSTER_IN_LOCALHOST": "true",  # without it Raft never forms on one machine ("no known peers")
     "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
     "CLUSTER_BIND_ADDR": "127.0.0.1",
+    "GO_PROFILING_DISABLE": "true",  # the profiler listens on every interface: off
 }
 
 

@@ -11,10 +11,11 @@ from .config import Settings
 from .errors import QueryError
 from .eval_sets import EvalSet
 from .evaluation import DEPTH
-from .lookup import LookupServices, l1_queries, search_text, weights_of, with_similarities
-from .ranking import fuse
-from .routing import category_filter, describe_routing
+from .lookup import LookupServices, search_text
+from .pipeline import LookupMode, Pipeline, lookup_pipeline, rank, route, search_l1, single_query, with_similarities
+from .routing import describe_routing
 from .routing_metrics import filter_verdict
+from .search_request import SearchMode
 
 
 @dataclass(frozen=True)
@@ -62,22 +63,31 @@ QUERY_MEANING = {
 }
 
 
+def comparison_pipeline(kind: str, settings: Settings) -> Pipeline:
+    """The L1 queries of one compared `kind` (see COMPARED_QUERIES): one Weaviate query top_k deep, or for
+    `fusion` the lookup's fusion pipeline."""
+    if kind not in COMPARED_QUERIES:
+        raise QueryError(f"L1 query '{kind}' is not one of {', '.join(COMPARED_QUERIES)}")
+    if kind == LookupMode.FUSION:
+        return lookup_pipeline(settings.with_(search_mode=LookupMode.FUSION.value), name=kind)
+    return single_query(kind, SearchMode(kind), settings, routed=True)
+
+
 def l1_ranking(
     query: str, vector: Any, category: str | None, services: LookupServices, settings: Settings, kind: str
 ) -> list[Candidate]:
     """One L1 ranking of `kind` (see COMPARED_QUERIES), top_k long, under `category` (None: unfiltered).
     For `fusion` each candidate's score is its fused score and L0 is left out, as in L1 alone."""
-    if kind not in COMPARED_QUERIES:
-        raise QueryError(f"L1 query '{kind}' is not one of {', '.join(COMPARED_QUERIES)}")
+    pipeline = comparison_pipeline(kind, settings)
     store = services.store
     if store is None:
         raise QueryError("L1 is not connected: nothing to compare")
-    kw: dict[str, Any] = dict(query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s, category=category)
-    if kind != "fusion":
-        return store.search(vector, k=settings.top_k, mode=kind, **kw)
-    vec, lex = l1_queries(store, vector, text=query, category=category, settings=settings.with_(search_mode="fusion"))
+    found = search_l1(store, pipeline.queries, text=query, vector=vector, category=category, timeout_s=settings.l1_timeout_s)
+    if kind != LookupMode.FUSION:
+        return list(found[0])
+    vec, lex = found
     by_id = {c.entry_id: c for c in lex} | {c.entry_id: c for c in vec}
-    fused = with_similarities(fuse((), vec, lex, k=settings.top_k, weights=weights_of(settings)), store, vector, settings)
+    fused = with_similarities(rank((), vec, lex, settings, k=settings.top_k), store, vector, settings)
     return [replace(by_id[r.entry_id], score=r.score, similarity=r.l1_score) for r in fused]
 
 
@@ -87,7 +97,7 @@ def compare_filter(query: str, services: LookupServices, settings: Settings, kin
         raise QueryError("L1 is not connected: nothing to compare")
     query = search_text(query)
     hints = services.l0.match(query)
-    category = category_filter(hints.domains)
+    category = route(hints, comparison_pipeline(kind, settings))
     vector = services.embedder.embed_query(query)
     unfiltered = l1_ranking(query, vector, None, services, settings, kind)
     filtered = l1_ranking(query, vector, category, services, settings, kind) if category else unfiltered
@@ -104,11 +114,11 @@ def excluded_by_filter(
     if category is None or services.store is None or services.embedder is None:
         return []
     vector = services.embedder.embed_query(query)  # cached by text: the lookup embedded it already
-    mode = "hybrid" if settings.search_mode == "hybrid" else "near_vector"
-    found = services.store.search(
-        vector, k=settings.top_k, mode=mode, query_text=query, alpha=settings.hybrid_alpha, timeout_s=settings.l1_timeout_s
-    )
-    return [(rank, c) for rank, c in enumerate(found, 1) if c.domain != category]
+    main = lookup_pipeline(settings).queries[0]  # the lookup's vector (or hybrid) query, top_k deep and unfiltered
+    pipeline = single_query("kept out", main.mode, settings, routed=False)
+    store, timeout_s = services.store, settings.l1_timeout_s
+    (found,) = search_l1(store, pipeline.queries, text=query, vector=vector, category=None, timeout_s=timeout_s)
+    return [(place, c) for place, c in enumerate(found, 1) if c.domain != category]
 
 
 def reciprocal_rank(ranking: list[str], expected: dict[str, int]) -> float:

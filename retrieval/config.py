@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from .db_budget import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, DbBudget
 from .errors import ConfigError
 from .models import DEFAULT_MODEL, spec_of
 
@@ -49,6 +50,7 @@ class Settings:
     corpus_dir: Path = DEFAULT_CORPUS_DIR
     data_dir: Path = DEFAULT_DATA_DIR
     db_path: Path | None = None  # default: <data_dir>/invocations.duckdb
+    judgments_dir: Path | None = None  # eval sets judged in the app; default: judged-eval-sets/ beside the invocation db
     weaviate_url: str | None = None  # None: embedded server
     weaviate_api_key: str | None = dataclasses.field(default=None, repr=False)
     remote_grpc_port: int | None = None  # with weaviate_url; default 50051 (443 for https)
@@ -74,6 +76,8 @@ class Settings:
     replication_factor: int | None = None  # copies of each shard, set when the collection is created. None: Weaviate's (1)
     shards: int | None = None  # shards of a new collection. None: Weaviate's default (one per node)
     consistency: str | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
+    db_memory_limit: str = DEFAULT_MEMORY_LIMIT  # every DuckDB connection's memory_limit (db_budget), e.g. 1GB, 512MB
+    db_threads: int = DEFAULT_THREADS  # every DuckDB connection's threads
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "embedding_model", spec_of(self.embedding_model).name)
@@ -106,10 +110,16 @@ class Settings:
                     f"consistency (LOOKUP_CONSISTENCY): {self.consistency!r} is not one of {', '.join(CONSISTENCY_LEVELS)}"
                 )
             object.__setattr__(self, "consistency", level)
+        DbBudget(self.db_memory_limit, self.db_threads)  # ConfigError naming LOOKUP_DB_MEMORY_LIMIT / LOOKUP_DB_THREADS
 
     @property
     def invocation_db(self) -> Path:
         return self.db_path or self.data_dir / "invocations.duckdb"
+
+    @property
+    def judged_sets_dir(self) -> Path:
+        """Where the app writes eval sets judged in it: a user data folder, never the repository by default."""
+        return self.judgments_dir or self.invocation_db.parent / "judged-eval-sets"
 
     @property
     def weaviate_data_dir(self) -> Path:
@@ -123,6 +133,12 @@ class Settings:
         return dataclasses.replace(self, **changes)
 
 
+def db_budget(settings: Settings | None = None) -> DbBudget:
+    """The DuckDB memory budget `settings` name; without them, the one the settings file and environment name."""
+    settings = load_settings() if settings is None else settings
+    return DbBudget(settings.db_memory_limit, settings.db_threads)
+
+
 def collection_for(corpus_dir: Path | str, model: str = DEFAULT_MODEL) -> str:
     """The default Weaviate collection of a corpus folder and model: Kb_, the folder's name and the model's
     slug, e.g. Kb_runbooks_bge_small. Each model has its own, so vectors of two models never mix."""
@@ -134,6 +150,7 @@ ENV_NAMES = {
     "LOOKUP_CORPUS_DIR": "corpus_dir",
     "LOOKUP_DATA_DIR": "data_dir",
     "LOOKUP_DB_PATH": "db_path",
+    "LOOKUP_JUDGMENTS_DIR": "judgments_dir",
     "LOOKUP_WEAVIATE_URL": "weaviate_url",
     "LOOKUP_WEAVIATE_API_KEY": "weaviate_api_key",
     "LOOKUP_WEAVIATE_REMOTE_GRPC_PORT": "remote_grpc_port",
@@ -158,6 +175,8 @@ ENV_NAMES = {
     "LOOKUP_REPLICATION_FACTOR": "replication_factor",
     "LOOKUP_SHARDS": "shards",
     "LOOKUP_CONSISTENCY": "consistency",
+    "LOOKUP_DB_MEMORY_LIMIT": "db_memory_limit",
+    "LOOKUP_DB_THREADS": "db_threads",
 }
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
@@ -264,10 +283,11 @@ def server_token(env: Mapping[str, str] | None = None) -> str | None:
 # Derived from the fields: a new setting counts as retrieval quality unless it is named here.
 NOT_QUALITY = frozenset(
     {
-        *("corpus_dir", "data_dir", "db_path", "collection", "model_dir"),  # where the corpus, the data, the model are
+        *("corpus_dir", "data_dir", "db_path", "judgments_dir", "collection", "model_dir"),  # where the corpus, data, model are
         *("weaviate_url", "weaviate_api_key", "remote_grpc_port", "weaviate_version", "weaviate_bin_dir"),  # which Weaviate
         *("embedded_port", "embedded_grpc_port"),
         *("l1_timeout_s", "session_tag", "read_only", "replication_factor", "shards", "consistency"),  # how it runs
+        *("db_memory_limit", "db_threads"),  # the DuckDB files' memory budget
     }
 )
 QUALITY_SETTINGS: tuple[str, ...] = tuple(f.name for f in fields(Settings) if f.name not in NOT_QUALITY)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
+from .db_budget import duckdb_frames
 from .errors import StoreError
 from .invocations import COLUMNS, STAGES, InvocationStore
 
@@ -144,7 +145,8 @@ T = TypeVar("T")
 def _read(store: InvocationStore, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
     with contextlib.suppress(Exception):  # rows still in the spool show on a later read
         store.flush(timeout_s=2.0)
-    return store.with_connection(fn, read_only=True)
+    with duckdb_frames():
+        return store.with_connection(fn, read_only=True)
 
 
 def _one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
@@ -189,10 +191,12 @@ def load_dashboard(
         def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
             return con.execute(sql, params + (extra or [])).df()
 
-        total, fallbacks, median, first, last = _one_row(
+        # One scan for the figures and the per-stage p50/p95 (they were two queries over every matching row).
+        aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
+        total, fallbacks, median, first, last, *figures = _one_row(
             con.execute(
                 f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
-                f"{_UTC.format('max(created_at)')} FROM tool_invocation WHERE {where}",
+                f"{_UTC.format('max(created_at)')}, {aggregates} FROM tool_invocation WHERE {where}",
                 params,
             )
         )
@@ -201,12 +205,13 @@ def load_dashboard(
             f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?",
             [int(row_limit)],
         )
-        over_time = df(
-            f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls "
-            f"FROM tool_invocation WHERE {where} GROUP BY ALL ORDER BY bucket, layer"
+        # One scan for both charts over time: calls per bucket and layer, and the fallbacks among them.
+        per_layer = df(
+            f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
+            f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
+            "GROUP BY ALL ORDER BY bucket, layer"
         )
-        aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
-        figures = _one_row(con.execute(f"SELECT {aggregates} FROM tool_invocation WHERE {where}", params))
+        over_time = per_layer[["bucket", "layer", "calls"]].reset_index(drop=True)
         latency = pd.DataFrame(
             [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures), strict=True) if n],
             columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"],
@@ -217,11 +222,7 @@ def load_dashboard(
             f"FROM tool_invocation WHERE {where}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
             f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms"
         )
-        fallback = df(
-            f"SELECT date_trunc('{unit}', created_at) AS bucket, count(*) AS calls, "
-            f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
-            f"GROUP BY ALL ORDER BY bucket"
-        )
+        fallback = per_layer.groupby("bucket", as_index=False, sort=True)[["calls", "fallbacks"]].sum()
         fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
         domains = df(
             f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,15 +12,14 @@ import numpy as np
 
 from .config import EVAL_SETTINGS, Settings
 from .errors import EvalSetError
+from .eval_cases import CaseResult, ConfigOutcome
+from .eval_configs import CONFIGS, DEPTH, ConfigRun, run_case
 from .eval_sets import EvalSet
-from .lookup import LookupServices, lookup_knowledge, search_text
+from .lookup import LookupServices, search_text
 from .routing import category_filter
 from .routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
-from .support import auc, features_of, support_model
+from .support import auc, support_model
 
-# l1_*: the vector (near_vector) query alone; bm25: Weaviate's BM25F with the same L0 filter rule as the
-# lookup; hybrid: Weaviate's hybrid query, unfiltered; lookup: the whole flow with the settings' mode.
-CONFIGS = ("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")
 METRICS = {"hit@1": "hit_rate@1", "recall@5": "recall@5", "mrr@10": "mrr@10", "ndcg@10": "ndcg@10"}
 # The routing and support figures of a configuration, in the order tables show them.
 ROUTING_FIGURES = (
@@ -32,33 +30,8 @@ ROUTING_FIGURES = (
     "correct_supported_rate",
     "unanswerable_unsupported_rate",
 )
-DEPTH = 10
 SMALL_SAMPLE = 30
 ALPHA = 0.05
-
-
-@dataclass(frozen=True)
-class ConfigRun:
-    """One case under one configuration."""
-
-    case_id: str
-    config: str
-    ranking: tuple[str, ...]
-    category: str | None
-    layer: str
-    l1_status: str
-    fallback: bool
-    semantic_support: bool
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    support_score: float | None = None  # cosine similarity of the query to the top result's best chunk
-    support_lexical: float | None = None  # the top result's BM25F score (None: not a BM25F hit, or no BM25F query)
-    confidence: float | None = None  # the support estimate: the chance that the top result is right
-
-    def rank_of(self, expected: dict[str, int]) -> int | None:
-        for i, entry_id in enumerate(self.ranking):
-            if expected.get(entry_id, 0) > 0:
-                return i + 1
-        return None
 
 
 @dataclass(frozen=True)
@@ -73,9 +46,14 @@ class EvalReport:
     routing: dict[str, dict[str, Any]]
     confusion: dict[str, dict[str, int]]
     latency: dict[str, dict[str, float | None]]
-    cases: list[dict[str, Any]]
+    cases: tuple[CaseResult, ...]
     warnings: list[str]
     filter_effect: dict[str, Any] = field(default_factory=dict)  # l1_filtered against l1_unfiltered, when both ran
+
+    def __post_init__(self) -> None:
+        # rows given as their JSON (a saved run's, or built by hand) become typed rows
+        rows = tuple(c if isinstance(c, CaseResult) else CaseResult.from_dict(c) for c in self.cases)
+        object.__setattr__(self, "cases", rows)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,7 +66,7 @@ class EvalReport:
             "routing": self.routing,
             "confusion": self.confusion,
             "latency": self.latency,
-            "cases": self.cases,
+            "cases": [c.to_dict() for c in self.cases],
             "warnings": self.warnings,
             "filter_effect": self.filter_effect,
         }
@@ -108,70 +86,18 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return None if not values else float(np.percentile(np.asarray(values, dtype=float), q))
 
 
-def _run_case(case, config: str, services: LookupServices, settings: Settings, run_tag: str) -> ConfigRun:
-    query = search_text(case.query)
-    if config == "lookup":
-        res = lookup_knowledge(query, services, settings, session_tag=run_tag)
-        return ConfigRun(
-            case.id,
-            config,
-            tuple(r.entry_id for r in res.results),
-            res.l1.category,
-            res.layer,
-            res.l1.status,
-            res.fallback,
-            res.relevance.semantic_support,
-            dict(res.timings_ms),
-            res.results[0].l1_score if res.results else None,
-            res.results[0].lexical_score if res.results else None,
-            res.relevance.confidence,
-        )
-    t0 = time.perf_counter()
-    hints = services.l0.match(query)
-    timings = {"l0": (time.perf_counter() - t0) * 1000}
-    if config == "l0_only":
-        ranking = tuple(m.entry_id for m in hints.matches[: settings.top_k])
-        return ConfigRun(case.id, config, ranking, None, "L0" if ranking else "none", "disabled", False, False, timings)
-    if services.store is None or services.embedder is None:
-        raise EvalSetError(f"configuration {config} needs L1, which is unavailable: {services.l1_unavailable or 'not connected'}")
-    category = category_filter(hints.domains) if config in ("l1_filtered", "bm25") else None
-    t0 = time.perf_counter()
-    vector = services.embedder.embed_query(query)
-    timings["embed"] = (time.perf_counter() - t0) * 1000
-    t0 = time.perf_counter()
-    mode = {"bm25": "bm25", "hybrid": "hybrid"}.get(config, "near_vector")
-    found = services.store.search(
-        vector, k=settings.top_k, category=category, mode=mode, query_text=query, alpha=settings.hybrid_alpha
-    )
-    timings["l1"] = (time.perf_counter() - t0) * 1000
-    sim = found[0].similarity if found else None
-    confidence = None
-    if found:  # the support estimate of this one signal's top result, as the lookup's would be
-        signal = "bm25" if mode == "bm25" else "vector"
-        features = features_of(
-            found[0].entry_id,
-            sim,
-            {signal: 1},
-            [c.score for c in found],
-            found if mode != "bm25" else (),
-            found if mode == "bm25" else (),
-            query,
-        )
-        confidence = support_model(settings.embedding_model).probability(features)
-    supported = confidence is not None and confidence >= support_model(settings.embedding_model).cut(settings.support_threshold)
-    return ConfigRun(
-        case.id,
-        config,
-        tuple(c.entry_id for c in found),
-        category,
-        "L1" if found else "none",
-        "ok" if found else "empty",
-        False,
-        supported,
-        timings,
-        sim,
-        found[0].score if found and mode == "bm25" else None,
-        confidence,
+def _outcome(r: ConfigRun, expected: dict[str, int]) -> ConfigOutcome:
+    return ConfigOutcome(
+        r.rank_of(expected),
+        r.ranking,
+        r.category,
+        r.layer,
+        r.l1_status,
+        r.fallback,
+        r.semantic_support,
+        r.support_score,
+        r.support_lexical,
+        r.confidence,
     )
 
 
@@ -262,7 +188,7 @@ def run_eval(
     total, done = len(eval_set.cases) * len(configs), 0
     for case in eval_set.cases:
         for config in configs:
-            runs[config].append(_run_case(case, config, services, settings, run_tag))
+            runs[config].append(run_case(case, config, services, settings, run_tag))
             done += 1
             if progress:
                 progress(done, total)
@@ -304,48 +230,19 @@ def run_eval(
         RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
         for r in runs.get("l1_filtered") or runs.get("lookup") or []
     )
-    cases_out: list[dict[str, Any]] = []
+    cases_out: list[CaseResult] = []
     for i, case in enumerate(eval_set.cases):
-        per: dict[str, dict[str, Any]] = {}
-        for config in configs:
-            r = runs[config][i]
-            rank = r.rank_of(case.expected)
-            per[config] = {
-                "rank": rank,
-                "rr": 0.0 if rank is None else 1.0 / rank,
-                "ranking": list(r.ranking),
-                "category": r.category,
-                "layer": r.layer,
-                "l1_status": r.l1_status,
-                "fallback": r.fallback,
-                "semantic_support": r.semantic_support,
-                "support_score": None if r.support_score is None else round(float(r.support_score), 5),
-                "support_lexical": None if r.support_lexical is None else round(float(r.support_lexical), 4),
-                "confidence": None if r.confidence is None else round(float(r.confidence), 4),
-            }
-        l0_domains = list(services.l0.match(search_text(case.query)).domains)
+        per = {config: _outcome(runs[config][i], case.expected) for config in configs}
+        l0_domains = services.l0.match(search_text(case.query)).domains
         cases_out.append(
-            {
-                "id": case.id,
-                "query": case.query,
-                "expected": dict(case.expected),
-                "domain": case.domain,
-                "routing": {"l0_domains": l0_domains, "filter": category_filter(l0_domains)},
-                "layer": per.get("lookup", {}).get("layer"),
-                "configs": per,
-            }
+            CaseResult(case.id, case.query, case.expected, case.domain, tuple(l0_domains), category_filter(l0_domains), per)
         )
     effect = {}
     if {"l1_unfiltered", "l1_filtered"} <= set(configs):
         effect = filter_effect(
-            (
-                c["id"],
-                c["configs"]["l1_filtered"]["category"] is not None,
-                c["configs"]["l1_unfiltered"]["rr"],
-                c["configs"]["l1_filtered"]["rr"],
-            )
+            (c.id, c.configs["l1_filtered"].category is not None, c.configs["l1_unfiltered"].rr, c.configs["l1_filtered"].rr)
             for c in cases_out
-            if c["expected"]
+            if c.expected
         )
     return EvalReport(
         eval_set=eval_set.name,
@@ -364,7 +261,7 @@ def run_eval(
         routing=routing,
         confusion=conf,
         latency=latency,
-        cases=cases_out,
+        cases=tuple(cases_out),
         warnings=warnings,
         filter_effect=effect,
     )
@@ -375,23 +272,23 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
     it claimed support, and the outcome: right (top result expected), wrong, or unanswerable (nothing expected)."""
     out = []
     for case in report.cases:
-        run = case["configs"].get(config)
+        run = case.configs.get(config)
         if run is None:
             continue
-        if not case["expected"]:
+        if not case.expected:
             outcome = "unanswerable"
-        elif run["rank"] == 1:
+        elif run.rank == 1:
             outcome = "right"
         else:
             outcome = "wrong"
         out.append(
             {
-                "case": case["id"],
+                "case": case.id,
                 "outcome": outcome,
-                "support_score": run.get("support_score"),
-                "support_lexical": run.get("support_lexical"),
-                "confidence": run.get("confidence"),
-                "semantic_support": run.get("semantic_support"),
+                "support_score": run["support_score"],
+                "support_lexical": run["support_lexical"],
+                "confidence": run["confidence"],
+                "semantic_support": run.semantic_support,
             }
         )
     return out
@@ -445,7 +342,7 @@ def _baseline_regressions(report: EvalReport, baseline: dict[str, Any], eval_set
 
     for config in report.configs:
         old = run_from(baseline.get("cases", []), config, "baseline")
-        new = run_from(report.cases, config, "current")
+        new = run_from([c.to_dict() for c in report.cases], config, "current")
         if old is None or new is None:
             continue
         cmp = compare(

@@ -18,7 +18,7 @@ import ahocorasick
 import numpy as np
 
 from .corpus import Entry
-from .text import content_spans, content_tokens
+from .text import Spans, content_spans, content_tokens
 
 # Field weights: a whole title or curated keyword says more than a word from the file name.
 FIELD_WEIGHT = {"title": 1.0, "keyword": 1.2, "entity": 1.0, "name": 0.8, "domain": 0.6}
@@ -32,13 +32,20 @@ COMMON_WORD_SHARE = 0.08
 KEEP_RATIO = 0.3
 # Entries listed as matches at most. A term shared by thousands of entries ties them all; every one of
 # them still counts for the domains, keywords and entities, but only the best are listed (and recorded).
-MAX_MATCHES = 100
+# No case of the shared eval sets lists more than 16; the lookup ranks the best top_k (10) of them.
+MAX_MATCHES = 30
+# A term that points at more entries than this is common: it carries little evidence (its IDF weight is low)
+# and scoring every entry it ties would make L0 grow with the corpus. It brings in only its first
+# COMMON_POSTINGS entries (in corpus order; and as many in each domain the query names), and adds its weight
+# to every entry another term brings in. The hints list such terms, with how many entries each points at.
+COMMON_POSTINGS = 1000
 
 
 @dataclass(frozen=True)
 class TermMatch:
-    """One matched term: the term as written in the entry ("PostgreSQL replication"), the field it came
-    from, its weight, and the normalised key L0 matched on ("postgr sql replication")."""
+    """One matched term: the query's words that matched, as the query writes them ("PostgreSQL replication",
+    "etcd" of "etcd cluster has no leader"), the entry field the term came from, its weight, and the
+    normalised key L0 matched on ("postgr sql replication"). How each entry writes it: `L0Index.index_terms`."""
 
     term: str
     field: str
@@ -89,6 +96,7 @@ class L0Hints:
     entities: tuple[str, ...]
     matches: tuple[EntryMatch, ...]  # the best MAX_MATCHES of them
     total_matches: int = -1  # entries that passed the keep ratio (-1: as many as listed)
+    common_terms: tuple[tuple[str, int], ...] = ()  # (match key, entries it points at) of terms over COMMON_POSTINGS
 
     @property
     def has_match(self) -> bool:
@@ -99,7 +107,7 @@ class L0Hints:
         return len(self.matches) if self.total_matches < 0 else self.total_matches
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "matched_titles": list(self.matched_titles),
             "matched_keywords": [k.to_dict() for k in self.matched_keywords],
             "domains": list(self.domains),
@@ -107,6 +115,9 @@ class L0Hints:
             "matches": [m.to_dict() for m in self.matches],
             "total_matches": self.match_count,
         }
+        if self.common_terms:  # only where a term was common: the hints of small corpora keep their shape
+            out["common_terms"] = [{"key": key, "entries": n} for key, n in self.common_terms]
+        return out
 
 
 @dataclass(frozen=True)
@@ -115,8 +126,17 @@ class _Pattern:
     field: str
     entry_ids: tuple[str, ...]
     weight: float
-    term: TermMatch  # built once here, shared by every match of this pattern
+    term: TermMatch  # built once here; a match gives it the query's words
     rows: np.ndarray = dataclasses.field(compare=False, repr=False)  # positions of entry_ids in the index, sorted
+    # The rows it brings in as a candidate: all of them, or, for a common pattern, the first COMMON_POSTINGS
+    # (and per domain code the first COMMON_POSTINGS in that domain).
+    head: np.ndarray = dataclasses.field(compare=False, repr=False, default_factory=lambda: np.zeros(0, np.int32))
+    head_in: dict[int, np.ndarray] = dataclasses.field(compare=False, repr=False, default_factory=dict)
+    bits: np.ndarray | None = dataclasses.field(compare=False, repr=False, default=None)  # a common one's rows, a bitmap
+
+    @property
+    def common(self) -> bool:
+        return self.bits is not None
 
 
 def _ngrams(text: str, *, whole_words: bool) -> Iterable[tuple[str, str]]:
@@ -160,7 +180,8 @@ def _entry_terms(entry: Entry) -> Iterable[tuple[str, str, str]]:
 class L0Index:
     """The L0 matcher over one corpus. Build once; `match` is read-only and thread-safe."""
 
-    def __init__(self, entries: Iterable[Entry]) -> None:
+    def __init__(self, entries: Iterable[Entry], *, common_postings: int = COMMON_POSTINGS) -> None:
+        self.common_postings = common_postings
         self.entries = {e.entry_id: e for e in entries}
         self._by_row = list(self.entries.values())
         self._named = [tuple(f" {k} " for k in named_keys(e)) for e in self._by_row]
@@ -194,6 +215,8 @@ class L0Index:
             idf = math.log(1 + n / len(df[pattern]))
             weight = FIELD_WEIGHT[field_name] * idf * (1 + 0.5 * (len(words) - 1))
             display = sorted(ids.values())[0]
+            rows = np.array(sorted(row_of[i] for i in ids), dtype=np.int32)
+            head, head_in, bits = self._heads(rows)
             by_pattern[pattern].append(
                 _Pattern(
                     display,
@@ -201,7 +224,10 @@ class L0Index:
                     tuple(sorted(ids)),
                     weight,
                     TermMatch(display, field_name, weight, pattern),
-                    np.array(sorted(row_of[i] for i in ids), dtype=np.int32),
+                    rows,
+                    head,
+                    head_in,
+                    bits,
                 )
             )
         for pattern, pats in by_pattern.items():
@@ -209,6 +235,20 @@ class L0Index:
         self.pattern_count = len(by_pattern)
         if by_pattern:
             self._automaton.make_automaton()
+
+    def _heads(self, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray | None]:
+        """The rows a pattern brings in as candidates (see COMMON_POSTINGS): all, or the first of the corpus and
+        of each domain; and for a common pattern its rows as a bitmap (which candidates it holds, in one pass)."""
+        cap = self.common_postings
+        if len(rows) <= cap:
+            return rows, {}, None
+        codes = self._domain_of_row[rows]
+        order = np.argsort(codes, kind="stable")  # by domain, each in row order
+        bounds = np.flatnonzero(np.diff(codes[order])) + 1
+        head_in = {int(codes[part[0]]): rows[np.sort(part[:cap])] for part in np.split(order, bounds)}
+        mask = np.zeros(len(self._by_row), dtype=bool)
+        mask[rows] = True
+        return rows[:cap], head_in, np.packbits(mask)
 
     def entry_count(self, domain: str | None = None) -> int:
         """Entries in `domain` (as the L1 category filter names it), or in the whole corpus for None."""
@@ -236,76 +276,111 @@ class L0Index:
 
     def match(self, query: str, *, keep_ratio: float = KEEP_RATIO, max_matches: int = MAX_MATCHES) -> L0Hints:
         """Match `query` against every pattern at once and return the hint data."""
-        haystack = f" {' '.join(content_tokens(query))} "
+        spans = content_spans(query)
+        keys = [t.key for t in spans.tokens]
+        haystack = f" {' '.join(keys)} "
         found: dict[str, tuple[_Pattern, ...]] = {}
         if self.pattern_count and haystack.strip():
             for _, (pattern, pats) in self._automaton.iter(haystack):
                 found[pattern] = pats
-        # Rough scores of every entry the patterns point at come from numpy, so the Python work (and the
-        # time) follows the entries that can pass keep_ratio, not the thousands a common word points at.
-        # Scores of those are then summed exactly as always, in term order.
+        # Each matched term as the query writes it (the first place it holds the term's key)
+        written = {pattern: _as_written(pattern.split(), keys, spans) for pattern in found}
+        terms = _Terms(written)  # made for the patterns shown only: a query can hit hundreds
+        # Rough scores of the candidate entries come from numpy, so the Python work (and the time) follows the
+        # entries that can pass keep_ratio, not the thousands a common word points at. Scores of those are
+        # then summed exactly as always, in term order.
         pats = [p for pattern in sorted(found) for p in found[pattern] if p.field != "domain"]
-        domain_terms = {self._domain_codes[pattern]: p.term for pattern in found for p in found[pattern] if p.field == "domain"}
+        domain_terms = {
+            self._domain_codes[pattern]: terms.of(p) for pattern in found for p in found[pattern] if p.field == "domain"
+        }
         scored = []
-        candidates, beyond = self._candidates(pats, domain_terms, keep_ratio, max_matches)
-        for row, terms in candidates.items():
+        candidates, beyond = self._candidates(pats, terms, domain_terms, keep_ratio, max_matches)
+        for row, row_terms in candidates.items():
             entry = self._by_row[row]
-            ordered = tuple(sorted(terms, key=lambda t: (-t.weight, t.key, t.field)))
+            ordered = tuple(sorted(row_terms, key=lambda t: (-t.weight, t.key, t.field)))
             named = any(k in haystack for k in self._named[row])
             scored.append(EntryMatch(entry.entry_id, entry.title, entry.domain, sum(t.weight for t in ordered), ordered, named))
         scored.sort(key=lambda m: (-m.score, m.entry_id))
         if scored:
             best = scored[0].score
             scored = [m for m in scored if m.score >= keep_ratio * best]
-        return _hints(query, scored, self._named_domains(found), beyond)
+        common = tuple(sorted({(p.term.key, len(p.rows)) for p in pats if p.common}, key=lambda kn: (-kn[1], kn[0])))
+        return _hints(query, scored, self._named_domains(found), beyond, common)
 
     def _candidates(
-        self, pats: list[_Pattern], domain_terms: dict[int, TermMatch], keep_ratio: float, max_matches: int
+        self,
+        pats: list[_Pattern],
+        terms: _Terms,
+        domain_terms: dict[int, TermMatch],
+        keep_ratio: float,
+        max_matches: int,
     ) -> tuple[dict[int, list[TermMatch]], _Beyond | None]:
         """Row -> matched terms, for the entries whose rough score reaches keep_ratio of the best (the best
         max_matches of them), and, when there were more, what all of them add up to.
 
-        Only entries that a non-domain pattern points at count: a domain word alone never makes a match."""
+        Only entries that a non-domain pattern brings in count: a domain word alone never makes a match. The
+        candidates are the entries of the query's rare patterns; with none, the heads of its common ones (see
+        COMMON_POSTINGS). A common pattern adds its weight to every candidate it holds."""
         if not pats:
             return {}, None
-        # One dense score per entry of the corpus: O(entries + postings), no sort (np.unique sorted the
-        # postings, which at 100k entries cost more than the rest of the match). Weights are positive.
-        dense = np.bincount(
-            np.concatenate([p.rows for p in pats]),
-            minlength=len(self._by_row),
-            weights=np.repeat([p.weight for p in pats], [len(p.rows) for p in pats]),
-        )
-        touched = dense > 0
+        rare = [p for p in pats if not p.common]
+        if rare:
+            heads = [p.rows for p in rare]
+        else:  # common terms alone: their first entries, and the first of each domain the query names
+            heads = [p.head for p in pats] + [h for p in pats for code in domain_terms if (h := p.head_in.get(code)) is not None]
+        rows = np.sort(np.concatenate(heads))  # candidate rows, sorted, once each (np.unique hashes: slower here)
+        rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
+        # holds[i, j]: pattern i points at candidate j. A rare pattern's rows are all candidates (one search
+        # for all of them); a common one's bitmap is read at the candidates (its postings are not scanned).
+        holds = np.zeros((len(pats), len(rows)), dtype=bool)
+        hit_of = {}
+        if rare:
+            at = np.searchsorted(rows, np.concatenate(heads))
+            hit_of = dict(zip(map(id, rare), np.split(at, np.cumsum([len(p.rows) for p in rare])[:-1]), strict=True))
+        for i, p in enumerate(pats):
+            if p.bits is not None:
+                holds[i] = (p.bits[rows >> 3] >> (7 - (rows & 7))) & 1
+            else:
+                holds[i, hit_of[id(p)]] = True
+        weights = np.array([p.weight for p in pats])
+        rough = weights @ holds
+        codes = self._domain_of_row[rows]
         for code, domain_term in domain_terms.items():
-            dense[touched & (self._domain_of_row == code)] += domain_term.weight
-        keep = np.flatnonzero(dense >= keep_ratio * dense.max() * (1 - 1e-9))  # below any exact score that can pass
+            rough[codes == code] += domain_term.weight
+        keep = np.flatnonzero(rough >= keep_ratio * rough.max() * (1 - 1e-9))  # below any exact score that can pass
         beyond = None
         if len(keep) > max_matches:
-            keep, beyond = self._cap(keep, dense[keep], pats, domain_terms, max_matches)
-        out: dict[int, list[TermMatch]] = {int(r): [] for r in keep}
-        for p in pats:
-            at = np.minimum(np.searchsorted(p.rows, keep), len(p.rows) - 1)
-            for r in keep[p.rows[at] == keep].tolist():
-                out[r].append(p.term)
-        if domain_terms:
-            for r, terms in out.items():
-                term = domain_terms.get(int(self._domain_of_row[r]))
-                if term is not None:
-                    terms.append(term)
+            keep, beyond = self._cap(rows, keep, rough[keep], holds, pats, terms, domain_terms, max_matches)
+        out: dict[int, list[TermMatch]] = {}
+        for j in keep.tolist():
+            row_terms = [terms.of(pats[i]) for i in np.flatnonzero(holds[:, j]).tolist()]
+            term = domain_terms.get(int(codes[j]))
+            if term is not None:
+                row_terms.append(term)
+            out[int(rows[j])] = row_terms
         return out, beyond
 
     def _cap(
-        self, keep: np.ndarray, scores: np.ndarray, pats: list[_Pattern], domain_terms: dict[int, TermMatch], max_matches: int
+        self,
+        rows: np.ndarray,
+        keep: np.ndarray,
+        scores: np.ndarray,
+        holds: np.ndarray,
+        pats: list[_Pattern],
+        terms: _Terms,
+        domain_terms: dict[int, TermMatch],
+        max_matches: int,
     ) -> tuple[np.ndarray, _Beyond]:
-        """The best max_matches rows (sorted by row), and the domains and terms of all of `keep`."""
-        order = np.lexsort((self._id_rank[keep], -scores))  # best first, then by entry id
-        codes = self._raw_domain_of_row[keep[order]]
+        """The best max_matches of the candidates `keep` (positions in `rows`, sorted), and the domains and terms
+        of all of them."""
+        order = np.lexsort((self._id_rank[rows[keep]], -scores))  # best first, then by entry id
+        codes = self._raw_domain_of_row[rows[keep[order]]]
         _, first = np.unique(codes, return_index=True)
         domains = tuple(d for d in (self._raw_domains[codes[i]] for i in np.sort(first)) if d.strip())
-        terms = [p.term for p in pats if np.isin(p.rows, keep, assume_unique=True).any()]
-        present = set(self._domain_of_row[keep].tolist())
-        terms += [t for code, t in domain_terms.items() if code in present]
-        return np.sort(keep[order[:max_matches]]), _Beyond(len(keep), domains, tuple(terms))
+        kept_terms = [terms.of(pats[i]) for i in np.flatnonzero(holds[:, keep].any(axis=1)).tolist()]
+        present = set(self._domain_of_row[rows[keep]].tolist())
+        kept_terms += [t for code, t in domain_terms.items() if code in present]
+        return np.sort(keep[order[:max_matches]]), _Beyond(len(keep), domains, tuple(kept_terms))
 
     @staticmethod
     def _named_domains(found: dict[str, tuple[_Pattern, ...]]) -> list[str]:
@@ -321,6 +396,32 @@ class L0Index:
         return [display for _, display in kept]
 
 
+def _as_written(words: list[str], keys: list[str], spans: Spans) -> str:
+    """The query's text from the first place its content tokens `keys` hold the sequence `words`, as the query
+    writes it (CamelCase parts, not whole words: "etcd" of "etcdMembersDown")."""
+    n = len(words)
+    for i in range(len(keys) - n + 1):
+        if keys[i : i + n] == words:
+            return spans.surface(i, i + n - 1, whole_words=False)
+    return " ".join(words)  # not reached: the automaton found the key in these tokens
+
+
+class _Terms:
+    """Each matched pattern's TermMatch for one query (the query's words, the pattern's field, weight and key),
+    made when first asked for."""
+
+    def __init__(self, written: dict[str, str]) -> None:
+        self.written = written
+        self._made: dict[int, TermMatch] = {}
+
+    def of(self, p: _Pattern) -> TermMatch:
+        term = self._made.get(id(p))
+        if term is None:
+            key = p.term.key
+            term = self._made[id(p)] = TermMatch(self.written[key], p.field, p.weight, key)
+        return term
+
+
 @dataclass(frozen=True)
 class _Beyond:
     """What every entry that passed the keep ratio adds up to, when only the best are listed."""
@@ -330,7 +431,13 @@ class _Beyond:
     terms: tuple[TermMatch, ...]
 
 
-def _hints(query: str, matches: list[EntryMatch], named_domains: list[str], beyond: _Beyond | None = None) -> L0Hints:
+def _hints(
+    query: str,
+    matches: list[EntryMatch],
+    named_domains: list[str],
+    beyond: _Beyond | None = None,
+    common: tuple[tuple[str, int], ...] = (),
+) -> L0Hints:
     """Domains are those of the matched entries, plus any the query names outright: a query that names
     another domain than its keyword matches is ambiguous, and must not be narrowed to one of them."""
     titles, domains, entities = [], [], []
@@ -353,5 +460,5 @@ def _hints(query: str, matches: list[EntryMatch], named_domains: list[str], beyo
         domains.extend(d for d in named_domains if d not in domains)
     ordered_kw = tuple(sorted(keywords.values(), key=lambda t: (-t.weight, t.key, t.field)))
     return L0Hints(
-        query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches), beyond.total if beyond else -1
+        query, tuple(titles), ordered_kw, tuple(domains), tuple(entities), tuple(matches), beyond.total if beyond else -1, common
     )

@@ -1,7 +1,8 @@
 """Ingest: bring a knowledge collection in line with a corpus, embedding only what changed.
 
 Each entry is cut into chunks (its card, then its sections), embedded with the model passed in, and stored
-with self-provided vectors. Unchanged entries are skipped by their content hash; entries whose chunks the
+with self-provided vectors. Unchanged entries are skipped by their content hash, compared with the manifest the
+last ingest kept (`manifest`; without one, with the hashes read back from every chunk); entries whose chunks the
 vector index lost (`index_health`) are stored again; at consistency ALL every replica must be up first."""
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from weaviate.classes.query import Filter
 from weaviate.util import generate_uuid5
 
 from .chunking import Chunk, chunk_entry, heading_words, stored_hash
+from .collection_model import other_model_message
 from .corpus import Corpus, Entry
-from .errors import L1Error
+from .errors import L1Error, StoreError
 from .index_health import unsearchable_chunks
+from .manifest import drop_manifest, read_manifest, write_manifest
 from .replicas import shortfall
 
 if TYPE_CHECKING:
@@ -39,7 +42,8 @@ class IngestReport:
     seconds: float
     embed_seconds: float
     repaired_index: bool = False  # the vector index had lost chunks: the collection was rebuilt
-    schema_rebuilt: bool = False  # the collection was made by an older version (other fields): rebuilt
+    schema_rebuilt: bool = False  # made by an older version (other fields, or no model recorded): rebuilt
+    settings_migrated: str | None = None  # the collection had other filter settings: what was changed
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -61,12 +65,24 @@ def ingest(
     are deleted and stored again, which indexes them anew (stored again as they are, they would not be).
     """
     start = time.perf_counter()
-    rebuilt = not store.schema_current()
+    model = getattr(getattr(embedder, "spec", None), "name", None)  # None: vectors that are not a model's (bench)
+    existed = store.client.collections.exists(store.name)
+    stored_model = store.stored_model() if model and existed else None
+    if model and stored_model is not None and stored_model != model:
+        raise StoreError(other_model_message(store.name, stored_model, model))
+    # A collection made before the model was recorded may hold any model's vectors: it is rebuilt once.
+    rebuilt = not store.schema_current() or bool(model and existed and stored_model is None)
     if rebuilt:
         store.drop()
-    store.ensure_collection()
-    state = store.indexed_state()
-    lost = unsearchable_chunks(store) if state else {}
+    migrated = store.ensure_collection(model)
+    manifest = read_manifest(store)
+    if manifest is not None:  # what the last ingest stored, while the collection still holds exactly that
+        state = {entry_id: (h, n, n) for entry_id, (h, n) in manifest.items()}
+        uuids = {entry_id: [str(generate_uuid5(f"{entry_id}#{i}")) for i in range(n)] for entry_id, (_, n) in manifest.items()}
+        lost = unsearchable_chunks(store, chunks=uuids) if state else {}
+    else:
+        state = store.indexed_state()
+        lost = unsearchable_chunks(store) if state else {}
     repaired = bool(lost)
     wanted = {e.entry_id: e for e in corpus.entries}
     todo: list[Entry] = []
@@ -84,6 +100,7 @@ def ingest(
     stale = sorted(set(state) - set(wanted)) + [e.entry_id for e in todo if e.entry_id in state]
     if stale or todo:
         require_replicas(store)
+        drop_manifest(store)  # from here until it is written again, the next ingest reads the chunks back
     for i in range(0, len(stale), 200):
         ids = stale[i : i + 200]
         store.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
@@ -91,6 +108,8 @@ def ingest(
     embed_seconds = 0.0
     chunks_done = 0
     total = len(todo)
+    redone = {e.entry_id for e in todo}
+    stored = {e.entry_id: (state[e.entry_id][0], state[e.entry_id][2]) for e in corpus.entries if e.entry_id not in redone}
     if progress:
         progress("embedding", 0, total)
     for i in range(0, total, batch_entries):
@@ -101,8 +120,11 @@ def ingest(
         embed_seconds += time.perf_counter() - t0
         _insert(store, batch, chunks, vectors)
         chunks_done += len(chunks)
+        stored.update({e.entry_id: (stored_hash(e), sum(c.entry_id == e.entry_id for c in chunks)) for e in batch})
         if progress:
             progress("embedding", min(i + batch_entries, total), total)
+    if manifest is None or stale or todo:
+        write_manifest(store, stored)
     return IngestReport(
         len(corpus.entries),
         added,
@@ -114,6 +136,7 @@ def ingest(
         embed_seconds,
         repaired,
         rebuilt,
+        migrated,
     )
 
 

@@ -5,7 +5,8 @@ DuckDB lets one process at a time hold the file (a writer blocks readers too). S
    before the answer is returned (a kill -9 of the process cannot lose it).
 2. `flush()` (on a background thread, and on demand) claims every finished spool file in the folder,
    its own and those of other or dead processes, opens the database for a moment with retry on the
-   lock, and inserts the rows that are not in it yet (by id, in one transaction), so a replay adds nothing twice.
+   lock, and inserts the rows that are not in it yet (by id), a chunk of lines at a time, each chunk in one
+   transaction, so memory stays flat whatever the spool holds and a replay adds nothing twice.
 
 Typed copies of what the dashboard reads often are written beside the JSON in the same transaction: the
 per-stage timings as columns of tool_invocation, and one row per matched L0 keyword (invocation_keyword)
@@ -19,7 +20,6 @@ import contextlib
 import json
 import os
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +31,10 @@ from typing import IO, Any, TypeVar
 import duckdb
 import orjson
 import pandas as pd
+import pyarrow as pa
 
+from .config import db_budget
+from .db_budget import DbBudget, connect_retrying, duckdb_frames
 from .errors import StoreError
 
 T = TypeVar("T")
@@ -46,8 +49,8 @@ CREATE TABLE IF NOT EXISTS tool_invocation (
     status VARCHAR NOT NULL,
     layer VARCHAR NOT NULL,
     latency_ms DOUBLE NOT NULL,
-    result JSON,
-    retrieval_details JSON,
+    result JSON USING COMPRESSION zstd,
+    retrieval_details JSON USING COMPRESSION zstd,
     error VARCHAR,
     session_tag VARCHAR NOT NULL,
     domain VARCHAR,
@@ -93,6 +96,25 @@ CREATE TABLE IF NOT EXISTS invocation_result (
 """
 _KEYWORD_TYPE = '[{"term": "VARCHAR", "field": "VARCHAR", "weight": "DOUBLE"}]'
 _RESULT_TYPE = '[{"entry_id": "VARCHAR", "domain": "VARCHAR", "source": "VARCHAR", "score": "DOUBLE"}]'
+
+
+# The JSON columns are compressed with zstd: DuckDB's default for long strings (dictionary + FSST) took 15-80 s
+# to checkpoint 20k rows (12 KB of JSON each), zstd 1-5 s, in a smaller file. (A file written before keeps its own.)
+SPOOL_SCHEMA = pa.schema(
+    [
+        *((c, pa.string()) for c in ("id", "created_at", "tool_name", "input", "status", "layer")),
+        ("latency_ms", pa.float64()),
+        *((c, pa.string()) for c in ("result", "retrieval_details", "error", "session_tag", "domain", "l1_status")),
+        ("fallback", pa.bool_()),
+        ("top_entry_id", pa.string()),
+    ]
+)
+CHUNK_BYTES = (1 << 20, 32 << 20)  # an insert chunk's input: 1/32 of the memory budget, within these bounds
+
+
+def chunk_bytes(budget: DbBudget) -> int:
+    """The input bytes of one insert chunk: memory stays flat whatever the spool or table holds."""
+    return max(CHUNK_BYTES[0], min(CHUNK_BYTES[1], budget.memory_bytes // 32))
 
 
 def _stage_exprs(details: str) -> list[str]:
@@ -150,24 +172,67 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             _derive_children(con, "tool_invocation")
 
 
-def insert_rows(con: duckdb.DuckDBPyConnection, source: str) -> int:
-    """Insert the rows of `source` (COLUMNS, JSON columns as JSON or text) whose id is not stored yet,
-    with their typed stage columns and child rows, in one transaction. Returns the rows added."""
-    with _transaction(con):
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE fresh_invocation AS SELECT {', '.join(COLUMNS)} FROM {source} s "
-            "WHERE NOT EXISTS (SELECT 1 FROM tool_invocation t WHERE t.id = s.id) "
-            "QUALIFY row_number() OVER (PARTITION BY s.id ORDER BY s.created_at) = 1"
-        )
-        counted = con.execute("SELECT count(*) FROM fresh_invocation").fetchone()
-        added = counted[0] if counted else 0
-        con.execute(
-            f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
-            f"SELECT {', '.join(COLUMNS + tuple(_stage_exprs('retrieval_details')))} FROM fresh_invocation"
-        )
-        _derive_children(con, "fresh_invocation")
-        con.execute("DROP TABLE fresh_invocation")
-    return int(added)
+def insert_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, *, max_bytes: int = CHUNK_BYTES[1]) -> int:
+    """Insert the rows (COLUMNS, JSON columns as text) whose id is not stored yet, with their typed stage
+    columns and child rows, a chunk of at most `max_bytes` at a time, each chunk in one transaction (a replay
+    adds nothing twice, so a chunk that fails leaves nothing half-done). Returns the rows added."""
+    added, start = 0, 0
+    per_row = max(1, rows.nbytes // max(1, rows.num_rows))
+    step = max(1, max_bytes // per_row)
+    while start < rows.num_rows:
+        added += _insert_chunk(con, rows.slice(start, step))
+        start += step
+    return added
+
+
+def _insert_chunk(con: duckdb.DuckDBPyConnection, chunk: pa.Table) -> int:
+    # INSERT OR IGNORE skips ids already stored (or repeated in the chunk) through the primary key's index;
+    # the timings are read from retrieval_details with one parse of it, not one per stage.
+    paths = ", ".join(f"'$.timings_ms.{s}'" for s in STAGES)
+    stage_values = [f"TRY_CAST(timings[{i}] AS DOUBLE)" for i in range(1, len(STAGES) + 1)]
+    con.register("incoming_chunk", chunk)
+    try:
+        with _transaction(con):
+            inserted = con.execute(
+                f"INSERT OR IGNORE INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
+                f"SELECT {', '.join(COLUMNS[:1])}, CAST(created_at AS TIMESTAMPTZ), {', '.join(COLUMNS[2:])}, "
+                f"{', '.join(stage_values)} FROM (SELECT *, json_extract_string(retrieval_details, [{paths}]) AS timings "
+                "FROM incoming_chunk) RETURNING id"
+            ).fetchall()
+            if len(inserted) == chunk.num_rows:
+                _derive_children(con, "incoming_chunk")
+            elif inserted:
+                con.register("inserted_ids", pa.table({"id": [r[0] for r in inserted]}))
+                _derive_children(
+                    con,
+                    "(SELECT * FROM incoming_chunk WHERE id IN (SELECT id FROM inserted_ids) "
+                    "QUALIFY row_number() OVER (PARTITION BY id) = 1)",
+                )
+                con.unregister("inserted_ids")
+    finally:
+        con.unregister("incoming_chunk")
+    return len(inserted)
+
+
+def spool_table(lines: list[bytes]) -> tuple[pa.Table, int]:
+    """Spool lines as an Arrow table of SPOOL_SCHEMA (JSON columns as text), and how many lines were cut short."""
+    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    bad = 0
+    for line in lines:
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:  # text orjson refuses (invalid UTF-8, escaped lone surrogates): json, then replacement characters
+                plain = json.dumps(json.loads(line.decode("utf-8", "replace")), ensure_ascii=False)
+                row = json.loads(plain.encode("utf-8", "replace"))
+            except json.JSONDecodeError:
+                bad += 1  # a line cut short by a crash mid-write: its answer was never returned
+                continue
+        for c in COLUMNS:
+            columns[c].append(row.get(c))
+    for c in ("result", "retrieval_details"):
+        columns[c] = [None if v is None else orjson.dumps(v, default=str).decode() for v in columns[c]]
+    return pa.Table.from_pydict(columns, schema=SPOOL_SCHEMA), bad
 
 
 @dataclass(frozen=True)
@@ -213,9 +278,15 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def is_lock_error(exc: BaseException) -> bool:
-    text = str(exc)
-    return "Could not set lock" in text or "Conflicting lock" in text or "different configuration" in text
+def routing_of(details: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """(every domain L0 hinted, the L1 filter applied or None) of a row's retrieval_details. Rows recorded
+    before `domains` and `filter` were written (whose `domain` column held the first hinted domain even when
+    L1 ran unfiltered) are read from their `l0` and `l1` parts."""
+    if "domains" in details:
+        return tuple(details["domains"]), details.get("filter")
+    l1 = details.get("l1") or {}
+    applied = (l1.get("filter") or {}).get("category") if l1.get("status") in ("ok", "empty", "failed") else None
+    return tuple((details.get("l0") or {}).get("domains") or ()), applied
 
 
 # Shared by every InvocationStore of this process (there may be several on one file, e.g. one per
@@ -244,11 +315,13 @@ def _pid_alive(pid: int) -> bool:
 class InvocationStore:
     """Records invocations without holding the DuckDB file; reads with short-lived connections."""
 
-    def __init__(self, db_path: Path | str, *, lock_timeout_s: float = 30.0) -> None:
+    def __init__(self, db_path: Path | str, *, lock_timeout_s: float = 30.0, budget: DbBudget | None = None) -> None:
         self.db_path = Path(db_path)
+        self.budget = db_budget() if budget is None else budget  # None: LOOKUP_DB_MEMORY_LIMIT / LOOKUP_DB_THREADS
         self.spool_dir = self.db_path.with_name(self.db_path.name + ".spool")
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.RLock()  # one DuckDB connection at a time in this process
+        self._held = threading.local()  # the connection reading() holds for this thread
         self._spool_lock = threading.Lock()
         self._spool_file: IO[bytes] | None = None
         self._spool_path: Path | None = None
@@ -269,26 +342,57 @@ class InvocationStore:
         read_only: bool,
         config: dict[str, Any] | None = None,
         timeout_s: float | None = None,
+        budget: DbBudget | None = None,
+        spill: bool = True,
     ) -> T:
-        """Open, run `fn`, close; retry while another process holds the file."""
-        deadline = time.monotonic() + (self.lock_timeout_s if timeout_s is None else timeout_s)
-        delay = 0.02
+        """Open (within the store's memory budget, or a smaller `budget`), run `fn`, close; retry while another
+        process holds the file. Without `spill`, a query over the budget fails instead of spilling to disk.
+        Inside `reading()`, a plain read-only call runs on the connection it holds."""
         with self._lock:
-            while True:
-                try:
-                    if read_only and not self.db_path.exists():
-                        raise StoreError(f"{self.db_path}: the invocation store does not exist yet")
-                    con = duckdb.connect(str(self.db_path), read_only=read_only, config=config or {})
-                except duckdb.Error as exc:
-                    if is_lock_error(exc) and time.monotonic() < deadline:
-                        time.sleep(delay)
-                        delay = min(delay * 2, 0.5)
-                        continue
-                    raise StoreError(f"{self.db_path}: cannot open the invocation store: {exc}") from exc
-                try:
-                    return fn(con)
-                finally:
-                    con.close()
+            held = getattr(self._held, "con", None)
+            if held is not None and read_only and config is None and budget is None and spill:
+                return fn(held)
+            con = self._open(read_only=read_only, config=config, timeout_s=timeout_s, budget=budget, spill=spill)
+            try:
+                return fn(con)
+            finally:
+                con.close()
+
+    def _open(
+        self, *, read_only: bool, config: dict[str, Any] | None, timeout_s: float | None, budget: DbBudget | None, spill: bool
+    ) -> duckdb.DuckDBPyConnection:
+        if read_only and not self.db_path.exists():
+            raise StoreError(f"{self.db_path}: the invocation store does not exist yet")
+        return connect_retrying(
+            self.db_path,
+            budget or self.budget,
+            timeout_s=self.lock_timeout_s if timeout_s is None else timeout_s,
+            what="the invocation store",
+            read_only=read_only,
+            spill=spill,
+            config=config,
+        )
+
+    @contextmanager
+    def reading(self, timeout_s: float | None = None) -> Iterator[None]:
+        """Every read-only call of this thread in the block over one connection, opened once (after a flush):
+        a page's several queries pay one open (30-60 ms each), and hold the file only while the block runs."""
+        if getattr(self._held, "con", None) is not None:
+            yield
+            return
+        with contextlib.suppress(StoreError):  # rows still in the spool show on a later read
+            self.flush(timeout_s=2.0)
+        with self._lock:
+            try:
+                self._held.con = self._open(read_only=True, config=None, timeout_s=timeout_s, budget=None, spill=True)
+            except StoreError:  # each call in the block opens its own, and reports the error where it is shown
+                yield
+                return
+            try:
+                yield
+            finally:
+                self._held.con.close()
+                self._held.con = None
 
     # --- writing ----------------------------------------------------------------------------------
     def record(self, rec: InvocationRecord) -> None:
@@ -364,6 +468,8 @@ class InvocationStore:
         # Serialised per process: two threads flushing at once (the background flusher and query(),
         # or two stores on one file) would both take this process's .claimed files, insert them
         # twice and unlink them under each other (FileNotFoundError, which killed the flusher).
+        if getattr(self._held, "con", None) is not None:
+            return 0  # this thread reads inside reading(): a write would wait for its own connection
         with self._flush_lock:
             return self._flush(timeout_s)
 
@@ -372,28 +478,39 @@ class InvocationStore:
         files = self._claim()
         if not files:
             return 0
-        rows, bad = [], 0
-        for path in files:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError:
-                        bad += 1  # a line cut short by a crash mid-write: its answer was never returned
-        if rows:
-            frame = pd.DataFrame(rows, columns=list(COLUMNS))
-            for col in ("result", "retrieval_details"):
-                frame[col] = frame[col].map(lambda v: json.dumps(v, ensure_ascii=False, default=str))
-            frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True, format="ISO8601")
+        read = 0
 
-            def insert(con: duckdb.DuckDBPyConnection) -> None:
-                con.register("incoming", frame)
-                insert_rows(con, "incoming")
+        def insert(con: duckdb.DuckDBPyConnection) -> None:
+            nonlocal read
+            read = 0
+            for lines in self._spooled_chunks(files, chunk_bytes(self.budget)):
+                table, bad = spool_table(lines)
+                read += len(lines) - bad
+                if table.num_rows:
+                    insert_rows(con, table)
 
-            self.with_connection(insert, read_only=False, timeout_s=timeout_s)
+        self.with_connection(insert, read_only=False, timeout_s=timeout_s)
         for path in files:
             path.unlink(missing_ok=True)
-        return len(rows)
+        return read
+
+    @staticmethod
+    def _spooled_chunks(files: list[Path], max_bytes: int) -> Iterator[list[bytes]]:
+        """The lines of the spool files, in lists of about `max_bytes`: memory does not grow with the spool."""
+        lines: list[bytes] = []
+        size = 0
+        for path in files:
+            with open(path, "rb") as fh:
+                for line in fh:
+                    if not line.strip():
+                        continue
+                    lines.append(line)
+                    size += len(line)
+                    if size >= max_bytes:
+                        yield lines
+                        lines, size = [], 0
+        if lines:
+            yield lines
 
     def start_background_flush(self, interval_s: float = 1.0) -> None:
         if self._flusher is not None:
@@ -421,7 +538,8 @@ class InvocationStore:
         if flush_first:
             with contextlib.suppress(StoreError):  # rows still in the spool show on a later read
                 self.flush(timeout_s=2.0)
-        return self.with_connection(lambda con: con.execute(sql, params or []).df(), read_only=False)
+        with duckdb_frames():
+            return self.with_connection(lambda con: con.execute(sql, params or []).df(), read_only=False)
 
     def get(self, invocation_id: str) -> dict[str, Any] | None:
         """The recorded row (the InvocationRecord fields) with its JSON parsed, or None."""

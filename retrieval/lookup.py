@@ -3,37 +3,44 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from .candidates import Candidate
+from .candidates import Candidate, L1Status
 from .config import Settings
-from .deadline import start
 from .embedding import Embedder
 from .errors import L1Error, QueryError
 from .hints import L0Hints, L0Index
 from .invocations import TOOL_NAME, InvocationRecord, InvocationStore, new_invocation_id, utc_now_iso
-from .ranking import FusionWeights, Relevance, ResultItem, assess, fuse
-from .routing import category_filter, describe_routing
-from .support import support_model
+from .pipeline import CANDIDATE_DEPTH as CANDIDATE_DEPTH  # re-exported: pages, the lab and tests import these from here
+from .pipeline import Pipeline, judge, lookup_pipeline, rank, route, search_l1, with_similarities
+from .pipeline import candidate_depth as candidate_depth
+from .pipeline import weights_of as weights_of
+from .ranking import Relevance, ResultItem
+from .routing import describe_routing
 from .text import without_templates
 from .weaviate_store import KnowledgeStore
 
 MAX_QUERY_CHARS = 2000
-L1_STATUSES = ("ok", "empty", "failed", "disabled", "unavailable")
+L1_STATUSES = tuple(s.value for s in L1Status)
 
 
 @dataclass(frozen=True)
 class L1Outcome:
     """What L1 did: `candidates` from the vector (or hybrid) query, `lexical` from the BM25F query."""
 
-    status: str
-    category: str | None
+    status: L1Status
+    category: str | None  # the filter the routing chose (None: unfiltered); applied_filter: only when L1 ran
     candidates: tuple[Candidate, ...] = ()
     error: str | None = None
     mode: str = "near_vector"
     lexical: tuple[Candidate, ...] = ()
+
+    @property
+    def applied_filter(self) -> str | None:
+        """The category L1 searched under: None when it ran unfiltered or did not run at all."""
+        ran = self.status in (L1Status.OK, L1Status.EMPTY, L1Status.FAILED)
+        return self.category if ran else None
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -42,7 +49,7 @@ class L1Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "status": self.status,
+            "status": self.status.value,
             "filter": None if self.category is None else {"category": self.category},
             "candidates": [c.to_dict() for c in self.candidates],
             "lexical": [c.to_dict() for c in self.lexical],
@@ -70,7 +77,7 @@ class LookupResult:
 
     @property
     def fallback(self) -> bool:
-        return self.l0.has_match and self.l1.status != "ok"
+        return self.l0.has_match and self.l1.status is not L1Status.OK
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -138,97 +145,38 @@ def layer_for(l0_matched: bool, l1_answered: bool) -> str:
 
 
 def _run_l1(
-    query: str, category: str | None, services: LookupServices, settings: Settings, timings: dict[str, float]
+    query: str, category: str | None, pipeline: Pipeline, services: LookupServices, settings: Settings, timings: dict[str, float]
 ) -> tuple[L1Outcome, Any]:
     """What L1 did, and the query vector (None when L1 did not run)."""
     mode = settings.search_mode
     if not settings.l1_enabled:
-        return L1Outcome("disabled", category, mode=mode), None
+        return L1Outcome(L1Status.DISABLED, category, mode=mode), None
     if services.store is None or services.embedder is None:
-        return L1Outcome("unavailable", category, error=services.l1_unavailable or "L1 is not connected", mode=mode), None
+        why = services.l1_unavailable or "L1 is not connected"
+        return L1Outcome(L1Status.UNAVAILABLE, category, error=why, mode=mode), None
     t0 = time.perf_counter()
     vector = services.embedder.embed_query(query)
     timings["embed"] = (time.perf_counter() - t0) * 1000
     entries = services.l0.entry_count(category)
     t0 = time.perf_counter()
     try:
-        found, lexical = l1_queries(services.store, vector, text=query, category=category, settings=settings, entries=entries)
+        found = search_l1(
+            services.store,
+            pipeline.queries,
+            text=query,
+            vector=vector,
+            category=category,
+            timeout_s=settings.l1_timeout_s,
+            entries=entries,
+        )
     except L1Error as exc:
         timings["l1"] = (time.perf_counter() - t0) * 1000
-        return L1Outcome("unavailable" if exc.unavailable else "failed", category, error=str(exc), mode=mode), None
+        status = L1Status.UNAVAILABLE if exc.unavailable else L1Status.FAILED
+        return L1Outcome(status, category, error=str(exc), mode=mode), None
     timings["l1"] = (time.perf_counter() - t0) * 1000
-    outcome = L1Outcome("ok" if found or lexical else "empty", category, tuple(found), mode=mode, lexical=tuple(lexical))
-    return outcome, vector
-
-
-def l1_queries(
-    store: KnowledgeStore, vector: Any, *, text: str, category: str | None, settings: Settings, entries: int | None = None
-) -> tuple[list[Candidate], list[Candidate]]:
-    """The L1 queries of `settings.search_mode`, candidate_depth deep under `category` (None: unfiltered):
-    (vector or hybrid candidates, BM25F candidates). In fusion the BM25F query runs on a worker thread while
-    this one makes the vector query; in the other modes there is no BM25F query ([]). `entries`: the corpus's
-    entries under `category`, when known (KnowledgeStore.search). Raises L1Error.
-
-    The BM25F query asks for no vectors (20 of them were a fifth of L1's time): a BM25F candidate the vector
-    query also found gets that entry's similarity from it; the others have none here, and the few of them a
-    lookup shows get theirs from `with_similarities`."""
-    depth = candidate_depth(settings.top_k)
-    kind = "hybrid" if settings.search_mode == "hybrid" else "near_vector"
-
-    def lexical_query() -> list[Candidate]:
-        return store.search(None, k=depth, category=category, mode="bm25", query_text=text, timeout_s=settings.l1_timeout_s)
-
-    pending = start(lexical_query) if settings.search_mode == "fusion" else None
-    found = store.search(
-        vector,
-        k=depth,
-        category=category,
-        mode=kind,
-        query_text=text,
-        alpha=settings.hybrid_alpha,
-        timeout_s=settings.l1_timeout_s,
-        entries=entries,
-    )
-    if pending is None:
-        return found, []
-    sims = {c.entry_id: c.similarity for c in found}
-    return found, [replace(c, similarity=sims.get(c.entry_id)) for c in pending.result()]
-
-
-def with_similarities(
-    results: Sequence[ResultItem], store: KnowledgeStore | None, vector: Any, settings: Settings
-) -> tuple[ResultItem, ...]:
-    """`results` with the similarity of the query to each BM25F-only result's card (l1_score), which the
-    vector query did not reach and the BM25F query does not fetch: one query for those cards, and none when
-    there are none (the usual case). When that query fails they stay without one, so no semantic support is
-    claimed on their account."""
-    missing = [r.entry_id for r in results if r.l1_score is None and r.lexical_score is not None]
-    if not missing or store is None or vector is None:
-        return tuple(results)
-    try:
-        cards = store.search(vector, k=len(missing), cards_of=missing, timeout_s=settings.l1_timeout_s)
-    except L1Error:
-        return tuple(results)
-    sims = {c.entry_id: c.similarity for c in cards}
-    return tuple(replace(r, l1_score=sims[r.entry_id]) if sims.get(r.entry_id) is not None else r for r in results)
-
-
-# Candidates per L1 query. Depths 10 to 50 rank the shared summaries and descriptions alike (mrr@10 within
-# one case per set; README, "How the lookup ranks"); 10 makes the near_vector query, which must reach that
-# many distinct entries through their chunks, about a sixth cheaper than 20.
-CANDIDATE_DEPTH = 10
-
-
-def candidate_depth(top_k: int) -> int:
-    """Candidates each L1 query returns for the fusion: at least as many as are shown (the two lists
-    together hold up to twice that), and the same for a lookup and an eval run (top 10)."""
-    return max(top_k, CANDIDATE_DEPTH)
-
-
-def weights_of(settings: Settings) -> FusionWeights:
-    return FusionWeights(
-        vector=settings.vector_weight, lexical=settings.lexical_weight, l0=settings.l0_weight, named=settings.name_weight
-    )
+    candidates, lexical = found[0], found[1] if len(found) > 1 else ()
+    status = L1Status.OK if candidates or lexical else L1Status.EMPTY
+    return L1Outcome(status, category, candidates, mode=mode, lexical=lexical), vector
 
 
 def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *, session_tag: str | None = None) -> LookupResult:
@@ -240,32 +188,25 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     t0 = time.perf_counter()
     hints = services.l0.match(searched)
     timings["l0"] = (time.perf_counter() - t0) * 1000
-    category = category_filter(hints.domains)
-    l1, vector = _run_l1(searched, category, services, settings, timings)
+    pipeline = lookup_pipeline(settings)
+    category = route(hints, pipeline)
+    l1, vector = _run_l1(searched, category, pipeline, services, settings, timings)
     t0 = time.perf_counter()
-    results = tuple(fuse(hints.matches, l1.candidates, l1.lexical, k=settings.top_k, weights=weights_of(settings)))
+    results = tuple(rank(hints.matches, l1.candidates, l1.lexical, settings, k=settings.top_k))
     timings["fuse"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     results = with_similarities(results, services.store, vector, settings)
     if vector is not None:
         timings["l1"] += (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
-    relevance = assess(
-        results,
-        l1.status,
-        support=support_model(settings.embedding_model),
-        vector=l1.candidates,
-        lexical=l1.lexical,
-        query=searched,
-        threshold=settings.support_threshold,
-    )
+    relevance = judge(results, l1.status, l1.candidates, l1.lexical, searched, settings)
     timings["fuse"] += (time.perf_counter() - t0) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     result = LookupResult(
         invocation_id=new_invocation_id(),
         created_at=utc_now_iso(),
         query=text,
-        layer=layer_for(hints.has_match, l1.status == "ok"),
+        layer=layer_for(hints.has_match, l1.status is L1Status.OK),
         status="ok" if results else "empty",
         l0=hints,
         l1=l1,
@@ -285,9 +226,14 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
 
 
 def to_record(result: LookupResult) -> InvocationRecord:
-    """The tool_invocation row: hot fields typed, the rest in retrieval_details."""
+    """The tool_invocation row: hot fields typed, the rest in retrieval_details. `domain` (and the details'
+    `filter`) is the L1 filter, set only when one was applied; `domains` lists every domain L0 hinted.
+    (Rows recorded before these held the first hinted domain as `domain` even when L1 ran unfiltered;
+    invocations.routing_of reads both.)"""
     details = {
         "searched": result.searched or result.query,
+        "domains": list(result.l0.domains),
+        "filter": result.l1.applied_filter,
         "embedding_model": result.embedding_model,
         "layer": result.layer,
         "routing": result.routing,
@@ -310,8 +256,8 @@ def to_record(result: LookupResult) -> InvocationRecord:
         retrieval_details=details,
         error=result.l1.error,
         session_tag=result.session_tag,
-        domain=result.l1.category or (result.l0.domains[0] if result.l0.domains else None),
-        l1_status=result.l1.status,
+        domain=result.l1.applied_filter,
+        l1_status=result.l1.status.value,
         fallback=result.fallback,
         top_entry_id=top.entry_id if top else None,
     )

@@ -5,7 +5,9 @@
 - tool `read_entry(entry_id)`: the whole entry; the same as resource `kb://entry/<entry_id>`.
 
 A refused argument is a tool result with isError and a message naming the argument; the server goes on.
-Every lookup is recorded with the MCP client's name (clientInfo.name) as its session tag. The lookups
+Every lookup is recorded with the MCP client's name (clientInfo.name) as its session tag, and every answered
+read_entry in table entry_read (retrieval.read_log). The services may still be opening (retrieval.loading):
+initialize and tools/list are answered at once, a call waits for them up to a limit. The lookups
 run on worker threads, so calls from many clients are answered concurrently. Transports, signals and
 authentication are in retrieval.serving.
 """
@@ -15,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -23,12 +26,21 @@ import orjson
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from .api import EXCERPT_CHARS, MAX_TOP_K, KnowledgeLookup, excerpt
 from .errors import LookupLabError, QueryError
-from .lookup import MAX_QUERY_CHARS, LookupResult
+from .loading import Loading
+
+if TYPE_CHECKING:
+    from .api import KnowledgeLookup
+    from .lookup import LookupResult
+    from .read_log import ReadLog
 
 log = logging.getLogger("retrieval.mcp_server")
 
+# The core's limits, restated so that the protocol is answered before the core (Weaviate's client, the model
+# runtime, pandas) is imported: tests/test_mcp_unit.py checks they are the core's.
+MAX_QUERY_CHARS = 2000  # retrieval.lookup.MAX_QUERY_CHARS
+MAX_TOP_K = 50  # retrieval.api.MAX_TOP_K
+EXCERPT_CHARS = 280  # retrieval.api.EXCERPT_CHARS
 SERVER_NAME = "lookup-lab"
 ENTRY_URI = "kb://entry/"
 UNNAMED_CLIENT = "mcp-unnamed-client"
@@ -124,6 +136,13 @@ def _text_argument(tool: str, arguments: dict[str, Any], name: str) -> str:
     return value
 
 
+def top_k_argument(value: Any) -> Any:
+    """top_k as JSON Schema's `integer` reads it: 2.0 is the integer 2. Anything else is left to check_top_k."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _check_arguments(tool: str, arguments: dict[str, Any] | None, schema: dict[str, Any]) -> dict[str, Any]:
     args = dict(arguments or {})
     allowed = list(schema["properties"])
@@ -146,7 +165,7 @@ def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
     (the entries are the results), L1's candidates left out (their scores are in the results), and an
     excerpt and a resource URI on each result: the best-matching chunk when L1 found the entry, else the
     entry's opening prose."""
-    snippets = {c.entry_id: c.snippet for c in result.l1.candidates}
+    snippets = {c.entry_id: (c.snippet, c.chunk_index) for c in result.l1.candidates}
     # L1's candidates are left out before to_dict(): turning them into dicts only to drop them was half its cost
     data = dataclasses.replace(result, l1=dataclasses.replace(result.l1, candidates=())).to_dict()
     hints = data.pop("l0")
@@ -155,16 +174,24 @@ def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
     data["l1"].pop("candidates", None)
     for item in data["results"]:
         entry_id = item["entry_id"]
-        text = snippets.get(entry_id)
-        item["excerpt"] = kb.opening(entry_id) if text is None else _chunk_excerpt(text)
+        best = snippets.get(entry_id)
+        text = chunk_excerpt(*best) if best is not None else ""
+        item["excerpt"] = text or kb.opening(entry_id)
         item["uri"] = ENTRY_URI + entry_id
     return data
 
 
 @functools.lru_cache(maxsize=4096)
-def _chunk_excerpt(text: str) -> str:
-    """A chunk's excerpt: the same chunks come back again and again."""
-    return excerpt(text)
+def chunk_excerpt(text: str, chunk_index: int) -> str:
+    """The excerpt of a best-matching chunk's own text: "" for the heading card (chunk 0, the title's words
+    alone, so the entry's opening is shown instead); a section chunk without the title line the index puts
+    in front of every section (retrieval.chunking). Cached: the same chunks come back again and again."""
+    if chunk_index == 0:
+        return ""
+    from .api import excerpt  # loaded by now: a lookup ran
+
+    _title, _, body = text.partition("\n")
+    return excerpt(body)
 
 
 def entry_payload(kb: KnowledgeLookup, entry_id: str) -> dict[str, Any]:
@@ -181,9 +208,19 @@ def _refused(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-def build_server(kb: KnowledgeLookup, *, workers: int = WORKERS) -> Server:
-    """The MCP server over one open KnowledgeLookup (one model, one Weaviate connection)."""
+async def _services_or_protocol_error(loading: Loading) -> KnowledgeLookup:
+    try:
+        return await loading.get()
+    except LookupLabError as exc:
+        raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+
+
+def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS, reads: ReadLog | None = None) -> Server:
+    """The MCP server over one KnowledgeLookup (one model, one Weaviate connection), open or still opening
+    (a Loading): initialize and tools/list never wait for it; a call waits for it up to the Loading's limit.
+    `reads` records read_entry calls (None: not recorded)."""
     limiter = anyio.CapacityLimiter(workers)
+    loading = services if isinstance(services, Loading) else Loading.of(services)
 
     async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=TOOLS)
@@ -193,13 +230,22 @@ def build_server(kb: KnowledgeLookup, *, workers: int = WORKERS) -> Server:
             if params.name == "lookup_knowledge":
                 args = _check_arguments(params.name, params.arguments, LOOKUP_INPUT)
                 query = _text_argument(params.name, args, "query")
+                top_k = top_k_argument(args.get("top_k"))
                 tag = client_name(ctx)
+                kb = await loading.get()
                 return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
-                    lambda: _ok(lookup_payload(kb.lookup(query, args.get("top_k"), session_tag=tag), kb)), limiter=limiter
+                    lambda: _ok(lookup_payload(kb.lookup(query, top_k, session_tag=tag), kb)), limiter=limiter
                 )
             if params.name == "read_entry":
                 args = _check_arguments(params.name, params.arguments, READ_INPUT)
-                return _ok(entry_payload(kb, _text_argument(params.name, args, "entry_id")))
+                entry_id = _text_argument(params.name, args, "entry_id")
+                kb = await loading.get()
+                started = time.perf_counter()
+                payload = entry_payload(kb, entry_id)
+                if reads is not None:
+                    tag, seconds = client_name(ctx), time.perf_counter() - started
+                    await anyio.to_thread.run_sync(lambda: reads.record(kb, payload, tag, seconds), limiter=limiter)
+                return _ok(payload)
             return _refused(f"unknown tool {params.name!r}: this server has {', '.join(t.name for t in TOOLS)}")
         except LookupLabError as exc:
             return _refused(str(exc))
@@ -208,7 +254,7 @@ def build_server(kb: KnowledgeLookup, *, workers: int = WORKERS) -> Server:
             return _refused(f"{params.name} failed inside the server: {type(exc).__name__}: {exc}")
 
     async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        entries = kb.entries()
+        entries = (await _services_or_protocol_error(loading)).entries()
         start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
         page = entries[start : start + LIST_PAGE]
         more = start + LIST_PAGE < len(entries)
@@ -245,6 +291,7 @@ def build_server(kb: KnowledgeLookup, *, workers: int = WORKERS) -> Server:
         uri = str(params.uri)
         if not uri.startswith(ENTRY_URI):
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}: entries are {ENTRY_URI}<entry_id>")
+        kb = await _services_or_protocol_error(loading)
         try:
             entry = kb.entry(uri[len(ENTRY_URI) :])
         except LookupLabError as exc:

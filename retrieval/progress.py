@@ -1,7 +1,7 @@
 """Progress of a long CLI step (ingest, eval): a bar when stderr is a terminal, plain lines in a log.
 
     with progress_display() as show:
-        store.ingest(corpus, embedder, progress=show)            # show(stage, done, total)
+        indexing.ingest(store, corpus, embedder, progress=show)  # show(stage, done, total)
         run_eval(..., progress=lambda d, t: show("eval", d, t, "runs"))
 
 In a log each stage prints `embedding: 0/48 entries` when it starts, a line each time it passes another tenth,

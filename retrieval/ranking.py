@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .candidates import Candidate
@@ -27,6 +27,7 @@ class ResultItem:
     lexical_score: float | None = None
     ranks: tuple[tuple[str, int], ...] = ()
     named: bool = False
+    text: str = field(default="", compare=False, repr=False)  # its best L1 chunk's text (an excerpt); "" for L0 alone
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -140,6 +141,7 @@ def fuse(
                 lexical_score=lex_scores.get(entry_id),
                 ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0") if entry_id in ranks[name]),
                 named=named,
+                text=c.snippet,
             )
         )
     floor = min(i.score for i in items)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import html
-import json
+import math
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from .evaluation import METRICS, ROUTING_FIGURES, EvalReport
+from . import report_charts as charts
+from .evaluation import METRICS, ROUTING_FIGURES, EvalReport, support_points
+from .routing_metrics import HURT_MEANING
 
 REPORT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")  # one per metric, distinct
 
@@ -117,47 +120,129 @@ def metrics_figure(report: EvalReport) -> go.Figure:
     return fig
 
 
+def fmt(value: Any, digits: int = 3) -> str:
+    """A figure as people read it: '–' where it does not apply, yes/no, thousands separated, `digits` decimals."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def fmt_p(value: float | None) -> str:
+    """A p-value: three decimals, or '< 0.001' (never 9.788707e-04)."""
+    if value is None or math.isnan(value):
+        return "–"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def setting_text(value: Any) -> str:
+    """A setting's value: weights as written (2.5, not 2.500), lists joined."""
+    if isinstance(value, float) and not math.isnan(value):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value))
+    return fmt(value)
+
+
+def significance_frame(report: EvalReport) -> pd.DataFrame:
+    rows = [
+        {
+            "A": p["a"],
+            "B": p["b"],
+            "metric": p["metric"],
+            "A score": fmt(p.get("a_score")),
+            "B score": fmt(p.get("b_score")),
+            "p": fmt_p(p.get("p_value")),
+            "significant": fmt(bool(p.get("significant"))),
+        }
+        for p in report.significance.get("pairs", [])
+    ]
+    return pd.DataFrame(rows)
+
+
+def _table(frame: pd.DataFrame, *, index: bool = False) -> str:
+    return frame.to_html(index=index, escape=True, na_rep="–", border=0) if not frame.empty else "<p>none</p>"
+
+
+def report_charts(report: EvalReport) -> list[tuple[str, str]]:
+    """(heading, inline SVG) of the report's charts: the metrics (when a case has an answer), the support
+    estimate of `lookup`, and what the L0 filter did (when l1_filtered and l1_unfiltered both ran)."""
+    out = []
+    if report.settings.get("answerable"):
+        table = metrics_frame(report)
+        series = {m: [_num(table.loc[c, m]) for c in table.index] for m in METRICS}
+        out.append(("Metrics", charts.grouped_bars(list(table.index), series, REPORT_COLORS, title="Metrics per configuration")))
+    if "lookup" in report.configs:
+        threshold = float(report.settings.get("support_threshold") or 0.5)
+        title = "Support estimate of lookup (the chance that the top result is right) by outcome"
+        out.append(("Semantic support", charts.support_strips(support_points(report), threshold, title=title)))
+    if report.filter_effect:
+        counts = report.filter_effect["counts"]
+        out.append(("The L0 filter", charts.counts_bars(counts, title="l1_filtered against l1_unfiltered, per answerable case")))
+    return out
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
 def render_html(report: EvalReport) -> str:
-    """One HTML file with its chart library inline: opens anywhere, no app, no network."""
-    fig = metrics_figure(report)
-    chart = fig.to_html(include_plotlyjs=True, full_html=False)
-    sig = pd.DataFrame(report.significance.get("pairs", []))
+    """One self-contained HTML file that reads on its own: formatted figures, a settings table, the charts as
+    inline SVG (no script, no chart library: a few hundred kilobytes for hundreds of cases, fit for e-mail)."""
     cases = pd.DataFrame(
         [
             {
                 "case": c["id"],
                 "query": c["query"],
-                "expected": ", ".join(c["expected"]),
-                "domain": c["domain"],
-                "filter": c["routing"]["filter"],
-                **{f"rank {k}": v["rank"] for k, v in c["configs"].items()},
+                "expected": ", ".join(c["expected"]) or "– (unanswerable)",
+                "domain": c["domain"] or "–",
+                "filter": c["routing"]["filter"] or "–",
+                **{f"rank {k}": fmt(v["rank"]) for k, v in c["configs"].items()},
             }
             for c in report.cases
         ]
     )
     conf = pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame()
+    latency = pd.DataFrame(report.latency).T.map(lambda v: fmt(_num(v), 1)) if report.latency else pd.DataFrame()
+    settings = pd.DataFrame([{"setting": k, "value": setting_text(v)} for k, v in report.settings.items()])
+    effect = report.filter_effect
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>Lookup Lab eval: {e(report.eval_set)}</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}</style></head><body>",
+        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}table{border-collapse:collapse;"
+        "font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}"
+        "svg.chart{display:block;max-width:100%;height:auto;margin:1em 0}</style></head><body>",
         f"<h1>Eval set {e(report.eval_set)}</h1>",
-        f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}. "
-        f"Settings: <code>{e(json.dumps(report.settings))}</code></p>",
+        f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}: {fmt(report.settings.get('cases'))} cases, "
+        f"{fmt(report.settings.get('answerable'))} answerable.</p>",
         "".join(f"<p><b>Warning:</b> {e(w)}</p>" for w in report.warnings),
         "<h2>Metrics and routing</h2>",
-        metrics_display(report).to_html(),
+        metrics_display(report).to_html(border=0),
         f"<p>{e(significance_legend(report))}</p>",
-        chart,
-        f"<h2>Significance ({e(str(report.significance.get('stat_test')))}, p &lt; 0.05)</h2>",
-        sig.to_html(index=False) if not sig.empty else "<p>none</p>",
+        "".join(f"<p><i>{e(COLUMN_LABELS[c])}</i>: {e(h)}</p>" for c, h in COLUMN_HELP.items()),
+        *(f"<h2>{e(heading)}</h2>{svg}" for heading, svg in report_charts(report)),
+        (
+            f"<p>The filter helped {effect['counts'].get('helped', 0)} and hurt {effect['counts'].get('hurt', 0)} cases"
+            f"{': ' + e(', '.join(effect['hurt_cases'])) if effect.get('hurt_cases') else ''}. {e(HURT_MEANING)}.</p>"
+            if effect
+            else ""
+        ),
+        "<h2>Settings</h2>",
+        _table(settings),
+        f"<h2>Significance (paired {e(str(report.significance.get('stat_test') or ''))} test, p &lt; 0.05)</h2>",
+        _table(significance_frame(report)),
         "<h2>Routing confusion: expected domain (rows) against the L0 filter (columns)</h2>",
-        conf.to_html() if not conf.empty else "<p>none</p>",
-        "<h2>Latency (ms)</h2>",
-        pd.DataFrame(report.latency).T.to_html(float_format=lambda v: f"{v:.2f}", na_rep="-"),
+        _table(conf, index=True),
+        "<h2>Latency (ms, p50 and p95 per stage)</h2>",
+        _table(latency, index=True),
         "<h2>Cases</h2>",
-        cases.to_html(index=False, na_rep="-"),
+        _table(cases),
         "</body></html>",
     ]
     return "\n".join(parts)

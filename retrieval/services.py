@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from weaviate import WeaviateClient
 
-from .config import Settings
+from .config import Settings, db_budget
 from .corpus import Corpus, load_corpus
 from .embedding import Embedder
 from .errors import L1Error, WeaviateSetupError
@@ -42,7 +42,7 @@ def open_store(settings: Settings) -> tuple[WeaviateClient | None, KnowledgeStor
         client = connect(settings)
     except (L1Error, WeaviateSetupError) as exc:
         return None, None, str(exc)
-    return client, KnowledgeStore(client, settings.collection), None
+    return client, KnowledgeStore(client, settings.collection, embedding_model=settings.embedding_model), None
 
 
 def open_embedder(settings: Settings) -> Embedder:
@@ -68,7 +68,7 @@ def open_runtime(
         client, store, why = open_store(settings)
         if embedder is None and store is not None:
             embedder = open_embedder(settings)
-    recorder = InvocationStore(settings.invocation_db) if record else None
+    recorder = InvocationStore(settings.invocation_db, budget=db_budget(settings)) if record else None
     if recorder is not None:
         recorder.start_background_flush()
     services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder, l1_unavailable=why)

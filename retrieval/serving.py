@@ -1,9 +1,10 @@
 """`python -m retrieval serve`: the MCP server's process: transports, signals and authentication.
 
-One process opens the services once (one model load, one Weaviate connection) and answers every client.
-SIGTERM or SIGINT stops it cleanly: the calls in flight finish, the invocation spool is flushed into the
-DuckDB file, and an embedded Weaviate is stopped if this process started it (one it merely reused is left
-running). Over HTTP it listens on 127.0.0.1 unless told otherwise; any other address needs a bearer token
+One process opens the services once (one model load, one Weaviate connection), in the background: the
+protocol is answered at once and calls wait for the services (retrieval.loading). SIGTERM, SIGINT or stdin
+closing stops it at any moment: the calls in flight finish, the invocation spool is flushed into the DuckDB
+file, and an embedded Weaviate this process started is sent SIGTERM (one it merely reused is left running).
+Over HTTP it listens on 127.0.0.1 unless told otherwise; any other address needs a bearer token
 (LOOKUP_SERVER_TOKEN), and every request without it is answered 401.
 """
 
@@ -16,17 +17,21 @@ import json
 import signal
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import uvicorn
 
-from .api import KnowledgeLookup, open_knowledge_lookup
-from .config import Settings
-from .embedding import Embedder
+from . import shutdown
 from .errors import ServeError
+from .loading import DEFAULT_WAIT_S, Loading
 from .mcp_server import build_server
+from .read_log import ReadLog
 from .stdio_transport import stderr_log, stdio_streams
+
+if TYPE_CHECKING:  # the core loads in the background, after the protocol is up
+    from .api import KnowledgeLookup
+    from .config import Settings
+    from .embedding import Embedder
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_HOST = "127.0.0.1"
@@ -35,6 +40,8 @@ MCP_PATH = "/mcp"
 TOKEN_ENV = "LOOKUP_SERVER_TOKEN"
 MIN_TOKEN_CHARS = 16
 GRACEFUL_SHUTDOWN_S = 3  # open streams are closed after this on SIGTERM
+LOAD_DELAY_MAX_S = 2.0  # stdio: loading starts after the first reply is sent, or after this
+STOP_WAIT_S = 1.0  # how long leaving waits for the embedded Weaviate to exit (it then finishes alone)
 
 
 def is_loopback(host: str) -> bool:
@@ -106,9 +113,10 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def http_app(kb: KnowledgeLookup, *, host: str, token: str | None) -> Any:
+def http_app(services: KnowledgeLookup | Loading, *, host: str, token: str | None) -> Any:
     """The Starlette app serving streamable HTTP at /mcp (JSON responses; DNS-rebinding checks on loopback)."""
-    app = build_server(kb).streamable_http_app(streamable_http_path=MCP_PATH, json_response=True, host=host)
+    server = build_server(services, reads=ReadLog())
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True, host=host)
     return BearerAuth(app, token) if token else app
 
 
@@ -121,33 +129,61 @@ def serve(
     token: str | None = None,
     ingest: bool = False,
     embedder: Embedder | None = None,
+    load_wait_s: float = DEFAULT_WAIT_S,
     log: Callable[[str], None] = stderr_log,
 ) -> None:
-    """Run the server until stdin closes (stdio), or SIGTERM/SIGINT. Raises ServeError before loading
-    anything when the transport, address or token cannot be used."""
+    """Run the server until stdin closes (stdio), or SIGTERM/SIGINT. The protocol is answered at once; the model
+    and Weaviate open in the background (a call waits for them up to `load_wait_s`). Raises ServeError before
+    loading anything when the transport, address or token cannot be used, and what opening the services
+    raised when they could not be opened."""
     if transport not in TRANSPORTS:
         raise ServeError(f"--transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
+    if load_wait_s < 0:
+        raise ServeError(f"--load-wait {load_wait_s:g}: must not be negative")
     sock = None
     if transport == "http":
         check_bind(host, token)
         sock = bind_socket(host, port)
     opened: list[KnowledgeLookup] = []
+    failed: list[BaseException] = []
 
     def open_services() -> KnowledgeLookup:
+        from .api import open_knowledge_lookup
+
         opened.append(open_knowledge_lookup(settings, embedder=embedder, ingest=ingest, log=log))
         return opened[0]
 
     try:
-        anyio.run(_serve, transport, open_services, sock, host, token, log)
+        anyio.run(_serve, transport, open_services, Loading(load_wait_s), failed, sock, host, token, log)
     except BaseExceptionGroup as group:  # the task group wraps what the services raised while opening
         raise _single(group) from None
     finally:
-        for kb in opened:  # also when a signal came while the services were opening
-            with _signals_ignored():
-                kb.close()
+        with _signals_ignored():
+            _leave(opened, log)
         if sock is not None:
             sock.close()
         log("stopped")
+    if failed:
+        raise failed[0]
+
+
+def _leave(opened: list[KnowledgeLookup], log: Callable[[str], None]) -> None:
+    """Flush the spool first, then stop the embedded Weaviate this process launched (or is launching: the
+    services may still be opening) without waiting long for it: a host kills a server that takes more than
+    2 s after closing its stdin. The server, signalled, finishes its shutdown alone (and dies with this
+    process anyway: retrieval.parent_death); a later start replaces it should it hang."""
+    for kb in list(opened):
+        recorder = kb.runtime.services.recorder
+        if recorder is not None:
+            try:
+                recorder.close()
+            except Exception as exc:  # the rows stay in the spool, for the next flush
+                log(f"the invocation spool was not flushed: {type(exc).__name__}: {exc}")
+    stopped = shutdown.stop_own_servers_soon(STOP_WAIT_S)
+    if stopped:
+        log(f"told Weaviate (pid {', '.join(map(str, stopped))}) to stop")
+    for kb in list(opened):  # the client's connection; the server is signalled already
+        kb.close()
 
 
 @contextlib.contextmanager
@@ -164,6 +200,8 @@ def _signals_ignored():
 async def _serve(
     transport: str,
     open_services: Callable[[], KnowledgeLookup],
+    loading: Loading,
+    failed: list[BaseException],
     sock: socket.socket | None,
     host: str,
     token: str | None,
@@ -178,48 +216,71 @@ async def _serve(
                     state["signals"] += 1
                     log(f"{signal.Signals(signum).name}: stopping")
                     web = state.get("uvicorn")
-                    if web is not None:
+                    if web is not None and loading.kb is not None:
                         web.should_exit = True
                         web.force_exit = state["signals"] > 1
                     else:
                         state["cancel"].cancel()
 
-        if transport == "stdio":
-            # While serving, fd 1 points at stderr: nothing the model or Weaviate prints reaches the wire.
-            with anyio.CancelScope() as scope:
-                state["cancel"] = scope
-                tg.start_soon(watch_signals)
-                async with stdio_streams() as (read, write):
-                    kb = await anyio.to_thread.run_sync(open_services)
-                    server = build_server(kb)
-                    log(f"ready: MCP over stdio ({_describe(kb)})")
+        async def load(ready_message: Callable[[KnowledgeLookup], str], after: anyio.Event | None = None) -> None:
+            """Open the services on a worker thread, which a stop abandons (the process then exits). Over stdio it
+            starts once the initialize reply is out (or after LOAD_DELAY_MAX_S): the loading thread's imports hold
+            the GIL for seconds, and the host's initialize must not wait behind them."""
+            if after is not None:
+                with anyio.move_on_after(LOAD_DELAY_MAX_S):
+                    await after.wait()
+            try:
+                kb = await anyio.to_thread.run_sync(open_services, abandon_on_cancel=True)
+            except Exception as exc:
+                loading.failed(exc)
+                failed.append(exc)
+                log(f"could not open the services: {type(exc).__name__}: {exc}")
+                state["cancel"].cancel()
+                return
+            loading.ready(kb)
+            log(ready_message(kb))
+
+        with anyio.CancelScope() as scope:
+            state["cancel"] = scope
+            tg.start_soon(watch_signals)
+            if transport == "stdio":
+                # While serving, fd 1 points at stderr: nothing the model or Weaviate prints reaches the wire.
+                first_sent = anyio.Event()
+                async with stdio_streams(first_sent) as (read, write), anyio.create_task_group() as inner:
+                    server = build_server(loading, reads=ReadLog())
+                    log("listening: MCP over stdio; loading the model and Weaviate")
+                    inner.start_soon(load, lambda kb: f"ready: MCP over stdio ({_describe(kb)})", first_sent)
                     await server.run(read, write, server.create_initialization_options())
-        else:
-            if sock is None:
-                raise ValueError("serving over HTTP needs a bound socket")
-            with anyio.CancelScope() as scope:
-                state["cancel"] = scope
-                tg.start_soon(watch_signals)
-                kb = await anyio.to_thread.run_sync(open_services)
+                    inner.cancel_scope.cancel()  # stdin closed: a load still running is abandoned
+            else:
+                if sock is None:
+                    raise ValueError("serving over HTTP needs a bound socket")
+                import uvicorn
+
                 config = uvicorn.Config(
-                    http_app(kb, host=host, token=token),
+                    http_app(loading, host=host, token=token),
                     log_level="warning",
                     access_log=False,
                     timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
                     lifespan="on",
                 )
-                web = state["uvicorn"] = _UvicornServer(config)
-                tg.start_soon(_announce, web, f"ready: MCP over streamable HTTP at {_url(sock)} ({_describe(kb)})", log)
+                web = state["uvicorn"] = _uvicorn_server(config)
+                log(f"listening: MCP over streamable HTTP at {_url(sock)}; loading the model and Weaviate")
+                tg.start_soon(load, lambda kb: f"ready: MCP over streamable HTTP at {_url(sock)} ({_describe(kb)})")
                 await web.serve(sockets=[sock])
-        tg.cancel_scope.cancel()  # the signal watcher
+        tg.cancel_scope.cancel()  # the signal watcher and a load still running
 
 
-class _UvicornServer(uvicorn.Server):
-    """uvicorn.Server without its own signal handling: ours (above) stops it, then the services are closed."""
+def _uvicorn_server(config: Any) -> Any:
+    """uvicorn.Server without its own signal handling: ours (in _serve) stops it, then the services are closed."""
+    import uvicorn
 
-    @contextlib.contextmanager
-    def capture_signals(self):
-        yield
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            yield
+
+    return Server(config)
 
 
 def _single(group: BaseExceptionGroup) -> BaseException:
@@ -227,13 +288,6 @@ def _single(group: BaseExceptionGroup) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
-
-
-async def _announce(web: Any, message: str, log: Callable[[str], None]) -> None:
-    while not web.started and not web.should_exit:
-        await anyio.sleep(0.02)
-    if web.started:
-        log(message)
 
 
 def _url(sock: socket.socket) -> str:

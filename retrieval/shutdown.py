@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .parent_death import serving_pids
+
 STOP_TIMEOUT_S = 10.0  # a server that has not exited this long after SIGTERM gets SIGKILL
 
 
@@ -36,6 +38,7 @@ _LOCK = threading.Lock()
 _OWN: dict[int, _Own] = {}
 _HOOKED = False
 _EXITING = threading.Event()
+_LEFT: list[Any] = []  # servers signalled by stop_own_servers_soon and left to finish alone
 
 
 def starting(port: int, binary: Path) -> None:
@@ -104,6 +107,36 @@ def stop_own_server(port: int, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
     return sorted(pids)
 
 
+def stop_own_servers_soon(wait_s: float) -> list[int]:
+    """Tell every server this process launched to stop (SIGTERM) and wait for them at most `wait_s`: one still
+    shutting down after that finishes alone (it has its signal), and the client's own stop no longer waits
+    for it. For leaving within a host's deadline. Returns the pids signalled."""
+    with _LOCK:
+        owned = [own for own in _OWN.values() if own.owner_pid == os.getpid()]
+        for own in owned:
+            _OWN.pop(own.port, None)
+    pids: list[int] = []
+    for own in owned:
+        popen: subprocess.Popen | None = getattr(own.server, "process", None)
+        mine = set(_children_serving(own.binary, own.port))
+        if popen is not None and popen.poll() is None:
+            mine.add(popen.pid)
+        for pid in mine:
+            _signal(pid, signal.SIGTERM)
+            _signal(pid, signal.SIGCONT)
+        pids += sorted(mine)
+    deadline = time.monotonic() + wait_s
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    for own in owned:
+        if own.server is not None:
+            with contextlib.suppress(Exception):
+                _LEFT.append(own.server.process)  # kept: a Popen dropped while its process runs warns
+                own.server.process = None  # the client's stop() would wait for it: it is signalled already
+                own.server.stop()  # the client's bookkeeping and the data-directory lock
+    return pids
+
+
 def exit_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
     """Turn SIGTERM and SIGINT into SystemExit(128 + signal) in the main thread, so that `finally` blocks and the
     atexit hook run; a second signal while the process is stopping is ignored. Call once, from the main thread."""
@@ -124,25 +157,23 @@ def exit_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) 
 def _children_serving(binary: Path, port: int) -> list[int]:
     """Child processes of this process that run `binary --port <port>` (a launch that a signal interrupted
     before the client could hand its process over)."""
-    me, found = os.getpid(), []
-    try:
-        entries = list(Path("/proc").iterdir())
-    except OSError:
-        return []
-    for proc in entries:
-        if not proc.name.isdigit():
-            continue
-        try:
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[-1].split()[1])
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid != me or not argv or os.path.basename(argv[0]) != binary.name.encode() or b"--port" not in argv:
-            continue
-        i = argv.index(b"--port")
-        if i + 1 < len(argv) and argv[i + 1] == str(port).encode():
-            found.append(int(proc.name))
-    return found
+    return serving_pids(binary.name, port, parent=os.getpid())
+
+
+def stop_pids(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """SIGTERM (and SIGCONT) each process, then SIGKILL those still alive after `timeout_s`; waits until gone."""
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)
+    deadline = time.monotonic() + timeout_s
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid):
+            _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _alive(pid: int) -> bool:

@@ -10,9 +10,11 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from .db_budget import duckdb_frames, is_memory_error
 from .errors import SqlRefused, StoreError
 from .invocations import InvocationStore
 
+CONSOLE_MEMORY_LIMIT = "256MB"  # the console's budget, below the store's: a query of anyone who reaches the app
 ALLOWED = {duckdb.StatementType.SELECT: "SELECT", duckdb.StatementType.EXPLAIN: "EXPLAIN"}
 SAFE_CONFIG = {
     "enable_external_access": False,
@@ -153,9 +155,18 @@ def _fetch_frame(cur: duckdb.DuckDBPyConnection, limit: int) -> pd.DataFrame:
     return frame
 
 
-def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, timeout_ms: int = 5_000) -> SqlResult:
-    """Run one checked statement on a read-only connection with external access off."""
+def run_readonly(
+    store: InvocationStore,
+    sql: str,
+    *,
+    row_limit: int = 10_000,
+    timeout_ms: int = 5_000,
+    memory_limit: str = CONSOLE_MEMORY_LIMIT,
+) -> SqlResult:
+    """Run one checked statement on a read-only connection with external access off, within `memory_limit`
+    (or the store's own budget if smaller) and without spilling to disk: a query over it is refused."""
     check_statement(sql)
+    budget = store.budget.with_memory_limit(memory_limit)
     config = dict(SAFE_CONFIG, max_execution_time=int(timeout_ms)) if timeout_ms else dict(SAFE_CONFIG)
 
     def run(con: duckdb.DuckDBPyConnection) -> SqlResult:
@@ -163,7 +174,8 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
         cur = con.cursor()
         try:
             cur.execute(sql)
-            frame = _fetch_frame(cur, row_limit + 1)
+            with duckdb_frames():
+                frame = _fetch_frame(cur, row_limit + 1)
         except duckdb.InterruptException as exc:
             if timeout_ms and "execution time" in str(exc):
                 raise SqlRefused(
@@ -172,6 +184,11 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
                 ) from exc
             raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
         except duckdb.Error as exc:
+            if is_memory_error(exc):
+                raise SqlRefused(
+                    f"the query went over the memory budget of {budget.memory_limit} and was stopped: "
+                    "narrow it (WHERE, LIMIT, fewer or shorter columns) or aggregate before sorting"
+                ) from exc
             raise SqlRefused(f"{type(exc).__name__}: {exc}") from exc
         finally:
             cur.close()
@@ -180,6 +197,6 @@ def run_readonly(store: InvocationStore, sql: str, *, row_limit: int = 10_000, t
         return SqlResult(frame, truncated, (time.perf_counter() - t0) * 1000)
 
     try:
-        return store.with_connection(run, read_only=True, config=config)
+        return store.with_connection(run, read_only=True, config=config, budget=budget, spill=False)
     except StoreError:
         raise

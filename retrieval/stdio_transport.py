@@ -18,9 +18,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 from mcp.shared.message import SessionMessage
 
 STDIO_LINE_LIMIT = 64 * 1024 * 1024  # one JSON-RPC message a line
+PARSE_ERROR = -32700
 
 
 def stderr_log(message: str) -> None:
@@ -29,11 +31,12 @@ def stderr_log(message: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_streams(first_sent: anyio.Event | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """MCP over this process's stdin and stdout. When both are pipes (or sockets), as under an agent host, the
     event loop reads and writes them itself: the SDK's stdio_server runs every line read, write and flush on
     a worker thread, three thread hops a call (~0.3-1 ms on a busy machine). Otherwise it is the SDK's.
-    Either way fd 0 reads /dev/null and fd 1 writes to stderr while serving, so stray output misses the wire."""
+    Either way fd 0 reads /dev/null and fd 1 writes to stderr while serving, so stray output misses the wire.
+    `first_sent` is set once the first message (the initialize reply) is written to the pipe."""
     if not all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in (os.fstat(0).st_mode, os.fstat(1).st_mode)):
         from mcp.server.stdio import stdio_server
 
@@ -61,10 +64,19 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
         async def read_lines() -> None:
             async with incoming_w:
                 while line := await _read_line(reader):
+                    if not line.strip():
+                        continue
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except Exception as exc:  # the server logs a malformed line and goes on
-                        await incoming_w.send(exc)
+                    except Exception as exc:
+                        reply = parse_error_reply(line)
+                        if reply is not None:  # not JSON at all: JSON-RPC's parse error, id null
+                            writer.write(reply)
+                            with contextlib.suppress(ConnectionError):
+                                await writer.drain()
+                        else:  # JSON but no JSON-RPC message: the session logs it and goes on
+                            await incoming_w.send(exc)
+                        stderr_log(f"a stdin line that is not a JSON-RPC message was refused: {_preview(line)}")
                         continue
                     await incoming_w.send(SessionMessage(message))
 
@@ -74,6 +86,8 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                     writer.write(sent.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
                     with contextlib.suppress(ConnectionError):  # the host is gone: its stdin EOF stops us
                         await writer.drain()
+                    if first_sent is not None:
+                        first_sent.set()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(read_lines)
@@ -88,6 +102,21 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
                 os.set_blocking(kept, True)  # the pipe transports made the shared file description non-blocking
                 os.dup2(kept, fd)
             os.close(kept)
+
+
+def parse_error_reply(line: bytes) -> bytes | None:
+    """The JSON-RPC reply to a line that is not JSON (-32700, id null), or None when it is JSON."""
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        error = {"code": PARSE_ERROR, "message": f"Parse error: the line is not JSON ({exc})"}
+        return orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + b"\n"
+    return None
+
+
+def _preview(line: bytes, limit: int = 120) -> str:
+    text = line.decode("utf-8", "replace").strip()
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 async def _read_line(reader: asyncio.StreamReader) -> bytes:

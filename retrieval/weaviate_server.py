@@ -5,12 +5,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import socket
-import sys
 import threading
 import weakref
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -18,7 +17,7 @@ from urllib.parse import urlparse
 import weaviate
 from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
 
-from . import shutdown
+from . import parent_death, shutdown
 from .config import Settings
 from .errors import L1Error, WeaviateSetupError
 
@@ -29,10 +28,14 @@ EMBEDDED_ENV = {
     "AUTOSCHEMA_ENABLED": "false",
     "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
     "CLUSTER_BIND_ADDR": "127.0.0.1",
+    # The profiler listens on *:6060 unless switched off. The gRPC and cluster-data ports are bound to every
+    # interface by the server itself (":%d" in v1.38.11, no setting): docs/operations.md, "Listening addresses".
+    "GO_PROFILING_DISABLE": "true",
 }
 
 
 LOCK_FILE = ".lookup-lab.lock"
+log = logging.getLogger("retrieval.weaviate_server")
 
 
 @dataclass
@@ -97,24 +100,6 @@ def _config(settings: Settings) -> AdditionalConfig:
     )
 
 
-@contextmanager
-def _server_output_to(log_path: Path):
-    """The embedded server inherits stdout/stderr; send them to a log so `--json` output stays clean."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(log_path, "ab") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
 def connect(settings: Settings) -> weaviate.WeaviateClient:
     """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and
     WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock).
@@ -171,6 +156,10 @@ def _remote_grpc_port(settings: Settings) -> int:
 def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
     host, port, grpc_port = "127.0.0.1", settings.embedded_port, settings.embedded_grpc_port
     with _starting(port):  # threads of one process: one checks-and-starts at a time, the others then reuse it
+        orphans = orphan_pids(settings)
+        if orphans:  # a server of ours whose owner died: stopped and replaced, never reused unowned
+            log.warning("stopping Weaviate %s on port %s: its owner died (an orphan)", orphans, port)
+            shutdown.stop_pids(orphans)
         if port_open(host, port) and port_open(host, grpc_port):
             # A server from the app, another CLI call or a crashed run already serves this data directory's port.
             return weaviate.connect_to_local(host=host, port=port, grpc_port=grpc_port, additional_config=_config(settings))
@@ -191,16 +180,21 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         lock = DataDirLock.acquire(data_dir, port)
         shutdown.starting(port, binary)  # ours to stop from here on, should a signal come during the start
         try:
-            with _server_output_to(data_dir / "server.log"):
-                client = weaviate.connect_to_embedded(
-                    version=settings.weaviate_version,
-                    binary_path=str(settings.weaviate_bin_dir),
-                    persistence_data_path=str(data_dir),
-                    port=port,
-                    grpc_port=grpc_port,
-                    environment_variables=dict(EMBEDDED_ENV),
-                    additional_config=_config(settings),
-                )
+
+            def launch() -> weaviate.WeaviateClient:
+                with parent_death.output_to(data_dir / "server.log"):
+                    return weaviate.connect_to_embedded(
+                        version=settings.weaviate_version,
+                        binary_path=str(settings.weaviate_bin_dir),
+                        persistence_data_path=str(data_dir),
+                        port=port,
+                        grpc_port=grpc_port,
+                        environment_variables=dict(EMBEDDED_ENV),
+                        additional_config=_config(settings),
+                    )
+
+            parent_death.bind_embedded_launches()  # the server gets SIGTERM when this process dies, however it dies
+            client = parent_death.on_launcher(launch)
         except BaseException:
             shutdown.stop_own_server(port)  # a start that failed or was interrupted leaves no server behind
             lock.release()
@@ -208,6 +202,33 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         _release_when_stopped(client, lock)
         shutdown.started(port, getattr(getattr(client, "_connection", None), "embedded_db", None))
         return client
+
+
+def orphan_pids(settings: Settings) -> list[int]:
+    """Embedded servers of ours on the settings' port whose owner is gone: the binary runs with that port while
+    nobody holds the data directory's lock (its launcher holds it for as long as it lives). A server this
+    process holds, or another live process holds, is not an orphan; nor is a server of another binary or of
+    another data directory."""
+    path = (settings.weaviate_data_dir / LOCK_FILE).resolve()
+    with _HELD_LOCK:
+        if path in _HELD or not path.is_file():
+            return []
+    data_dir = str(settings.weaviate_data_dir.resolve())
+    pids = [  # on this data directory: a live process's server on another one that took the port is not ours
+        pid
+        for pid in parent_death.serving_pids(embedded_binary(settings).name, settings.embedded_port)
+        if (found := parent_death.process_env(pid, "PERSISTENCE_DATA_PATH")) and os.path.realpath(found) == data_dir
+    ]
+    if not pids:
+        return []
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return []  # its owner lives
+    finally:
+        os.close(fd)  # drops the probe's lock
+    return pids
 
 
 # --- one server per data directory ----------------------------------------------------------------------

@@ -4,23 +4,30 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from weaviate import WeaviateClient
-from weaviate.classes.config import Configure, ConsistencyLevel, DataType, Property, Tokenization, VectorDistances
+from weaviate.classes.config import (
+    Configure,
+    ConsistencyLevel,
+    DataType,
+    Property,
+    Reconfigure,
+    Tokenization,
+    VectorDistances,
+    VectorFilterStrategy,
+)
 from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
 
 from .candidates import Candidate
+from .collection_model import description_for, model_in, other_model_message
 from .deadline import TimedOut, call_within
 from .errors import L1Error
+from .search_request import SearchMode, SearchRequest
 from .weaviate_server import endpoint_of, port_open
-
-if TYPE_CHECKING:
-    from .corpus import Corpus
-    from .indexing import IngestReport
 
 PROPERTIES = (
     "entry_id",
@@ -38,7 +45,13 @@ PROPERTIES = (
 # BM25F fields. Only an entry's card (chunk 0) carries them, so lexical search scores whole entries: the
 # title and file name as words, the frontmatter keywords and entities, and the whole body.
 LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
-SEARCH_KINDS = ("near_vector", "hybrid", "bm25")
+# Filtered vector search. Below flatSearchCutoff allowed objects Weaviate compares the query with every one of
+# them; at 100k entries one domain holds about 24,000 chunks, so with the default cutoff (40,000) a filtered
+# search scanned them all and took 4x an unfiltered one. With ACORN and a cutoff of 1,000 it walks the graph:
+# 1.14-1.23x, filtered recall@10 0.984 against the exact ranking (bench 2026-12-02-082819, docs/benchmarks.md).
+FILTER_STRATEGY = "acorn"
+FLAT_SEARCH_CUTOFF = 1000
+SEARCH_KINDS = tuple(m.value for m in SearchMode)
 OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
 MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
 GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
@@ -63,11 +76,16 @@ class KnowledgeStore:
         replication_factor: int | None = None,
         shards: int | None = None,
         consistency: str | None = None,
+        embedding_model: str | None = None,
     ) -> None:
         """replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
-        ALL) to every query and insert; each defaults to the Settings the client was made with (connect)."""
+        ALL) to every query and insert; each defaults to the Settings the client was made with (connect).
+        `embedding_model`: the model whose query vectors this store is searched with; the first search checks
+        that the collection holds that model's vectors (see MODEL_NOTE) and raises L1Error if not."""
         self.client = client
         self.name = collection
+        self.embedding_model = embedding_model
+        self._model_checked = embedding_model is None
         endpoint = endpoint_of(client)
         self.replication_factor = replication_factor or (endpoint.replication_factor if endpoint else None)
         self.shards = shards or (endpoint.shards if endpoint else None)
@@ -81,9 +99,12 @@ class KnowledgeStore:
         self.collection: Any = handle.with_consistency_level(ConsistencyLevel(self.consistency)) if self.consistency else handle
 
     # --- schema -------------------------------------------------------------------------------------
-    def ensure_collection(self) -> None:
+    def ensure_collection(self, model: str | None = None) -> str | None:
+        """Create the collection (its description naming `model`, the embedding model of its vectors), or bring
+        an existing one's filter settings in line (see FILTER_STRATEGY); returns what was changed on an
+        existing collection, or None."""
         if self.client.collections.exists(self.name):
-            return
+            return self.migrate_filter_settings()
 
         def text(n: str, **kw: Any) -> Property:
             return Property(name=n, data_type=DataType.TEXT, **kw)
@@ -93,11 +114,17 @@ class KnowledgeStore:
             placement["replication_config"] = Configure.replication(factor=self.replication_factor)
         if self.shards:
             placement["sharding_config"] = Configure.sharding(desired_count=self.shards)
+        if model:
+            placement["description"] = description_for(model)
         self.client.collections.create(
             self.name,
             **placement,
             vector_config=Configure.Vectors.self_provided(
-                vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)
+                vector_index_config=Configure.VectorIndex.hnsw(
+                    distance_metric=VectorDistances.COSINE,
+                    filter_strategy=VectorFilterStrategy(FILTER_STRATEGY),
+                    flat_search_cutoff=FLAT_SEARCH_CUTOFF,
+                )
             ),
             properties=[
                 text("entry_id", tokenization=Tokenization.FIELD, skip_vectorization=True),
@@ -113,6 +140,52 @@ class KnowledgeStore:
                 text("text"),
             ],
         )
+        return None
+
+    def filter_settings(self) -> tuple[str, int]:
+        """(filter strategy, flatSearchCutoff) of the existing collection's vector index."""
+        config = self.collection.config.get()
+        named = (config.vector_config or {}).get("default")
+        vic = named.vector_index_config if named is not None else config.vector_index_config
+        strategy = getattr(vic, "filter_strategy", None)
+        return str(getattr(strategy, "value", strategy)).lower(), int(getattr(vic, "flat_search_cutoff", 40_000))
+
+    def migrate_filter_settings(self) -> str | None:
+        """Set FILTER_STRATEGY and FLAT_SEARCH_CUTOFF on an existing collection made with others (both can be
+        changed in place, no re-index); returns what changed, for the caller to say, or None."""
+        have = self.filter_settings()
+        want = (FILTER_STRATEGY, FLAT_SEARCH_CUTOFF)
+        if have == want:
+            return None
+        self.collection.config.update(
+            vector_config=Reconfigure.Vectors.update(
+                name="default",
+                vector_index_config=Reconfigure.VectorIndex.hnsw(
+                    filter_strategy=VectorFilterStrategy(FILTER_STRATEGY), flat_search_cutoff=FLAT_SEARCH_CUTOFF
+                ),
+            )
+        )
+        return (
+            f"collection {self.name!r}: filter strategy {have[0]} -> {want[0]}, flatSearchCutoff {have[1]:,} -> {want[1]:,} "
+            "(changed in place: filtered search is no slower than unfiltered with these, see docs/benchmarks.md)"
+        )
+
+    def stored_model(self) -> str | None:
+        """The embedding model the existing collection says it holds (None: not recorded, or no collection)."""
+        if not self.client.collections.exists(self.name):
+            return None
+        return model_in(self.collection.config.get().description)
+
+    def _verify_model(self, timeout_s: float | None) -> None:
+        """Once, after a search the server answered: raise L1Error when the collection holds another embedding
+        model's vectors than this store's. A description that cannot be read leaves the check to the next search."""
+        try:
+            stored = self.stored_model() if timeout_s is None else call_within(self.stored_model, timeout_s)
+        except Exception:
+            return
+        if stored is not None and self.embedding_model is not None and stored != self.embedding_model:
+            raise L1Error(other_model_message(self.name, stored, self.embedding_model))
+        self._model_checked = True
 
     def schema_current(self) -> bool:
         """False when the collection exists with another version's fields (no lexical fields)."""
@@ -122,8 +195,10 @@ class KnowledgeStore:
         return set(PROPERTIES) <= have
 
     def drop(self) -> None:
-        if self.client.collections.exists(self.name):
-            self.client.collections.delete(self.name)
+        """Delete the collection, and the ingest's manifest of it (retrieval.manifest)."""
+        for name in (self.name, f"{self.name}_Manifest"):
+            if self.client.collections.exists(name):
+                self.client.collections.delete(name)
 
     # --- ingest -------------------------------------------------------------------------------------
     def indexed_state(self) -> dict[str, tuple[str, int, int]]:
@@ -143,37 +218,12 @@ class KnowledgeStore:
     def indexed_entry_ids(self) -> set[str]:
         return {k for k, (h, n, want) in self.indexed_state().items() if n == want}
 
-    def ingest(
-        self,
-        corpus: Corpus,
-        embedder,
-        *,
-        progress: Callable[[str, int, int], None] | None = None,
-        batch_entries: int = 64,
-    ) -> IngestReport:
-        """`indexing.ingest(self, ...)`, which callers call directly; kept until the last callers do."""
-        from . import indexing  # here, not at the top: indexing depends on the store, not the other way
-
-        return indexing.ingest(self, corpus, embedder, progress=progress, batch_entries=batch_entries)
-
     # --- search -------------------------------------------------------------------------------------
-    def search(
-        self,
-        vector: Sequence[float] | np.ndarray | None,
-        *,
-        k: int,
-        category: str | None = None,
-        mode: str = "near_vector",
-        query_text: str = "",
-        alpha: float = 0.5,
-        timeout_s: float | None = None,
-        entries: int | None = None,
-        cards_of: Sequence[str] | None = None,
-    ) -> list[Candidate]:
-        """Top-k entries, optionally filtered on one category. `mode` is the kind of Weaviate query:
-        near_vector (the query vector), hybrid (Weaviate's fusion of BM25F and the vector), or bm25
-        (BM25F over the lexical fields of each entry's card). Every candidate carries the cosine similarity
-        of `vector` to its best chunk, when a vector is given.
+    def search(self, request: SearchRequest) -> list[Candidate]:
+        """Top `request.limit` entries of one query (SearchRequest), optionally filtered on one category. The
+        mode is the kind of Weaviate query: near_vector (the query vector), hybrid (Weaviate's fusion of BM25F
+        and the vector), or bm25 (BM25F over the lexical fields of each entry's card). Every candidate carries
+        the cosine similarity of the request's vector to its best chunk, when a vector is given.
 
         `entries`: how many entries the searched part holds (the corpus's count under `category`), when the
         caller knows it. A near_vector search then lets Weaviate group the chunk hits by entry and return
@@ -187,8 +237,11 @@ class KnowledgeStore:
         L1Error: weaviate-client retries a refused gRPC search with back-off for about 63 s, whatever
         its time-out, so the call runs on a helper thread that is abandoned when time is up. After a
         failure, the next search first checks that the port answers at all, and fails at once if not."""
-        if mode not in SEARCH_KINDS:
-            raise ValueError(f"search mode '{mode}' is not one of {', '.join(SEARCH_KINDS)}")
+        if not isinstance(request, SearchRequest):
+            raise TypeError(f"KnowledgeStore.search takes a SearchRequest, not {type(request).__name__}")
+        mode, k, category, query_text = request.mode, request.limit, request.category, request.text
+        alpha, timeout_s, entries, cards_of = request.alpha, request.timeout_s, request.entries, request.cards_of
+        vector = request.vector
         where = category_where(category)
         if cards_of is not None:
             if not cards_of:
@@ -210,8 +263,6 @@ class KnowledgeStore:
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
 
         floats = None if vector is None else list(map(float, vector))  # once, even when the search asks again
-        if floats is None and mode != "bm25":
-            raise ValueError(f"a {mode} search needs a query vector")
 
         group_to = entries if mode == "near_vector" else None  # the known entry count, when near_vector groups by it
         by_entry = None if group_to is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
@@ -264,6 +315,8 @@ class KnowledgeStore:
                 raise L1Error(f"{failed}: {loading or _why(exc, timeout_s)}", unavailable=bool(loading)) from exc
             if endpoint is not None:
                 endpoint.suspect = False
+            if not self._model_checked:
+                self._verify_model(timeout_s)
             found = fold_chunks(res.objects, k=k, mode=mode, vector=floats)
             if not found and (loading := self.loading()):  # not an empty answer: no answer yet
                 raise L1Error(f"{failed}: {loading}", unavailable=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval import indexing
 from retrieval.config import REPO_ROOT, Settings, load_settings
 from retrieval.corpus import load_corpus
 from retrieval.ports import free_port
@@ -108,7 +109,7 @@ def sample_store(weaviate_client, embedder, sample_corpus):
 
     store = KnowledgeStore(weaviate_client, "TestSample")
     store.drop()
-    store.ingest(sample_corpus, embedder)
+    indexing.ingest(store, sample_corpus, embedder)
     return store
 
 
@@ -124,7 +125,7 @@ def runbooks_store(weaviate_client, embedder, runbooks_corpus):
 
     store = KnowledgeStore(weaviate_client, "TestRunbooks")
     store.drop()
-    store.ingest(runbooks_corpus, embedder)
+    indexing.ingest(store, runbooks_corpus, embedder)
     return store
 
 

@@ -21,6 +21,7 @@ from streamlit.testing.v1.element_tree import NumberInput, Slider, Toggle
 import retrieval.lookup as lookup_module
 from app_support.keys import URL_KEYS
 from app_support.setting_widgets import BY_FIELD, WIDGETS, url_params
+from retrieval import indexing
 from retrieval.catalog import known_corpora
 from retrieval.config import REPO_ROOT, load_settings
 from retrieval.eval_sets import load_eval_set
@@ -28,9 +29,12 @@ from retrieval.evaluation import CONFIGS
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.search_request import SearchMode, SearchRequest
 
 from .conftest import RUNBOOKS_EVAL, free_port, needs_shared
 from .test_faults import wait_until
+
+NV = SearchMode.NEAR_VECTOR
 
 APP = str(REPO_ROOT / "app.py")
 PAGES = {
@@ -160,7 +164,7 @@ KEY_WIDGETS = {
         ("number_input", "sql_timeout_ms"),
         ("button", "sql_run"),
     ],
-    "Corpus": [("button", "corpus_ingest"), ("button", "corpus_reindex"), ("selectbox", "corpus_entry")],
+    "Corpus": [("button", "corpus_ingest"), ("button", "corpus_reindex"), ("selectbox", "entry")],
 }
 
 
@@ -211,7 +215,8 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     assert candidates["distance"].astype(float).is_monotonic_increasing
     assert results.iloc[0]["entry_id"] == "databases/PostgresReplicationLag"
     assert results.iloc[0]["source"] == "both"
-    why = texts_of(results["why here"])[0]
+    assert "why here" not in results.columns  # a list under the table: in the table it squeezed every row
+    why = next(t for t in texts(at.markdown) if t.startswith("**Why here**")).split("**#1** ")[1].split(": ", 1)[1]
     assert why.startswith("vector #") and "score = " in why and "scaled to this query" in why  # which signals placed it
     assert any("Relevance" in t for t in texts(at.success) + texts(at.info) + texts(at.warning))
     stages = {t["name"].split(" ")[0] for spec in plotly_specs(at) for t in spec["data"]}
@@ -331,7 +336,7 @@ def minilm_sample(weaviate_client, sample_corpus):
     model = Embedder(MINILM)
     store = KnowledgeStore(weaviate_client, collection_for(sample_corpus.root, MINILM))
     store.drop()
-    store.ingest(sample_corpus, model)
+    indexing.ingest(store, sample_corpus, model)
     yield store, model
     store.drop()
 
@@ -366,7 +371,7 @@ def test_sidebar_mode_and_model_reach_the_settings_the_lookup_runs_with(monkeypa
     assert (l1["mode"], l1["status"]) == ("fusion", "ok")
     assert l1["lexical"]  # the BM25F query of fusion ran; hybrid makes none
     # the vector candidates are MiniLM's query vector against MiniLM's collection, distances and all
-    direct = store.search(model.embed_query(query), k=len(l1["candidates"]), category=l1["filter"]["category"])
+    direct = store.search(SearchRequest(NV, len(l1["candidates"]), model.embed_query(query), category=l1["filter"]["category"]))
     assert [(c["entry_id"], c["distance"]) for c in l1["candidates"]] == [(c.entry_id, round(c.distance, 5)) for c in direct]
     # and a link made from these settings carries them
     (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
@@ -1024,7 +1029,7 @@ def test_an_index_that_lost_entries_says_so_and_offers_repair(monkeypatch, tmp_p
     (corpus / "net" / "PacketLoss.md").write_text("---\ntitle: Packet loss between zones\n---\nLoss over 2 percent.\n")
     store = KnowledgeStore(weaviate_client, "TestAppRepair")
     store.drop()
-    store.ingest(load_corpus(corpus), embedder)
+    indexing.ingest(store, load_corpus(corpus), embedder)
     store.collection.data.delete_many(
         where=Filter.by_property("entry_id").equal("net/DnsDown") & Filter.by_property("chunk_index").equal(0)
     )

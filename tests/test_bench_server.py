@@ -25,6 +25,10 @@ def test_server_bench_prints_the_added_p50_and_calls_per_second(base_settings, w
     assert result["http"]["throughput"]["calls"] == 24 and result["http"]["throughput"]["calls_per_s"] > 0
     assert result["http"]["sdk_client_p50_ms"] > 0
     assert "server added p50 ms" in result["table"] and "calls per second" in result["table"]
+    start = result["startup"]  # a cold stdio start: initialize first, then the first lookup once loaded
+    assert 0 < start["initialize_ms"] < start["first_lookup_s"] * 1000 and start["exit_code"] == 0 and start["exit_s"] > 0
+    assert result["goals"]["stdio_initialize_ms"]["value"] == start["initialize_ms"] and start["sdk_initialize_ms"] > 0
+    assert "initialize_ms" in result["table"] and "first_lookup_s" in result["table"]
     md, js = sorted(tmp_path.glob("*-bench-server.md")), sorted(tmp_path.glob("*-bench-server.json"))
     assert len(md) == 1 and len(js) == 1
     assert json.loads(js[0].read_text(encoding="utf-8"))["http"]["added_p50_ms"] == result["http"]["added_p50_ms"]

@@ -71,5 +71,27 @@ def test_a_bench_run_on_synthetic_vectors_names_them(base_settings, weaviate_cli
     assert saved["corpus_vectors"] == result["corpus_vectors"]
     assert set(saved["sizes"]["30"]["filter_strategies"]) >= {"acorn", "sweeping"}
     assert saved["goals"]["ingest_over_raw"]["met"] is None
+    assert saved["sizes"]["30"]["l1"]["filtered_recall"] == 1.0  # 30 entries: below the cutoff, an exact scan
+    assert saved["ratios"]["reingest_s"] == saved["sizes"]["30"]["ingest"]["reingest"]["seconds"]
+    assert saved["goals"]["filtered_recall"]["met"] is True
     with pytest.raises(ValueError, match="real or synthetic"):
         run_bench(base_settings, sizes=[30], client=weaviate_client, embedder=embedder, vectors="fake")
+
+
+def test_filtered_recall_is_measured_against_the_vectors_ingest_stored(store, embedder):
+    """Exact recall when the measuring embedder makes the stored vectors; far from it when it makes others: the
+    figure compares the search with the collection's own exact ranking, and can fail."""
+    from retrieval import indexing
+    from retrieval.bench_vectors import filtered_recall
+    from retrieval.corpus import Corpus
+
+    corpus = Corpus("mem", tuple(synthetic.make_entries(60, seed=4, body=synthetic.SHORT)))
+    stored = SyntheticVectors(embedder, seed=1)
+    indexing.ingest(store, corpus, stored)
+    queries = [embedder.embed_query(q) for q in synthetic.make_queries(list(corpus.entries), 6, seed=2)]
+    domains = sorted({e.domain for e in corpus.entries})[:2]
+    same = filtered_recall(store, corpus, stored, queries, domains, k=2, per_category=3)
+    assert same["filtered_recall"] == 1.0 and same["queries"] == 6
+    assert same["settings"] == {"filter_strategy": "acorn", "flat_search_cutoff": 1000}
+    other = filtered_recall(store, corpus, SyntheticVectors(embedder, seed=99, noise=0.5), queries, domains, k=2, per_category=3)
+    assert other["filtered_recall"] < 1.0

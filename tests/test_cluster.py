@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from weaviate.util import generate_uuid5
 
+from retrieval import indexing
 from retrieval.chunking import chunk_entry
 from retrieval.cluster import (
     ClusterState,
@@ -178,7 +179,7 @@ def replicated(base_settings, cluster, memo_embedder, sample_corpus):
     store = KnowledgeStore(client, COLLECTION)  # replication, shards and consistency come from the settings
     store.drop()
     t0 = time.monotonic()
-    report = store.ingest(sample_corpus, memo_embedder)
+    report = indexing.ingest(store, sample_corpus, memo_embedder)
     print(f"\ningested {report.chunks_embedded} chunks in {time.monotonic() - t0:.1f} s (load {os.getloadavg()[0]:.1f})")
     yield settings, client, store
     client.close()
@@ -337,8 +338,8 @@ def test_ingest_while_a_node_is_down_reaches_it_when_it_returns(replicated, clus
     cluster.kill(2)
     cluster.wait_forgotten(2)
     with pytest.raises(L1Error, match="replicas"):
-        KnowledgeStore(client, name, consistency="ALL").ingest(sample_corpus, memo_embedder)
-    report = store.ingest(sample_corpus, memo_embedder)
+        indexing.ingest(KnowledgeStore(client, name, consistency="ALL"), sample_corpus, memo_embedder)
+    report = indexing.ingest(store, sample_corpus, memo_embedder)
     assert report.chunks_embedded == len(uuids)
     cluster.revive(2)
     returned = time.monotonic()

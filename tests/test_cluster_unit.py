@@ -13,6 +13,8 @@ import time
 import pytest
 
 from retrieval.cluster import (
+    APP_PORTS,
+    MAX_NODES,
     STATE_FILE,
     ClusterNode,
     ClusterState,
@@ -83,8 +85,16 @@ def test_fixed_ports_of_three_nodes_are_distinct_and_in_their_ranges():
     assert [n.http_port for n in nodes] == [8400, 8401, 8402]
     assert [n.grpc_port for n in nodes] == [50400, 50401, 50402]
     assert all(7400 <= n.gossip_port < n.data_port <= 7499 for n in nodes)
-    assert all(8500 <= n.raft_port <= 8599 for n in nodes)
-    assert fixed_ports(1)["raft_port"] == 8502  # raft + 1 is node 0's internal RPC port
+    assert [n.raft_port for n in nodes] == [8420, 8422, 8424]  # raft + 1 is each node's internal RPC port
+    assert fixed_ports(1)["raft_port"] == 8422
+
+
+def test_default_ports_of_the_largest_cluster_collide_neither_with_each_other_nor_with_the_apps():
+    """Issue 22 item 5: Raft's range started at 8500, so node0's internal RPC port was the app's 8501."""
+    ports = [p for n in plan_nodes(MAX_NODES) for p in n.ports()]
+    assert len(ports) == len(set(ports)), sorted(p for p in ports if ports.count(p) > 1)
+    assert not set(ports) & set(APP_PORTS.values())
+    assert {8501, 8765, 8079, 50050} <= set(APP_PORTS.values())  # the app's, serve's and the embedded server's defaults
 
 
 @pytest.mark.parametrize("count", [0, -1, 10])
@@ -103,14 +113,15 @@ def test_free_ports_are_distinct_and_pairs_are_free():
 def test_node_env_forms_one_cluster(tmp_path):
     nodes = plan_nodes(3)
     envs = [node_env(n, nodes, tmp_path) for n in nodes]
-    assert {e["RAFT_JOIN"] for e in envs} == {"node0:8500,node1:8502,node2:8504"}
+    assert {e["RAFT_JOIN"] for e in envs} == {"node0:8420,node1:8422,node2:8424"}
     assert {e["RAFT_BOOTSTRAP_EXPECT"] for e in envs} == {"3"}
     assert all(e["CLUSTER_IN_LOCALHOST"] == "true" for e in envs)
     assert "CLUSTER_JOIN" not in envs[0]
     assert envs[1]["CLUSTER_JOIN"] == envs[2]["CLUSTER_JOIN"] == "localhost:7400"
     assert [e["PERSISTENCE_DATA_PATH"] for e in envs] == [str(tmp_path / f"node{i}") for i in range(3)]
     assert len({e["GO_PROFILING_PORT"] for e in envs}) == 3
-    assert [e["RAFT_INTERNAL_RPC_PORT"] for e in envs] == ["8501", "8503", "8505"]
+    assert [e["RAFT_INTERNAL_RPC_PORT"] for e in envs] == ["8421", "8423", "8425"]
+    assert {e["GO_PROFILING_DISABLE"] for e in envs} == {"true"}  # the profiler would listen on every interface
 
 
 # --- the state file ------------------------------------------------------------------------------------

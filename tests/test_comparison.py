@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -11,6 +12,7 @@ from retrieval.eval_sets import load_eval_set
 from retrieval.hints import L0Index
 from retrieval.lookup import LookupServices, lookup_knowledge
 from retrieval.routing import category_filter, describe_routing
+from retrieval.search_request import SearchMode, SearchRequest
 
 from .conftest import SAMPLE_CORPUS
 
@@ -43,8 +45,8 @@ def test_single_domain_query_is_filtered(services, settings, sample_store, embed
     assert len(cmp.unfiltered) == 10 and {c.domain for c in cmp.unfiltered} - {"kubernetes"}
     # the two lists are what Weaviate returns for the query, with and without the category filter
     vector = embedder.embed_query("Pod keeps restarting")
-    assert ids(cmp.unfiltered) == ids(sample_store.search(vector, k=10))
-    assert ids(cmp.filtered) == ids(sample_store.search(vector, k=10, category="kubernetes"))
+    assert ids(cmp.unfiltered) == ids(sample_store.search(SearchRequest(SearchMode.NEAR_VECTOR, 10, vector)))
+    assert ids(cmp.filtered) == ids(sample_store.search(SearchRequest(SearchMode.NEAR_VECTOR, 10, vector, category="kubernetes")))
     # the lookup's own vector query fetches deeper for its fusion; its head is the same list
     assert ids(cmp.filtered) == ids(lookup_knowledge("Pod keeps restarting", services, settings).l1.candidates)[:10]
     # overlap / removed / let_in partition the two lists
@@ -172,9 +174,9 @@ def test_each_l1_query_kind_is_compared_as_weaviate_returns_it(kind, services, s
     cmp = compare_filter(query, services, settings, kind)
     assert cmp.kind == kind and cmp.category == "kubernetes"
     vector = embedder.embed_query(query)
-    kw = dict(k=5, mode=kind, query_text=query, alpha=settings.hybrid_alpha)
-    assert ids(cmp.unfiltered) == ids(sample_store.search(vector, **kw))
-    assert ids(cmp.filtered) == ids(sample_store.search(vector, category="kubernetes", **kw))
+    request = SearchRequest(SearchMode(kind), 5, vector, text=query, alpha=settings.hybrid_alpha)
+    assert ids(cmp.unfiltered) == ids(sample_store.search(request))
+    assert ids(cmp.filtered) == ids(sample_store.search(replace(request, category="kubernetes")))
     assert {c.domain for c in cmp.filtered} == {"kubernetes"}
 
 

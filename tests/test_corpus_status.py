@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 from weaviate.classes.query import Filter
 
+from retrieval import indexing
 from retrieval.chunking import chunk_entry, stored_hash
 from retrieval.corpus import Corpus, Entry, load_corpus
 from retrieval.corpus_status import (
@@ -174,7 +175,7 @@ def test_partial_when_a_chunk_is_lost(weaviate_client, embedder, sample_corpus):
     store = KnowledgeStore(weaviate_client, "TestStatusPartial")
     store.drop()
     try:
-        store.ingest(corpus, embedder)
+        indexing.ingest(store, corpus, embedder)
         chunks = len(chunk_entry(entry, embedder.tokenizer, embedder.max_tokens))
         assert chunks > 1
         store.collection.data.delete_many(
@@ -221,7 +222,7 @@ def test_read_index_of_a_real_collection(weaviate_client, embedder, sample_corpu
     store.drop()
     try:
         assert corpus_health(corpus, read_index(store)).state == "not_indexed"
-        store.ingest(corpus, embedder)
+        indexing.ingest(store, corpus, embedder)
         reading = read_index(store)
         assert (reading.loading, reading.error, reading.lost) == (None, None, {})
         assert corpus_health(corpus, reading).state == "current"
@@ -231,7 +232,7 @@ def test_read_index_of_a_real_collection(weaviate_client, embedder, sample_corpu
         health = corpus_health(corpus, read_index(store))
         assert (health.state, health.missing, health.entries) == ("needs_repair", 1, 2)
         assert "1 of 2 entries are missing" in health.message
-        report = store.ingest(corpus, embedder)
+        report = indexing.ingest(store, corpus, embedder)
         assert (report.unchanged, report.updated) == (1, 1)
         assert corpus_health(corpus, read_index(store)).state == "current"
     finally:

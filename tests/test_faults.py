@@ -16,7 +16,6 @@ Covered elsewhere, not repeated here:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from pathlib import Path
 import pytest
 from weaviate.classes.query import Filter
 
+from retrieval import indexing
 from retrieval.chunking import chunk_entry
 from retrieval.config import REPO_ROOT
 from retrieval.corpus import Corpus, load_corpus
@@ -154,7 +154,7 @@ class FaultServer:
     def ingest(self, client) -> KnowledgeStore:
         store = KnowledgeStore(client, self.settings.collection)
         part = Corpus("part", tuple(e for e in self.sample_corpus.entries if e.domain in FAULT_DOMAINS))
-        self.report = store.ingest(part, self.embedder)
+        self.report = indexing.ingest(store, part, self.embedder)
         return store
 
     @property
@@ -403,7 +403,7 @@ class ServerHelper:
 def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
     """Two real processes. A server's data directory is locked by the process that started it: while that
     process lives and nothing serves the port, a second process is refused with the holder's pid. When
-    that process is killed (a crashed run), its orphan server keeps serving and is reused, not doubled."""
+    that process is killed (a crashed run), its server stops with it, and the next connect serves the same data."""
     settings = base_settings.with_(
         data_dir=tmp_path / "shared", embedded_port=free_port(), embedded_grpc_port=free_port(), collection="Orphan"
     )
@@ -430,21 +430,19 @@ def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
         orphan_pid = int(helper.expect("SERVING")[0])
         assert weaviate_pids(port) == [orphan_pid]
 
-        # A crashed run: kill -9 the helper. Its server lives on as an orphan and the kernel drops the lock.
+        # A crashed run: kill -9 the helper. Its server follows its owner (parent-death signal) and the kernel
+        # drops the lock, so the next connect starts a fresh server on the same data instead of finding an orphan.
         helper.kill()
-        assert alive(orphan_pid) and port_open("127.0.0.1", port)
+        wait_until(lambda: not alive(orphan_pid), 60, "the killed run's server stops with its owner")
+        wait_until(lambda: not port_open("127.0.0.1", port), 30, "the port is free")
         client = connect(settings)
         try:
-            assert client.is_ready() and client.collections.exists("Orphan")  # the orphan's data, reused
-            assert getattr(client._connection, "embedded_db", None) is None  # connected, not started
-            assert weaviate_pids(port) == [orphan_pid], "exactly one server on the data directory"
+            assert client.is_ready() and client.collections.exists("Orphan")  # the same data, served again
+            new_pids = weaviate_pids(port)
+            assert len(new_pids) == 1 and new_pids[0] != orphan_pid, "exactly one new server on the data directory"
         finally:
             client.close()
-        assert alive(orphan_pid), "closing a client that reused an orphan leaves it running"
-        with open(settings.weaviate_data_dir / LOCK_FILE) as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free: its holder is dead
-            fcntl.flock(fh, fcntl.LOCK_UN)
-        print(f"orphan server {orphan_pid} of a killed run: reused on port {port}; Weaviate processes on the port: 1")
+        print(f"server {orphan_pid} of a killed run stopped with it; the next connect started {new_pids[0]} on port {port}")
     finally:
         helper.kill()
         stop_servers(port)
@@ -618,10 +616,12 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
                     seen = (int(done), int(total))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-        orphans = weaviate_pids(port)
-        assert len(orphans) == 1, "the killed CLI's embedded server lives on as an orphan"
+        # the killed CLI's embedded server follows it (parent-death signal): nothing is left on the port
+        wait_until(lambda: weaviate_pids(port) == [], 60, "the killed CLI's server stops with it")
 
-        client = connect(settings)  # reuses the orphan
+        client = connect(settings)  # a fresh server on the same data
+        served = weaviate_pids(port)
+        assert len(served) == 1
         store = KnowledgeStore(client, "Crash")
         state = store.indexed_state()
         complete = sorted(k for k, (_, n, c) in state.items() if n == c == want[k])
@@ -642,7 +642,7 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
         assert again.returncode == 0, again.stderr[-3000:]
         report = json.loads(again.stdout)
         redo = set(want) - set(complete) | {torn}
-        assert weaviate_pids(port) == orphans, "the restart reused the orphan server"
+        assert weaviate_pids(port) == served, "the restarted ingest reused the running server"
         assert report["unchanged"] == len(complete) - 1
         assert report["added"] + report["updated"] == len(redo)
         assert report["chunks_embedded"] == sum(want[k] for k in redo)

@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from retrieval import invocations as inv
+from retrieval.db_budget import is_lock_error
 from retrieval.invocations import (
     TOOL_NAME,
     InvocationRecord,
     InvocationStore,
-    is_lock_error,
     new_invocation_id,
     utc_now_iso,
 )

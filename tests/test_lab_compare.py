@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from retrieval.config import REPO_ROOT
 from retrieval.errors import EvalSetError, RunNotFound
 from retrieval.eval_sets import EvalCase, EvalSet
 from retrieval.evaluation import EvalReport
-from retrieval.lab.compare import compare_runs, paired_delta
+from retrieval.lab.compare import compare_runs, default_pair, paired_delta
 from retrieval.lab.runs import RunStore
 from retrieval.lab.runs_cli import comparison_text
 
@@ -232,3 +234,30 @@ def test_cli_eval_saves_runs_that_runs_lists_and_compare_judges(tmp_path, base_s
     assert unknown.returncode == 2 and "'no-such-run'" in unknown.stderr
     missing = cli("compare", run_a, run_b, "--config", "l0_only", env=env)
     assert missing.returncode == 2 and "'l0_only' is not in run " + run_b in missing.stderr
+
+
+def test_a_run_is_not_compared_with_itself(base_settings, tmp_path):
+    store = RunStore(tmp_path / "inv.duckdb")
+    a = store.save(*tiny_report({"c1": 1}), base_settings)
+    with pytest.raises(EvalSetError, match=re.escape(f"run {a.run_id} is both A and B")):
+        compare_runs(store, a.run_id, a.run_id)
+
+
+def saved_at(store: RunStore, minute: int, ranks: dict[str, int | None], settings, name: str = "tiny"):
+    """A tiny run saved as made at 10:<minute>, so the runs sort by time whatever their ids."""
+    report, eval_set = tiny_report(ranks)
+    return store.save(replace(report, created_at=f"2026-12-01T10:{minute:02d}:00+00:00"), replace(eval_set, name=name), settings)
+
+
+def test_the_default_pair_is_the_two_latest_runs_of_one_set(base_settings, tmp_path):
+    store = RunStore(tmp_path / "inv.duckdb")
+    assert default_pair(store.list_runs()) is None
+    x1 = saved_at(store, 1, {"c1": 1}, base_settings)
+    assert default_pair(store.list_runs()) is None  # one run: nothing to compare
+    saved_at(store, 2, {"c1": 2}, base_settings, "other")
+    assert default_pair(store.list_runs()) is None  # two runs of two sets share no case
+    x2 = saved_at(store, 3, {"c1": 3}, base_settings)
+    assert default_pair(store.list_runs()) == (x1.run_id, x2.run_id)
+    x3 = saved_at(store, 4, {"c1": 4}, base_settings)
+    saved_at(store, 5, {"c1": 1}, base_settings, "third")  # the newest, alone in its set
+    assert default_pair(store.list_runs()) == (x2.run_id, x3.run_id)

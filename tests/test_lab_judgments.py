@@ -4,12 +4,14 @@ file untouched and names the field, new sets, unique case ids."""
 from __future__ import annotations
 
 import difflib
+import re
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
+from retrieval.catalog import eval_set_files
 from retrieval.config import REPO_ROOT
 from retrieval.errors import EvalSetError
 from retrieval.eval_sets import load_eval_set
@@ -17,6 +19,7 @@ from retrieval.lab.judgments import (
     Judgment,
     append_case,
     create_eval_set,
+    judged_set_files,
     new_set_path,
     suggest_case_id,
     suggest_domain,
@@ -168,7 +171,7 @@ def test_a_new_set_with_a_bad_case_is_not_created(tmp_path):
 @pytest.mark.parametrize("name", ["", "../escape", "a/b", ".hidden", "x" * 81])
 def test_new_set_names_are_refused(name):
     with pytest.raises(EvalSetError, match="set name"):
-        new_set_path(name)
+        new_set_path(name, Path("judged"))
 
 
 @pytest.mark.parametrize(
@@ -188,8 +191,8 @@ def test_suggested_case_ids(query, existing, expected):
 
 def test_case_ids_stay_unique_however_often_a_query_is_judged(tmp_path):
     path = copy_of(UNANSWERABLE, tmp_path)
-    for _ in range(4):
-        append_case(path, Judgment("Kafka lag", ()))
+    for i in range(4):  # the same query, judged four ways
+        append_case(path, Judgment("Kafka lag", (f"streaming/Lag{i}",) if i else ()))
     ids = [c.id for c in load_eval_set(path).cases]
     assert len(ids) == len(set(ids))
     assert ids[-4:] == ["KafkaLag", "KafkaLag-2", "KafkaLag-3", "KafkaLag-4"]
@@ -208,7 +211,8 @@ def test_target_sets_list_the_known_sets_with_their_fit(tmp_path):
     for src in (ALERTS, UNANSWERABLE):
         shutil.copyfile(src, tmp_path / "repo" / "eval_sets" / src.name)
     (tmp_path / "repo" / "eval_sets" / "zz-broken.yaml").write_text("cases: 3\n")
-    found = target_sets(["kubernetes/PodCrashLoopBackOff"], repo_root=tmp_path / "repo", shared_dir=tmp_path / "none")
+    files = eval_set_files(repo_root=tmp_path / "repo", shared_dir=tmp_path / "none")
+    found = target_sets(["kubernetes/PodCrashLoopBackOff"], files)
     by_label = {t.label: t for t in found}
     assert list(by_label) == [
         "eval_sets/sample-ops-alerts.yaml",
@@ -226,14 +230,14 @@ def test_judgments_added_at_once_all_land_with_different_ids(tmp_path):
     start = threading.Barrier(6)
     errors: list[BaseException] = []
 
-    def judge() -> None:
+    def judge(n: int) -> None:
         start.wait(timeout=60)
         try:
-            append_case(path, Judgment("Kafka lag", ()))
+            append_case(path, Judgment("Kafka lag", (f"streaming/Lag{n}",)))
         except BaseException as exc:  # reported below, not lost in the thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=judge) for _ in range(6)]
+    threads = [threading.Thread(target=judge, args=(n,)) for n in range(6)]
     for t in threads:
         t.start()
     for t in threads:
@@ -242,3 +246,33 @@ def test_judgments_added_at_once_all_land_with_different_ids(tmp_path):
     ids = [c.id for c in load_eval_set(path).cases]
     assert len(ids) == 16 and len(set(ids)) == 16
     assert sorted(p.name for p in tmp_path.iterdir()) == [UNANSWERABLE.name]
+
+
+def test_an_unanswerable_set_for_another_corpus_does_not_fit(tmp_path):
+    """A set expecting no entry fits any corpus by its ids; one that names another corpus is not offered."""
+    (tmp_path / "repo" / "eval_sets").mkdir(parents=True)
+    shutil.copyfile(UNANSWERABLE, tmp_path / "repo" / "eval_sets" / UNANSWERABLE.name)
+    files = eval_set_files(repo_root=tmp_path / "repo", shared_dir=tmp_path / "none")
+    assert [t.fits for t in target_sets(SAMPLE_IDS, files, tmp_path / "repo" / "sample_corpus")] == [True]  # its corpus: field
+    assert [t.fits for t in target_sets(SAMPLE_IDS, files, tmp_path / "runbooks")] == [False]
+
+
+def test_the_same_judgment_twice_is_refused_and_the_file_kept(tmp_path):
+    path = copy_of(ALERTS, tmp_path)
+    append_case(path, Judgment("Pod keeps restarting", ("kubernetes/PodCrashLoopBackOff",)))
+    before = path.read_bytes()
+    with pytest.raises(EvalSetError, match=re.escape("case 'PodKeepsRestarting' already holds this judgment")):
+        append_case(path, Judgment("  pod keeps   restarting ", ("kubernetes/PodCrashLoopBackOff",), case_id="Other"))
+    assert path.read_bytes() == before
+    # the same query judged otherwise is a new case
+    append_case(path, Judgment("Pod keeps restarting", ()))
+    assert load_eval_set(path).cases[-1].id == "PodKeepsRestarting-2"
+
+
+def test_judged_sets_are_listed_from_their_folder_and_made_on_the_first_judgment(tmp_path):
+    folder = tmp_path / "data" / "judged-eval-sets"
+    (tmp_path / "data").mkdir()
+    assert judged_set_files(folder) == []
+    out = create_eval_set(new_set_path("judged-pods", folder), Judgment("Pod keeps restarting", ()))
+    assert out.created and Path(out.path).parent == folder
+    assert [(f.label, f.path) for f in judged_set_files(folder)] == [("judged/judged-pods.yaml", folder / "judged-pods.yaml")]

@@ -15,7 +15,6 @@ from retrieval.config import REPO_ROOT
 from retrieval.eval_sets import load_eval_set
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
-from retrieval.lab import judgments
 from retrieval.lookup import LookupServices, lookup_knowledge
 
 from . import test_app_pages as pages
@@ -32,14 +31,13 @@ ALERTS = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 
 @pytest.fixture
 def eval_dir(monkeypatch, tmp_path):
-    """The app's eval_sets/ is a temporary folder (with a copy of the sample alerts set), so that judging never
-    writes into the repository and the set pickers list what the test wrote."""
+    """The app's eval_sets/ is a temporary folder (with a copy of the sample alerts set), so that the set pickers
+    list what the test wrote; judged sets go to the judgments folder beside the invocation database."""
     repo = tmp_path / "repo"
     (repo / "eval_sets").mkdir(parents=True)
     shutil.copyfile(ALERTS, repo / "eval_sets" / ALERTS.name)
     monkeypatch.setitem(catalog.eval_set_files.__kwdefaults__, "repo_root", repo)
     monkeypatch.setitem(catalog.eval_set_files.__kwdefaults__, "shared_dir", tmp_path / "no-shared")
-    monkeypatch.setattr(judgments, "DEFAULT_DIR", repo / "eval_sets")
     return repo / "eval_sets"
 
 
@@ -47,45 +45,48 @@ def successes(at) -> list[str]:
     return [s.replace("**", "") for s in texts(at.success)]
 
 
-def test_judging_a_lookup_appends_creates_and_the_set_runs_in_evaluate(app_env, eval_dir):
+def test_judging_goes_to_the_judgments_folder_once_and_the_set_runs_in_evaluate(app_env, eval_dir):
     alerts = eval_dir / ALERTS.name
     before = alerts.read_bytes()
+    judged = app_env / "judged-eval-sets" / "judged-sample_corpus.yaml"  # beside invocations.duckdb
     at = open_app(q="Pod keeps restarting")
-    assert at.selectbox(key="judge_lookup_set").value == f"eval_sets/{ALERTS.name}"  # the set that fits is preselected
+    # no judged set yet: a new one in the judgments folder, its full path shown before anything is written
+    assert at.radio(key="judge_lookup_where").value == judging_ui.NEW
+    assert at.text_input(key="judge_lookup_new_name").value == "judged-sample_corpus"
+    assert any(f"Creates {judged.resolve()}" in t.replace("**", "") for t in texts(at.caption)), texts(at.caption)
     assert at.button(key="judge_lookup_add").disabled  # nothing judged yet
     at.multiselect(key="judge_lookup_relevant").select("kubernetes/PodCrashLoopBackOff").run()
+    assert any("The case gets domain: kubernetes" in t.replace("**", "") for t in texts(at.caption))
     at.button(key="judge_lookup_add").click().run()
     assert_clean(at)
-    assert any("case PodKeepsRestarting" in s and "49 cases now" in s for s in successes(at)), successes(at)
-    after = alerts.read_bytes()
-    assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 4  # the case added at the end
-    case = load_eval_set(alerts).cases[-1]
+    assert any("Created" in s and "case PodKeepsRestarting" in s for s in successes(at)), successes(at)
+    assert alerts.read_bytes() == before  # the repository's set is untouched
+    case = load_eval_set(judged).cases[-1]
     assert (case.query, case.expected, case.domain) == (
         "Pod keeps restarting",
         {"kubernetes/PodCrashLoopBackOff": 1},
         "kubernetes",
     )
 
-    # a taken id: refused, naming the field; the file as it was
-    at.text_input(key="judge_lookup_case_id").input("PodKeepsRestarting").run()
+    # the judged set is preselected from now on; the same judgment again is refused, the file as it was
+    at = open_app(q="Pod keeps restarting")
+    assert at.radio(key="judge_lookup_where").value == judging_ui.KNOWN
+    assert at.selectbox(key="judge_lookup_set").value == "judged/judged-sample_corpus.yaml"
+    assert any(f"Appends to {judged.resolve()}" in t.replace("**", "") for t in texts(at.caption))
+    written = judged.read_bytes()
+    at.multiselect(key="judge_lookup_relevant").select("kubernetes/PodCrashLoopBackOff").run()
     at.button(key="judge_lookup_add").click().run()
-    assert any("field 'id'" in e for e in texts(at.error))
-    assert alerts.read_bytes() == after
+    assert any("already holds this judgment" in e for e in texts(at.error)), texts(at.error)
+    assert judged.read_bytes() == written
 
-    # a new set, then an unanswerable case added to it from the known sets
-    at.text_input(key="judge_lookup_case_id").input("").run()
-    at.radio(key="judge_lookup_where").set_value(judging_ui.NEW).run()
-    at.text_input(key="judge_lookup_new_name").input("judged-pods").run()
-    at.button(key="judge_lookup_add").click().run()
-    assert any("Created" in s and "judged-pods.yaml" in s for s in successes(at)), successes(at)
-    at.radio(key="judge_lookup_where").set_value(judging_ui.KNOWN).run()
-    at.selectbox(key="judge_lookup_set").select("eval_sets/judged-pods.yaml").run()
+    # an unanswerable judgment of the same query is another case
+    at.multiselect(key="judge_lookup_relevant").set_value([]).run()
     at.checkbox(key="judge_lookup_none").check().run()
+    assert any("The case gets domain: kubernetes" in t.replace("**", "") for t in texts(at.caption))  # routed there
     at.button(key="judge_lookup_add").click().run()
-    judged = load_eval_set(eval_dir / "judged-pods.yaml")
-    assert [(c.id, c.expected) for c in judged.cases] == [
-        ("PodKeepsRestarting", {"kubernetes/PodCrashLoopBackOff": 1}),
-        ("PodKeepsRestarting-2", {}),
+    assert [(c.id, c.expected, c.domain) for c in load_eval_set(judged).cases] == [
+        ("PodKeepsRestarting", {"kubernetes/PodCrashLoopBackOff": 1}, "kubernetes"),
+        ("PodKeepsRestarting-2", {}, "kubernetes"),
     ]
     # judging records nothing. The app's store keeps the rows it records in its spool for up to a second;
     # the Invocations page reads through that store, which moves them into DuckDB first.
@@ -93,12 +94,23 @@ def test_judging_a_lookup_appends_creates_and_the_set_runs_in_evaluate(app_env, 
     assert InvocationStore(app_env / "invocations.duckdb").count() == 0
 
     at.switch_page(PAGES["Evaluate"]).run()
-    assert "eval_sets/judged-pods.yaml" in at.selectbox(key="es").options
-    at.selectbox(key="es").select("eval_sets/judged-pods.yaml").run()
+    assert at.selectbox(key="es").value == f"eval_sets/{ALERTS.name}"  # judged sets are listed, never preselected
+    at.selectbox(key="es").select("judged/judged-sample_corpus.yaml").run()
     at.multiselect(key="eval_configs-True").set_value(["l0_only", "lookup"]).run()
     at.button(key="run_eval").click().run()
     assert_clean(at)
-    assert any("judged-pods" in t for t in texts(at.markdown) + texts(at.caption) + texts(at.success) + texts(at.info))
+    assert any("judged-sample_corpus" in t for t in texts(at.markdown) + texts(at.caption) + texts(at.success) + texts(at.info))
+
+
+def test_judging_offers_only_the_sets_that_fit_the_corpus(app_env, eval_dir):
+    """The runbooks unanswerable set expects no entry (it would fit any corpus by its ids) but names another corpus."""
+    runbooks_set = eval_dir / "runbooks-unanswerable.yaml"
+    runbooks_set.write_text(
+        "name: runbooks-unanswerable\ncorpus: ../../runbooks\ncases:\n  - id: A\n    query: Kafka lag\n    expected: []\n"
+    )
+    at = open_app(q="Pod keeps restarting")
+    at.radio(key="judge_lookup_where").set_value(judging_ui.KNOWN).run()
+    assert at.selectbox(key="judge_lookup_set").options == [f"eval_sets/{ALERTS.name} (48 cases)"]
 
 
 def test_judging_a_selected_invocations_call(app_env, eval_dir, sample_corpus, sample_store, embedder, base_settings):
@@ -113,13 +125,14 @@ def test_judging_a_selected_invocations_call(app_env, eval_dir, sample_corpus, s
     at.multiselect(key="judge_call_relevant").select("databases/PostgresDiskFull").run()
     at.button(key="judge_call_add").click().run()
     assert_clean(at)
-    case = load_eval_set(eval_dir / ALERTS.name).cases[-1]
+    judged = app_env / "judged-eval-sets" / "judged-sample_corpus.yaml"  # the default: a new set in the judgments folder
+    case = load_eval_set(judged).cases[-1]
     assert (case.query, case.expected, case.domain) == (
         "Disk full on the Postgres primary",
         {"databases/PostgresDiskFull": 1},
         "databases",
     )
-    assert f"from invocation {recorded.invocation_id}" in (eval_dir / ALERTS.name).read_text()
+    assert f"from invocation {recorded.invocation_id}" in judged.read_text()
 
 
 def test_read_only_offers_no_judging(app_env, eval_dir, monkeypatch):

@@ -160,3 +160,24 @@ def test_the_model_is_saved_and_a_run_saved_before_it_shows_a_dash(sample_run, t
     assert "settings" in lines[0]
     assert lines[1].startswith(old.run_id) and "embedding_model=– search_mode=fusion" in lines[1]
     assert lines[2].startswith(saved.run_id) and "embedding_model=bge-small-en-v1.5 search_mode=fusion" in lines[2]
+
+
+def test_a_run_saves_the_top_k_it_ranked_with(sample_run, tmp_path):
+    """The app's top_k is 5; an eval ranks 10 deep: the saved settings say 10, as the run's JSON and report do."""
+    eval_set, report, settings = sample_run
+    assert settings.top_k == 5 and report.settings["top_k"] == 10
+    saved = RunStore(tmp_path / "inv.duckdb").save(report, eval_set, settings, source="test")
+    assert saved.settings["top_k"] == report.settings["top_k"] == 10
+
+
+def test_reading_runs_creates_no_table(tmp_path):
+    """A read-only app lists runs: an invocation database without runs gets no eval_run table from it."""
+    path = tmp_path / "inv.duckdb"
+    duckdb.connect(str(path)).close()
+    store = RunStore(path)
+    assert store.list_runs() == [] and store.eval_sets() == []
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM information_schema.tables").fetchone() == (0,)
+    finally:
+        con.close()

@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+from retrieval import indexing
 from retrieval.catalog import EvalSetFile, eval_set_files
 from retrieval.config import REPO_ROOT, Settings
 from retrieval.errors import LookupLabError
@@ -241,7 +242,7 @@ def test_a_sweep_over_models_searches_each_model_s_collection(sample_services, s
     store = KnowledgeStore(weaviate_client, "TestSampleMinilm")
     store.drop()
     try:
-        store.ingest(sample_corpus, minilm)
+        indexing.ingest(store, sample_corpus, minilm)
         other = LookupServices(L0Index(sample_corpus.entries), minilm, store)
         alerts = load_eval_set(ALERTS)
         grid = parse_grid("embedding_model=bge-small-en-v1.5,all-MiniLM-L6-v2", settings)

@@ -6,8 +6,11 @@ from __future__ import annotations
 import pytest
 
 from retrieval.hints import L0Index
-from retrieval.lookup import LookupServices, l1_queries, lookup_knowledge, with_similarities
+from retrieval.invocations import InvocationRecord, InvocationStore, routing_of, utc_now_iso
+from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.pipeline import lookup_pipeline, search_l1, with_similarities
 from retrieval.ranking import ResultItem
+from retrieval.search_request import SearchMode, SearchRequest
 from retrieval.weaviate_store import KnowledgeStore
 
 QUERY = "disk full no space left on device"
@@ -21,20 +24,20 @@ def settings(base_settings):
 def card_similarities(store: KnowledgeStore, vector, query: str) -> dict[str, float]:
     """The similarity of the query to each BM25F hit's card, as a BM25F query given the vector computes it
     from the stored vectors it returns."""
-    hits = store.search(vector, k=50, mode="bm25", query_text=query)
+    hits = store.search(SearchRequest(SearchMode.BM25, 50, vector, text=query))
     return {h.entry_id: h.similarity for h in hits if h.similarity is not None}
 
 
 def test_bm25f_candidates_take_the_vector_querys_similarity_or_none(sample_store, embedder, settings):
     vector = embedder.embed_query(QUERY)
-    found, lexical = l1_queries(sample_store, vector, text=QUERY, category=None, settings=settings)
+    found, lexical = search_l1(sample_store, lookup_pipeline(settings).queries, text=QUERY, vector=vector, category=None)
     by_vector = {c.entry_id: c.similarity for c in found}
     assert lexical and found
     assert any(c.entry_id in by_vector for c in lexical)
     for c in lexical:
         assert c.similarity == by_vector.get(c.entry_id)  # the entry's best chunk, or None: no vectors fetched
     assert [c.entry_id for c in lexical] == [
-        c.entry_id for c in sample_store.search(vector, k=len(lexical), mode="bm25", query_text=QUERY)
+        c.entry_id for c in sample_store.search(SearchRequest(SearchMode.BM25, len(lexical), vector, text=QUERY))
     ]
 
 
@@ -73,3 +76,55 @@ def test_a_lookup_shows_every_l1_result_with_its_similarity(sample_corpus, sampl
     for r in shown_alone:
         assert r.l1_score == pytest.approx(cards[r.entry_id], abs=1e-4)
     assert all(r.l1_score is not None for r in result.results if r.source != "L0")
+
+
+def test_a_call_records_its_domains_and_the_filter_only_when_one_was_applied(
+    sample_corpus, sample_store, embedder, db_path, settings
+):
+    """Issue 23 item 6: an unfiltered call used to record its first hinted domain as `domain`."""
+    recorder = InvocationStore(db_path)
+    try:
+        services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
+        several = lookup_knowledge("disk full", services, settings)
+        one = lookup_knowledge("Pod keeps restarting", services, settings)
+        off = lookup_knowledge("Pod keeps restarting", services, settings.with_(l1_enabled=False))
+        assert len(set(several.l0.domains)) > 1 and one.l0.domains == off.l0.domains == ("kubernetes",)
+        want = {
+            several.invocation_id: (list(several.l0.domains), None),
+            one.invocation_id: (["kubernetes"], "kubernetes"),
+            off.invocation_id: (["kubernetes"], None),  # L1 did not run: no filter was applied
+        }
+        for invocation_id, (domains, applied) in want.items():
+            row = recorder.get(invocation_id)
+            assert row is not None
+            details = row["retrieval_details"]
+            assert (row["domain"], details["domains"], details["filter"]) == (applied, domains, applied)
+            assert routing_of(details) == (tuple(domains), applied)
+    finally:
+        recorder.close()
+
+
+@pytest.mark.parametrize(
+    ("l1", "want"),
+    [
+        ({"status": "ok", "filter": None}, (("databases", "storage"), None)),
+        ({"status": "ok", "filter": {"category": "databases"}}, (("databases", "storage"), "databases")),
+        ({"status": "disabled", "filter": {"category": "databases"}}, (("databases", "storage"), None)),
+    ],
+)
+def test_rows_recorded_before_the_domain_list_still_read(db_path, l1, want):
+    """An older row: `domain` holds the first hinted domain, and details have no `domains` or `filter`."""
+    recorder = InvocationStore(db_path)
+    try:
+        details = {"layer": "L0+L1", "l0": {"domains": ["databases", "storage"]}, "l1": l1, "timings_ms": {}}
+        recorder.record(
+            InvocationRecord(
+                "old-1", utc_now_iso(), "lookup_knowledge", "disk full", "ok", "L0+L1", 1.0, {"results": []}, details,
+                None, "old", "databases", l1["status"], False, None,
+            )
+        )  # fmt: skip
+        row = recorder.get("old-1")
+        assert row is not None and row["domain"] == "databases"
+        assert routing_of(row["retrieval_details"]) == want
+    finally:
+        recorder.close()

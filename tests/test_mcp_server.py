@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 
+import duckdb
 import httpx
 import pytest
 
@@ -80,6 +81,8 @@ def test_http_lists_tools_answers_reads_an_entry_and_records_the_call_for_reader
     # The served results are the direct ones, every ResultItem.to_dict() field included, plus an excerpt.
     assert [{k: r[k] for k in want.results[0].to_dict()} for r in out["results"]] == [r.to_dict() for r in want.results]
     assert all(r["excerpt"] and len(r["excerpt"]) <= 300 for r in out["results"])
+    # From the best chunk's own text: neither the heading card nor the title line put in front of each section.
+    assert not [r["excerpt"] for r in out["results"] if r["excerpt"].startswith(r["title"])]
     assert out["relevance"] == want.relevance.to_dict() and out["layer"] == want.layer
     assert out["hints"]["domains"] == list(want.l0.domains) and "matches" not in out["hints"]
     assert out["results"][0]["source"] in ("L0", "L1", "both") and out["relevance"]["semantic_support"] is True
@@ -190,9 +193,12 @@ def test_stdio_initialize_names_the_session_and_closing_stdin_flushes_every_row(
     rows = stored_rows(db)  # the server has exited: no background flusher is left to help
     assert {r["id"] for r in rows} == ids
     assert {r["session_tag"] for r in rows} == {"test-stdio-agent"}
+    with duckdb.connect(str(db), read_only=True) as con:  # read_entry calls have their own table
+        reads = con.execute("SELECT entry_id, session_tag FROM entry_read").fetchall()
+    assert reads == [(entry.structured_content["entry_id"], "test-stdio-agent")]
 
 
-def test_stdio_over_pipes_answers_pipelined_calls_skips_a_malformed_line_and_flushes_on_sigterm(settings, tmp_path):
+def test_stdio_over_pipes_answers_pipelined_calls_refuses_a_malformed_line_and_flushes_on_sigterm(settings, tmp_path):
     """Under an agent host stdin and stdout are pipes, which the server's event loop reads and writes itself."""
     db = tmp_path / "pipes.duckdb"
     with open(tmp_path / "stderr.log", "wb") as err:
@@ -228,6 +234,8 @@ def test_stdio_over_pipes_answers_pipelined_calls_skips_a_malformed_line_and_flu
         assert receive()["result"]["serverInfo"]["name"] == "lookup-lab"
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send(b"{this is not json\n")
+        parse_error = receive()
+        assert parse_error["id"] is None and parse_error["error"]["code"] == -32700, parse_error
         send(call(1, "disk is full on the database volume"))
         send(call(2, "TLS certificate expires soon"))
         answers = {m["id"]: m["result"] for m in (receive(), receive())}

@@ -12,6 +12,7 @@ alert's summary and description; a clear refusal tells the user to trim what the
 from __future__ import annotations
 
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,10 @@ from retrieval.errors import EvalSetError, QueryError
 from retrieval.eval_sets import load_eval_set
 from retrieval.hints import FIELD_WEIGHT, KEEP_RATIO, L0Index
 from retrieval.invocations import InvocationStore
-from retrieval.lookup import MAX_QUERY_CHARS, LookupServices, clean_query, lookup_knowledge
+from retrieval.lookup import MAX_QUERY_CHARS, LookupServices, clean_query, lookup_knowledge, search_text
+from retrieval.text import content_tokens
 
-from .conftest import SAMPLE_CORPUS
+from .conftest import KUBEVIRT, RUNBOOKS, SAMPLE_CORPUS, SHARED, needs_shared
 
 CORPUS = load_corpus(SAMPLE_CORPUS)
 INDEX = L0Index(CORPUS.entries)
@@ -58,6 +60,37 @@ def check_hints(text: str) -> None:
         assert all(any(t.field != "domain" for t in m.terms) for m in matches)  # a domain word alone never matches
     else:
         assert hints.domains == () and hints.matched_titles == ()
+    check_terms_are_the_query_s(text, hints)
+
+
+def check_terms_are_the_query_s(text: str, hints) -> None:
+    """Every term the hints show as written is the query's own words (issue 23: another entry's title was
+    shown), and normalises to the key it matched on."""
+    written = unicodedata.normalize("NFKC", text)
+    shown = [*hints.matched_keywords, *(t for m in hints.matches for t in m.terms)]
+    for t in shown:
+        assert t.term in written, (t, text)
+        assert " ".join(content_tokens(t.term)) == t.key, (t, text)
+    assert all(e in written for e in hints.entities), (hints.entities, text)
+
+
+def _shared_queries() -> list[tuple[Path, str]]:
+    return [(p, c.query) for p in sorted((SHARED / "eval_sets").glob("*.yaml")) for c in load_eval_set(p).cases]
+
+
+def test_every_shown_term_is_in_the_query_on_all_shared_sets():
+    """The property over every query of every shared eval set, on the corpus each set names."""
+    needs_shared(SHARED / "eval_sets", RUNBOOKS, KUBEVIRT)
+    indexes = {root: L0Index(load_corpus(root).entries) for root in (RUNBOOKS, KUBEVIRT)}
+    cases = _shared_queries()
+    assert len(cases) > 300
+    shown = 0
+    for path, query in cases:
+        searched = search_text(query)
+        hints = indexes[KUBEVIRT if path.name.startswith("kubevirt") else RUNBOOKS].match(searched)
+        check_terms_are_the_query_s(searched, hints)
+        shown += len(hints.matched_keywords)
+    assert shown > 1000  # the sets do show terms: the property was checked on many
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from retrieval import indexing
 from retrieval.corpus import load_corpus
 from retrieval.eval_sets import load_eval_set
 from retrieval.evaluation import CONFIGS, run_eval
@@ -39,7 +40,7 @@ def kubevirt_store(weaviate_client, embedder):
     corpus = load_corpus(KUBEVIRT)
     store = KnowledgeStore(weaviate_client, "TestKubevirt")
     store.drop()
-    store.ingest(corpus, embedder)
+    indexing.ingest(store, corpus, embedder)
     return corpus, store
 
 

@@ -151,3 +151,11 @@ def test_explain_says_which_signals_placed_a_result(source, ranks, weights, line
     from retrieval.ranking import ResultItem, explain
 
     assert explain(ResultItem("x/A", "A", "x", 0.5, source, ranks=ranks), weights) == line
+
+
+def test_each_result_carries_its_best_chunks_text_outside_its_json():
+    vector = [replace(c("a/X", 0.8), snippet="X's best section"), c("a/Y", 0.6)]
+    lexical = [replace(bm("b/Z", 5.0), snippet="Z's card")]
+    out = {r.entry_id: r for r in fuse([m("c/W", 1.0)], vector, lexical, k=5)}
+    assert {e: r.text for e, r in out.items()} == {"a/X": "X's best section", "a/Y": "", "b/Z": "Z's card", "c/W": ""}
+    assert "text" not in out["a/X"].to_dict()  # the recorded JSON keeps its shape

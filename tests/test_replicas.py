@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from retrieval import indexing
 from retrieval.corpus import Corpus, Entry
 from retrieval.errors import L1Error
 from retrieval.indexing import require_replicas
@@ -35,7 +36,7 @@ def test_the_live_single_node_has_every_replica(weaviate_client, embedder):
     store.drop()
     try:
         entry = Entry("x/A", "A", "x", "alpha text", (), ())
-        assert store.ingest(Corpus("mem", (entry,)), embedder).added == 1  # the check passes: nothing refused
+        assert indexing.ingest(store, Corpus("mem", (entry,)), embedder).added == 1  # the check passes: nothing refused
         short = shortfall(weaviate_client, store.name)
         assert (bool(short), short.factor, short.shard_count, short.held) == (False, 1, 1, ())
     finally:

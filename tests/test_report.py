@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,7 +142,7 @@ def _hex(color: str) -> tuple[int, int, int]:
 @pytest.mark.browser
 def test_the_exported_report_has_distinct_series_colours_in_the_browser(tmp_path):
     """Opened from disk with no app and no network: every metric's bars in its own colour, in the DOM and on
-    the screenshot (Streamlit's template drew them all black)."""
+    the screenshot (Streamlit's template drew them all black; the chart is inline SVG now)."""
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"{CHROMIUM} is missing: run scripts/setup.sh --browser (installs Debian's chromium)")
     import streamlit  # noqa: F401 - the report is written by the app's process
@@ -165,16 +168,103 @@ def test_the_exported_report_has_distinct_series_colours_in_the_browser(tmp_path
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 1000})
             page.goto(path.as_uri())
-            page.wait_for_selector(".js-plotly-plot .bars path", timeout=60_000)
+            page.wait_for_selector("svg.chart rect.bar", timeout=60_000)
             fills = page.eval_on_selector_all(
-                ".js-plotly-plot .trace.bars", "els => els.map(t => getComputedStyle(t.querySelector('path')).fill)"
+                "svg.chart[aria-label='Metrics per configuration'] rect.bar",
+                "els => [...new Set(els.map(r => getComputedStyle(r).fill))]",
             )
-            page.locator(".js-plotly-plot").first.screenshot(path=str(shot))
+            page.locator("svg.chart").first.screenshot(path=str(shot))
         finally:
             browser.close()
-    assert len(fills) == 4 and len(set(fills)) == 4, fills  # one trace per metric, each its own fill
+    assert len(fills) == 4, fills  # one fill per metric
     wanted = {_hex(c) for c in REPORT_COLORS[:4]}
     image = Image.open(shot).convert("RGB")
     seen = {px for _, px in image.getcolors(maxcolors=1 << 20)}
     found = {w for w in wanted if any(sum(abs(a - b) for a, b in zip(w, px, strict=True)) <= 12 for px in seen)}
     assert found == wanted, f"series colours on the screenshot: {sorted(found)} of {sorted(wanted)}"
+
+
+def big_report(cases: int = 400) -> EvalReport:
+    """Every configuration on `cases` cases (a tenth unanswerable), with support estimates, a filter effect and a
+    p-value small enough to print in scientific notation."""
+    base = tiny_report()
+    configs = ("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")
+    rows = []
+    for i in range(cases):
+        answerable = i % 10 != 0
+        rows.append(
+            {
+                "id": f"Case{i:04d}",
+                "query": f"query number {i} about <b>disk</b> & pods",
+                "expected": {f"x/E{i}": 1} if answerable else {},
+                "domain": "x" if answerable else None,
+                "routing": {"l0_domains": ["x"], "filter": "x" if i % 3 else None},
+                "configs": {
+                    c: {
+                        "rank": (i % 7) + 1 if answerable else None,
+                        "rr": 1 / ((i % 7) + 1) if answerable else 0.0,
+                        "ranking": [f"x/E{i}"] + [f"x/F{j}" for j in range(9)],
+                        "category": "x",
+                        "layer": "L0+L1",
+                        "l1_status": "ok",
+                        "fallback": False,
+                        "semantic_support": i % 2 == 0,
+                        "support_score": 0.7,
+                        "support_lexical": 3.2,
+                        "confidence": (i % 100) / 100,
+                    }
+                    for c in configs
+                },
+            }
+        )
+    pairs = [{**base.significance["pairs"][0], "a": c, "p_value": 9.788707e-04} for c in configs[:-1]]
+    settings = {
+        "top_k": 10,
+        "vector_weight": 2.5,
+        "search_mode": "fusion",
+        "support_threshold": 0.42,
+        "cases": cases,
+        "answerable": cases - cases // 10,
+        "collection": "Kb_runbooks_bge_small",
+    }
+    effect = {"counts": {"helped": 12, "hurt": 3, "no_change": 300, "not_applied": 45}, "hurt_cases": ["Case0001"]}
+    return replace(
+        base,
+        settings=settings,
+        configs=configs,
+        metrics={c: dict(base.metrics["lookup"]) for c in configs},
+        routing={c: dict(base.routing["lookup"]) for c in configs},
+        significance={"stat_test": "student", "alpha": 0.05, "pairs": pairs},
+        latency={c: {"total_p50": 12.3456, "total_p95": None, "l1_p50": 3.0} for c in configs},
+        cases=rows,
+        filter_effect={**effect, "helped_cases": [], "definition": "hurt"},
+    )
+
+
+def visible_text(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r"<(style|title)>.*?</\1>", " ", page, flags=re.S)))
+
+
+def test_the_html_report_fits_an_email_and_reads_on_its_own():
+    page = render_html(big_report())
+    assert len(page.encode("utf-8")) <= 1_500_000, len(page.encode("utf-8"))
+    assert page.count("<script") <= 1  # no chart library (the charts are SVG); never one per chart
+    text = visible_text(page)
+    assert "e-04" not in page and "< 0.001" in text  # p = 9.788707e-04
+    assert "None" not in text and "NaN" not in text
+    settings = page.split("<h2>Settings</h2>")[1].split("<h2>")[0]
+    for name, value in (("vector_weight", "2.5"), ("top_k", "10"), ("search_mode", "fusion"), ("support_threshold", "0.42")):
+        assert re.search(rf"<td>{name}</td>\s*<td>{re.escape(value)}</td>", settings), name
+    assert "{" not in settings  # a table, not raw JSON
+    labels = re.findall(r"<svg class='chart' role='img' aria-label='([^']+)'", page)
+    assert labels[0] == "Metrics per configuration"
+    assert any(label.startswith("Support estimate of lookup") for label in labels)
+    assert any(label.startswith("l1_filtered against l1_unfiltered") for label in labels)
+    assert "12.3" in text and "12.3456" not in text  # latency: one decimal
+    assert "&lt;b&gt;disk&lt;/b&gt; &amp; pods" in page and "<b>disk</b>" not in page  # case text escaped
+
+
+def test_an_unanswerable_only_report_draws_no_metrics_chart():
+    report = replace(big_report(20), settings={"cases": 20, "answerable": 0})
+    labels = re.findall(r"aria-label='([^']+)'", render_html(report))
+    assert "Metrics per configuration" not in labels and labels  # the support and filter charts remain

@@ -16,6 +16,7 @@ from retrieval.lookup import LookupServices
 
 from . import test_app_pages as pages
 from .test_app_pages import assert_clean, open_app, texts
+from .test_lab_compare import saved_at
 
 app_env = pages.app_env
 minilm_sample = pages.minilm_sample
@@ -24,6 +25,7 @@ navigation_like_a_running_server = pages.navigation_like_a_running_server
 served_on = pages.served_on
 
 SAMPLE_EVAL = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
+ALL_SETS = "All eval sets"
 
 
 def open_runs(**query_params: str):
@@ -55,9 +57,11 @@ def test_no_saved_runs_says_how_to_make_one(app_env):
 def test_history_trend_and_a_two_run_comparison(two_runs):
     a, b = two_runs
     at = open_runs()
+    assert at.selectbox(key="runs_set").value == "sample-ops-alerts"  # the set of the two latest runs
     history = at.dataframe[0].value
     assert list(history["run_id"]) == [b.run_id, a.run_id]  # newest first
     assert history.loc[1, "mrr@10"] == pytest.approx(a.metrics["lookup"]["mrr@10"])
+    at.selectbox(key="runs_set").set_value(ALL_SETS).run()
     assert not at.get("plotly_chart") or all("over time" not in c.proto.spec for c in at.get("plotly_chart"))
     assert any("Pick one eval set" in t for t in texts(at.caption))
 
@@ -84,8 +88,8 @@ def test_history_trend_and_a_two_run_comparison(two_runs):
         p.proto.label.split(" in Lookup with run ")[1][0]: dict(parse_qsl(p.proto.query_string)) for p in at.get("page_link")
     }
     query = cases.loc[row, "query"]
-    assert links["A"] == {"q": query}  # the defaults: nothing else to carry
-    assert links["B"] == {"q": query, "k": "3", "mode": "near_vector"}
+    assert links["A"] == {"q": query, "k": "10"}  # the depth the eval ranked, whatever the app's top-k was
+    assert links["B"] == {"q": query, "k": "10", "mode": "near_vector"}
     assert any("vector_weight, l0_weight come from lookup.yaml" in t for t in texts(at.caption))
     lookup = open_app(**links["B"])
     assert lookup.text_input(key="q").value == query and lookup.radio(key="mode").value == "near_vector"
@@ -153,7 +157,23 @@ def test_runs_of_two_models_side_by_side(app_env, sample_corpus, sample_store, e
         p.proto.label.split(" in Lookup with run ")[1][0]: dict(parse_qsl(p.proto.query_string)) for p in at.get("page_link")
     }
     query = cases.loc[0, "query"]
-    assert links["A"] == {"q": query}  # the default model: nothing to carry
-    assert links["B"] == {"q": query, "model": pages.MINILM}
+    assert links["A"] == {"q": query, "k": "10"}  # the default model: only the depth the eval ranked
+    assert links["B"] == {"q": query, "k": "10", "model": pages.MINILM}
     lookup = open_app(**links["B"])
     assert lookup.selectbox(key="model").value == pages.MINILM
+
+
+def test_the_default_comparison_is_two_runs_of_one_set_and_a_run_is_not_compared_with_itself(app_env, base_settings):
+    """Runs of set "tiny" (two), then one of set "other", newest: A and B default to the two runs of "tiny"."""
+    store = RunStore(app_env / "invocations.duckdb")
+    first = saved_at(store, 1, {"c1": 1, "c2": 2}, base_settings)
+    second = saved_at(store, 2, {"c1": 1, "c2": 1}, base_settings)
+    saved_at(store, 3, {"c1": 3}, base_settings, "other")
+    at = open_runs()
+    assert at.selectbox(key="runs_set").value == "tiny"
+    assert (at.selectbox(key="run_a").value, at.selectbox(key="run_b").value) == (first.run_id, second.run_id)
+    assert any("2** shared answerable cases" in t for t in texts(at.markdown))
+    at.selectbox(key="run_a").set_value(second.run_id).run()
+    assert_clean(at)
+    assert any("A and B are the same run" in w for w in texts(at.warning))
+    assert not at.get("plotly_chart") or all("B − A" not in c.proto.spec for c in at.get("plotly_chart"))

@@ -8,14 +8,18 @@ import json
 import duckdb
 import pytest
 
+from retrieval import indexing
 from retrieval.corpus import Corpus, Entry
 from retrieval.hints import L0Index
 from retrieval.invocations import InvocationStore
 from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.search_request import SearchMode, SearchRequest
 from retrieval.weaviate_server import connect
 from retrieval.weaviate_store import KnowledgeStore
 
 from .conftest import free_port
+
+NV = SearchMode.NEAR_VECTOR
 
 
 @pytest.fixture
@@ -88,7 +92,7 @@ def test_single_domain_filter(services, settings, sample_store, embedder):
     assert result.l1.to_dict()["filter"] == {"category": "kubernetes"}
     assert result.l1.candidates and all(c.domain == "kubernetes" for c in result.l1.candidates)
     # the filter really acts in Weaviate: the same vector, unfiltered and deep enough, reaches other domains
-    unfiltered = sample_store.search(embedder.embed_query(query), k=20)
+    unfiltered = sample_store.search(SearchRequest(NV, 20, embedder.embed_query(query)))
     assert {c.domain for c in unfiltered} - {"kubernetes"}
 
 
@@ -144,7 +148,7 @@ def test_l1_fails_when_the_server_is_stopped(base_settings, sample_corpus, embed
     client = connect(own)
     store = KnowledgeStore(client, own.collection)
     small = Corpus(str(tmp_path), tuple(e for e in sample_corpus.entries if e.domain == "security"))
-    store.ingest(small, embedder)
+    indexing.ingest(store, small, embedder)
     services = LookupServices(L0Index(sample_corpus.entries), embedder, store, recorder)
     assert lookup_knowledge("Vault is sealed", services, own).l1.status == "ok"
     client.close()  # stops the embedded server process

@@ -6,6 +6,10 @@ Run with `pytest -s` to see the figures.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -25,6 +29,8 @@ from retrieval.invocations import (
     utc_now_iso,
 )
 from retrieval.sql_console import EXAMPLES, check_statement, run_readonly
+
+from .helpers.memory import reset_peak, status_kb
 
 LAYERS = ["L0", "L0+L1", "L1", "fallback"]
 DOMAINS = ["databases", "network", "storage"]
@@ -365,3 +371,36 @@ def test_unknown_table_or_column_names_the_problem(db_path):
     store, _ = filled_store(db_path, 1)
     with pytest.raises(SqlRefused, match="nope"):
         run_readonly(store, "SELECT nope FROM tool_invocation")
+
+
+# Issue 25: one read-only query, tried as a new user would, peaked at 3.4 GB RSS before the console had a budget.
+OVER_BUDGET = "SELECT max(length(s)) FROM (SELECT repeat('x', 1000) || range AS s FROM range(3000000) ORDER BY random())"
+PYTHON_SHARE_MB = 128  # beside DuckDB's budget: the interpreter's own growth while the query runs
+
+
+def test_a_query_over_the_memory_budget_is_refused_and_memory_stays_within_it(db_path):
+    store, _ = filled_store(db_path, 3)
+    before_kb = reset_peak()
+    with pytest.raises(SqlRefused, match=re.escape("the query went over the memory budget of 256MB")):
+        run_readonly(store, OVER_BUDGET, timeout_ms=600_000)  # memory stops it, not the time limit
+    grown_mb = (status_kb("VmHWM") - before_kb) / 1024
+    assert grown_mb < 256 + PYTHON_SHARE_MB, f"grew {grown_mb:.0f} MB"
+    assert run_readonly(store, "SELECT count(*) AS n FROM tool_invocation").frame["n"][0] == 3  # the store still answers
+
+
+def test_the_sql_command_prints_no_pandas_warning(db_path):
+    """duckdb's DataFrame conversion raised a Pandas4Warning per chunk (pandas 3.1): 56 lines in the app log."""
+    filled_store(db_path, 3)[0].close()
+    env = {**os.environ, "LOOKUP_DB_PATH": str(db_path), "PYTHONWARNINGS": "default"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "retrieval", "sql", "SELECT created_at, domain, retrieval_details FROM tool_invocation"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.strip().splitlines()) == 4  # the header and three rows
+    assert "Warning" not in proc.stderr, proc.stderr

@@ -63,9 +63,20 @@ def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):  # 
     assert [c for c in texts(at.caption) if c.startswith("Writing is off: the app is read-only")]
     served_on("127.0.0.1")
     at.run()
+    # beside Save: the significance and support figures, and why saving may be a guess (no unanswerable set here)
+    said = " ".join(texts(at.markdown))
+    assert "Before you save" in said and "unanswerable left unsupported" in said and "on 0 unanswerable cases" in said
+    assert [w for w in texts(at.warning) if w.startswith("No unanswerable case was measured")]
+    assert at.button(key="sweep_save").disabled and at.button(key="sweep_save").label == f"Write {settings_file.resolve()}"
+    at.checkbox(key="sweep_save_anyway").check().run()
     at.button(key="sweep_save").click().run()
     assert_clean(at)
     assert [s for s in texts(at.success) if s.startswith(f"Written: {settings_file}")]
+    # "current" was measured before the save: said so, not shown as the settings now
+    assert list(at.table[0].value.index) == ["best", "before the save"]
+    assert [
+        i for i in texts(at.info) if i.startswith("**Current is now the best point**") or "Current is now the best point" in i
+    ]
     saved = load_settings(config_file=settings_file, env={})
     best = at.session_state["_sweep"][1].best.point.settings
     assert (saved.vector_weight, saved.l0_weight) == (best["vector_weight"], best["l0_weight"])

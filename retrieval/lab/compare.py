@@ -7,6 +7,7 @@ stored rankings and expected entries; the paired test and the interval come from
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,6 +174,16 @@ def per_case_values(frame, metrics: tuple[str, ...] = tuple(METRICS)) -> dict[st
     return out
 
 
+def default_pair(runs: Sequence[RunSummary]) -> tuple[str, str] | None:
+    """(A, B): the two latest runs of one eval set, the set of the newest run that has another (`runs` newest
+    first). None when no set has two runs: a comparison across sets shares no case."""
+    for newest in runs:
+        older = next((r for r in runs if r.eval_set == newest.eval_set and r.run_id != newest.run_id), None)
+        if older is not None:
+            return older.run_id, newest.run_id
+    return None
+
+
 def compare_runs(store: RunStore, run_a: str, run_b: str, *, config: str = "lookup", metric: str = "mrr@10") -> RunComparison:
     """B against A on one configuration. Raises RunNotFound for an unknown id, EvalSetError for a
     configuration one of the runs did not run or an unknown metric."""
@@ -184,6 +195,8 @@ def compare_runs(store: RunStore, run_a: str, run_b: str, *, config: str = "look
             raise EvalSetError(
                 f"configuration {config!r} is not in run {summary.run_id} (it ran {', '.join(summary.configs) or 'none'})"
             )
+    if a.run_id == b.run_id:
+        raise EvalSetError(f"run {a.run_id} is both A and B: pick two different runs to compare")
     cases_a, cases_b = store.cases(a.run_id, config), store.cases(b.run_id, config)
     values_a, values_b = per_case_values(cases_a), per_case_values(cases_b)
     shared = sorted(set(values_a) & set(values_b))

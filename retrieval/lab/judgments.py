@@ -21,12 +21,11 @@ from typing import Any
 
 import yaml
 
-from ..catalog import eval_set_files
-from ..config import REPO_ROOT
+from ..catalog import EvalSetFile, same_path
 from ..errors import EvalSetError
 from ..eval_sets import EvalSet, corpus_fit, load_eval_set
 
-DEFAULT_DIR = REPO_ROOT / "eval_sets"  # where a set created in the app goes unless a path is given
+JUDGED_LABEL = "judged/"  # how the app labels the sets of the judgments folder (Settings.judged_sets_dir)
 _SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 ID_WORDS = 5  # words of the query a generated case id is made of
@@ -81,17 +80,26 @@ class TargetSet:
     error: str | None = None  # the set does not load: nothing can be appended to it
 
 
-def target_sets(known_ids: Iterable[str], **where: Path) -> list[TargetSet]:
-    """The eval sets the app knows (catalog.eval_set_files), each with its case count and fit."""
+def judged_set_files(directory: Path | str) -> list[EvalSetFile]:
+    """The eval sets in the judgments folder, labelled judged/<file name> (none when the folder is missing)."""
+    folder = Path(directory)
+    return [EvalSetFile(f"{JUDGED_LABEL}{p.name}", p) for p in sorted(folder.glob("*.yaml"))] if folder.is_dir() else []
+
+
+def target_sets(known_ids: Iterable[str], files: Iterable[EvalSetFile], corpus_dir: Path | str | None = None) -> list[TargetSet]:
+    """The eval sets `files` names, each with its case count and whether it fits the corpus of `known_ids`
+    (folder `corpus_dir`): every entry it expects is there, and a set expecting none names no other corpus."""
     known = set(known_ids)
     out = []
-    for f in eval_set_files(**where):
+    for f in files:
         try:
             loaded = load_eval_set(f.path)
         except EvalSetError as exc:
             out.append(TargetSet(f.label, f.path, 0, False, str(exc)))
             continue
-        out.append(TargetSet(f.label, f.path, len(loaded.cases), corpus_fit(loaded, known).fits))
+        other = loaded.corpus_dir is not None and corpus_dir is not None and not same_path(loaded.corpus_dir, corpus_dir)
+        fits = corpus_fit(loaded, known).fits and not (other and not any(c.expected for c in loaded.cases))
+        out.append(TargetSet(f.label, f.path, len(loaded.cases), fits))
     return out
 
 
@@ -116,12 +124,21 @@ def suggest_domain(relevant_domains: Sequence[str | None], routed: str | None = 
     return routed if not relevant_domains else None
 
 
-def new_set_path(name: str, directory: Path | None = None) -> Path:
-    """`<directory>/<name>.yaml` (default eval_sets/), for a set created in the app. Refuses odd names."""
+def new_set_path(name: str, directory: Path | str) -> Path:
+    """`<directory>/<name>.yaml`, for a set created in the app (the judgments folder). Refuses odd names."""
     clean = name.strip().removesuffix(".yaml")
     if not _SET_NAME.match(clean):
         raise EvalSetError(f"set name {name!r}: use letters, digits, '.', '_' or '-' (up to 80), starting with a letter or digit")
-    return Path(directory or DEFAULT_DIR) / f"{clean}.yaml"
+    return Path(directory) / f"{clean}.yaml"
+
+
+def same_judgment(eval_set: EvalSet, judgment: Judgment) -> str | None:
+    """The id of the case of `eval_set` that already holds this judgment (same query, same relevant entries)."""
+    query = " ".join(judgment.query.split()).casefold()
+    for case in eval_set.cases:
+        if " ".join(case.query.split()).casefold() == query and set(case.expected) == set(judgment.relevant):
+            return case.id
+    return None
 
 
 def append_case(path: Path | str, judgment: Judgment, *, known_ids: Iterable[str] | None = None) -> AppendResult:
@@ -129,6 +146,9 @@ def append_case(path: Path | str, judgment: Judgment, *, known_ids: Iterable[str
     path = Path(path)
     with _folder_lock(path):
         before = load_eval_set(path)  # a set that does not load now gets nothing appended
+        twin = same_judgment(before, judgment)
+        if twin is not None:
+            raise EvalSetError(f"{path}: case '{twin}' already holds this judgment (same query, same relevant entries)")
         try:
             text = path.read_bytes().decode("utf-8")
         except OSError as exc:
@@ -153,8 +173,10 @@ def create_eval_set(
     path = Path(path)
     if path.exists():
         raise EvalSetError(f"{path}: already exists: pick it from the known sets to add the case to it")
-    if not path.parent.is_dir():
-        raise EvalSetError(f"{path}: folder {path.parent} does not exist")
+    try:
+        path.parent.mkdir(exist_ok=True)  # the judgments folder is made on the first judgment
+    except OSError as exc:
+        raise EvalSetError(f"{path}: folder {path.parent} cannot be made: {exc.strerror or exc}") from exc
     set_name = (name or path.stem).strip()
     lines = [_field("name", set_name)]
     lines.append(_field("description", description.strip() or f"Cases judged in Lookup Lab, from {datetime.now(UTC):%Y-%m-%d}."))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..config import load_settings
+from ..config import db_budget, load_settings
 from ..errors import LookupLabError
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def replay_cmd(
 
     try:
         settings = load_settings(config_file=config, corpus_dir=corpus)
-        store = InvocationStore(settings.invocation_db)
+        store = InvocationStore(settings.invocation_db, budget=db_budget(settings))
         calls, matched = recorded_calls(
             store, InvocationFilter(session_tags=tuple(session), text=text), limit=limit or DEFAULT_LIMIT
         )

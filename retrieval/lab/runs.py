@@ -8,7 +8,6 @@ import hashlib
 import json
 import math
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,11 +19,11 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from ..config import EVAL_SETTINGS, REPO_ROOT, SECRET_SETTINGS, Settings
+from ..config import EVAL_SETTINGS, REPO_ROOT, SECRET_SETTINGS, Settings, db_budget
+from ..db_budget import connect_retrying
 from ..errors import RunNotFound, StoreError
 from ..eval_sets import EvalSet
 from ..evaluation import EvalReport
-from ..invocations import is_lock_error
 
 T = TypeVar("T")
 
@@ -140,11 +139,12 @@ def settings_dict(settings: Settings) -> dict[str, Any]:
 
 
 def run_settings(report: EvalReport, settings: Settings) -> dict[str, Any]:
-    """The settings saved with a run: every setting, and the model the report says it embedded with."""
+    """The settings saved with a run: every setting, with the model and the depth (top_k) the report says it ran
+    with (an eval ranks at least DEPTH entries, whatever the app's top_k), so a run's label, JSON and report agree."""
     out = settings_dict(settings)
-    model = report.settings.get("embedding_model")
-    if model:
-        out["embedding_model"] = model
+    for name in ("embedding_model", "top_k"):
+        if report.settings.get(name):
+            out[name] = report.settings[name]
     return out
 
 
@@ -169,28 +169,20 @@ class RunStore:
         self.db_path = Path(db_path)
         self.lock_timeout_s = lock_timeout_s
 
-    def _with_connection(self, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
-        """Open (read-write, like every other opener of the file in this process), ensure the tables, run `fn`,
-        close; retry while another process holds the file."""
+    def _with_connection(self, fn: Callable[[duckdb.DuckDBPyConnection], T], *, create: bool = True) -> T:
+        """Open (read-write, like every other opener of the file in this process), ensure the tables (unless
+        `create` is False: a read creates nothing), run `fn`, close; retry while another process holds the file."""
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + self.lock_timeout_s
-        delay = 0.02
-        while True:
-            try:
-                con = duckdb.connect(str(self.db_path))
-            except duckdb.Error as exc:
-                if is_lock_error(exc) and time.monotonic() < deadline:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.5)
-                    continue
-                raise StoreError(f"{self.db_path}: cannot open the run store: {exc}") from exc
-            try:
+        # within LOOKUP_DB_MEMORY_LIMIT / LOOKUP_DB_THREADS
+        con = connect_retrying(self.db_path, db_budget(), timeout_s=self.lock_timeout_s, what="the run store")
+        try:
+            if create:
                 con.execute(SCHEMA)
-                return fn(con)
-            except duckdb.Error as exc:
-                raise StoreError(f"{self.db_path}: {exc}") from exc
-            finally:
-                con.close()
+            return fn(con)
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.db_path}: {exc}") from exc
+        finally:
+            con.close()
 
     # --- writing ----------------------------------------------------------------------------------------
     def save(self, report: EvalReport, eval_set: EvalSet, settings: Settings, *, source: str = "cli") -> RunSummary:
@@ -259,15 +251,14 @@ class RunStore:
     def list_runs(self, eval_set: str | None = None) -> list[RunSummary]:
         """Saved runs, newest first; only those of one eval set when named."""
         where, params = ("WHERE eval_set = ?", [eval_set]) if eval_set else ("", [])
-        rows = self._with_connection(
-            lambda con: con.execute(
-                f"SELECT {_SELECT} FROM eval_run {where} ORDER BY created_at DESC, run_id DESC", params
-            ).fetchall()
-        )
+        sql = f"SELECT {_SELECT} FROM eval_run {where} ORDER BY created_at DESC, run_id DESC"
+        rows = self._with_connection(lambda con: con.execute(sql, params).fetchall() if _has_runs(con) else [], create=False)
         return [_summary(row) for row in rows]
 
     def eval_sets(self) -> list[str]:
-        rows = self._with_connection(lambda con: con.execute("SELECT DISTINCT eval_set FROM eval_run ORDER BY 1").fetchall())
+        """The names of the sets with saved runs. Like list_runs, creates no table in a file that has none."""
+        sql = "SELECT DISTINCT eval_set FROM eval_run ORDER BY 1"
+        rows = self._with_connection(lambda con: con.execute(sql).fetchall() if _has_runs(con) else [], create=False)
         return [r[0] for r in rows]
 
     def get(self, run_id: str) -> RunSummary:
@@ -298,6 +289,11 @@ _RUN_COLUMNS = tuple(f.name for f in dataclasses.fields(RunSummary))  # the eval
 # the time as microseconds since the epoch: a TIMESTAMPTZ fetched as a datetime needs pytz, which is not installed
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SELECT = ", ".join("epoch_us(created_at) AS created_at" if c == "created_at" else c for c in _RUN_COLUMNS)
+
+
+def _has_runs(con: duckdb.DuckDBPyConnection) -> bool:
+    found = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'eval_run'").fetchone()
+    return bool(found and found[0])
 
 
 def _summary(row: tuple) -> RunSummary:

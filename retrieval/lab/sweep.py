@@ -15,18 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from ..candidates import Candidate
+from ..candidates import Candidate, L1Status
 from ..catalog import EvalSetFile, same_path
 from ..config import Settings
 from ..errors import LookupLabError
 from ..eval_sets import EvalSet, corpus_fit, load_eval_set
 from ..evaluation import DEPTH
 from ..hints import EntryMatch
-from ..lookup import LookupServices, candidate_depth, search_text, weights_of
+from ..lookup import LookupServices, search_text
 from ..models import DEFAULT_MODEL
-from ..ranking import assess, fuse
-from ..routing import category_filter
-from ..support import support_model
+from ..pipeline import L1Query, judge, lookup_pipeline, rank, route, search_l1
+from ..search_request import SearchMode
 from ..tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -39,20 +38,24 @@ class QueryKey:
     """One kind of Weaviate query: near_vector, bm25 or hybrid (with its alpha), to a candidate depth, in the
     collection of one embedding model (whose vector the query carries)."""
 
-    kind: str
+    kind: SearchMode
     depth: int
     alpha: float | None = None
     model: str = DEFAULT_MODEL
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", SearchMode(self.kind))
+
+    def query(self, settings: Settings) -> L1Query:
+        """The retriever of this key: the query fetches similarities whatever its kind (for the support estimate)."""
+        return L1Query(self.kind, self.depth, settings.hybrid_alpha if self.alpha is None else self.alpha)
+
 
 def query_keys(settings: Settings) -> tuple[QueryKey, ...]:
     """The queries a lookup at these settings makes, as run_eval runs it (its top-k at least DEPTH)."""
-    depth = candidate_depth(max(DEPTH, settings.top_k))
-    if settings.search_mode == "hybrid":
-        return (QueryKey("hybrid", depth, settings.hybrid_alpha, settings.embedding_model),)
-    vector = QueryKey("near_vector", depth, model=settings.embedding_model)
-    lexical = QueryKey("bm25", depth, model=settings.embedding_model)
-    return (vector, lexical) if settings.search_mode == "fusion" else (vector,)
+    pipeline = lookup_pipeline(settings.with_(top_k=max(DEPTH, settings.top_k)))
+    model = settings.embedding_model
+    return tuple(QueryKey(q.mode, q.depth, q.alpha if q.mode is SearchMode.HYBRID else None, model) for q in pipeline.queries)
 
 
 def point_settings(current: Settings, point: Mapping[str, Any]) -> Settings:
@@ -94,24 +97,17 @@ def collect_signals(
         use.embedder.prime([search_text(c.query) for c in eval_set.cases])
         ready[model] = (use.embedder, use.store)
     out, total = [], len(eval_set.cases) * len(keys)
+    routed = lookup_pipeline(settings)  # the lookup's routing: L1 filtered on the L0 domain when there is one
     for i, case in enumerate(eval_set.cases):
         query = search_text(case.query)
         hints = services.l0.match(query)
-        category = category_filter(hints.domains)
+        category = route(hints, routed)
         found = {}
         for j, key in enumerate(keys):
             embedder, store = ready[key.model]
             vector = embedder.embed_query(query)
-            found[key] = tuple(
-                store.search(
-                    vector,
-                    k=key.depth,
-                    category=category,
-                    mode=key.kind,
-                    query_text=query,
-                    alpha=settings.hybrid_alpha if key.alpha is None else key.alpha,
-                    timeout_s=settings.l1_timeout_s,
-                )
+            (found[key],) = search_l1(
+                store, (key.query(settings),), text=query, vector=vector, category=category, timeout_s=settings.l1_timeout_s
             )
             if progress:
                 progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
@@ -126,21 +122,13 @@ def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, floa
     keys = query_keys(settings)
     vector = s.found[keys[0]]
     lexical = s.found[keys[1]] if len(keys) > 1 else ()
-    ranking = fuse(s.l0, vector, lexical, k=max(DEPTH, settings.top_k), weights=weights_of(settings))
-    relevance = assess(
-        ranking,
-        "ok" if vector or lexical else "empty",
-        support=support_model(settings.embedding_model),
-        vector=vector,
-        lexical=lexical,
-        query=s.query,
-        threshold=settings.support_threshold,
-    )
+    ranking = rank(s.l0, vector, lexical, settings, k=max(DEPTH, settings.top_k))
+    relevance = judge(ranking, L1Status.OK if vector or lexical else L1Status.EMPTY, vector, lexical, s.query, settings)
     ids = [r.entry_id for r in ranking]
-    rank = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)
+    place = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)
     recall = len(s.relevant & set(ids[:5])) / len(s.relevant) if s.relevant else 0.0
     top_right = bool(ids) and ids[0] in s.relevant
-    return (0.0 if rank is None else 1.0 / rank), float(rank == 1), recall, relevance.semantic_support, top_right
+    return (0.0 if place is None else 1.0 / place), float(place == 1), recall, relevance.semantic_support, top_right
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,7 @@ def _run(
 
 def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list:
     """Every case's signals for `keys`, each set on the corpus it names (or `corpus`), ingesting what changed."""
+    from .. import indexing
     from ..config import eval_set_corpus
     from ..eval_sets import load_eval_set
     from ..services import open_embedder, open_runtime
@@ -122,11 +123,15 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
                 if model != settings.embedding_model and runtime.client is not None:
                     other = settings.with_(embedding_model=model)
                     embedder = embedders.get(model) or open_embedder(other)
-                    services = replace(services, embedder=embedder, store=KnowledgeStore(runtime.client, other.collection))
+                    services = replace(
+                        services,
+                        embedder=embedder,
+                        store=KnowledgeStore(runtime.client, other.collection, embedding_model=other.embedding_model),
+                    )
                 if services.embedder is not None:
                     embedders[model] = services.embedder
                 if services.store is not None:
-                    services.store.ingest(runtime.corpus, services.embedder, progress=show)
+                    indexing.ingest(services.store, runtime.corpus, services.embedder, progress=show)
                 by_model[model] = services
             checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
             others = {m: s for m, s in by_model.items() if m != settings.embedding_model}
