@@ -163,9 +163,9 @@ if report.filter_effect:
         f"{effect['counts']['helped']}): {md(HURT_MEANING)}, `l1_filtered` against `l1_unfiltered`, "
         "as on Filter comparison."
     )
-    by_id = {c["id"]: c for c in report.cases}
+    by_id = {c.id: c for c in report.cases}
     for case_id in hurt:
-        query = by_id[case_id]["query"]
+        query = by_id[case_id].query
         st.page_link(
             "pages/lookup.py",
             label=f"{md(case_id)}: {md(query)}",
@@ -186,11 +186,11 @@ with st.expander(f"All {len(report.cases)} cases"):
         pd.DataFrame(
             [
                 {
-                    "case": c["id"],
-                    "query": c["query"],
-                    "expected": ", ".join(c["expected"]),
-                    "filter": c["routing"]["filter"],
-                    **{f"rank {k}": v["rank"] for k, v in c["configs"].items()},
+                    "case": c.id,
+                    "query": c.query,
+                    "expected": ", ".join(c.expected),
+                    "filter": c.filter,
+                    **{f"rank {k}": v.rank for k, v in c.configs.items()},
                 }
                 for c in report.cases
             ]

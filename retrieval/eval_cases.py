@@ -1,44 +1,21 @@
 """One eval case's outcome under each configuration: the typed rows of EvalReport.cases.
 
-Their JSON (`to_dict`) is the `cases` list of `eval --json` and of saved runs. Readers written for that JSON
-may still index a row like a dict (`case["configs"]["lookup"]["rank"]`): the rows are read-only mappings of
-their own `to_dict`, so old readers and new attribute readers see the same figures.
+Their JSON (`to_dict`) is the `cases` list of `eval --json` and of saved runs; `from_dict` reads it back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
-
-
-class _JsonView(Mapping[str, Any]):
-    """Read-only dict access to `to_dict()` (computed once: the rows are frozen)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    @cached_property
-    def _json(self) -> dict[str, Any]:
-        return self.to_dict()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._json[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._json)
-
-    def __len__(self) -> int:
-        return len(self._json)
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(float(value), digits)
 
 
-@dataclass(frozen=True, eq=False)
-class ConfigOutcome(_JsonView):
+@dataclass(frozen=True)
+class ConfigOutcome:
     """One case under one configuration: where the first expected entry ranked, and what the run did."""
 
     rank: int | None
@@ -88,8 +65,8 @@ class ConfigOutcome(_JsonView):
         }
 
 
-@dataclass(frozen=True, eq=False)
-class CaseResult(_JsonView):
+@dataclass(frozen=True)
+class CaseResult:
     """One eval case: its query and expected entries, how L0 routed it, and its outcome per configuration."""
 
     id: str

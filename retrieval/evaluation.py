@@ -272,12 +272,13 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
     it claimed support, and the outcome: right (top result expected), wrong, or unanswerable (nothing expected)."""
     out = []
     for case in report.cases:
-        run = case.configs.get(config)
-        if run is None:
+        outcome_of = case.configs.get(config)
+        if outcome_of is None:
             continue
+        run = outcome_of.to_dict()  # its figures as recorded (rounded)
         if not case.expected:
             outcome = "unanswerable"
-        elif run.rank == 1:
+        elif outcome_of.rank == 1:
             outcome = "right"
         else:
             outcome = "wrong"
@@ -288,7 +289,7 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
                 "support_score": run["support_score"],
                 "support_lexical": run["support_lexical"],
                 "confidence": run["confidence"],
-                "semantic_support": run.semantic_support,
+                "semantic_support": outcome_of.semantic_support,
             }
         )
     return out

@@ -197,12 +197,12 @@ def render_html(report: EvalReport) -> str:
     cases = pd.DataFrame(
         [
             {
-                "case": c["id"],
-                "query": c["query"],
-                "expected": ", ".join(c["expected"]) or "– (unanswerable)",
-                "domain": c["domain"] or "–",
-                "filter": c["routing"]["filter"] or "–",
-                **{f"rank {k}": fmt(v["rank"]) for k, v in c["configs"].items()},
+                "case": c.id,
+                "query": c.query,
+                "expected": ", ".join(c.expected) or "– (unanswerable)",
+                "domain": c.domain or "–",
+                "filter": c.filter or "–",
+                **{f"rank {k}": fmt(v.rank) for k, v in c.configs.items()},
             }
             for c in report.cases
         ]

@@ -58,7 +58,7 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
         raw_sample_chunks=60,
         seed=11,
     )
-    assert set(result["ratios"]) == {"l0_p50_growth", "lookup_over_floor", "filtered_over_unfiltered", "record_ms"}
+    assert set(result["ratios"]) == {"l0_p50_growth", "lookup_over_floor", "filtered_over_unfiltered", "record_ms", "reingest_s"}
     for name, value in result["ratios"].items():
         assert isinstance(value, (int, float)) and math.isfinite(value), name
     assert set(result["sizes"]) == {"40", "200"}

@@ -47,7 +47,7 @@ def test_runbooks_summaries_all_four_configurations(runbooks_run):
 
 def test_ranx_metrics_agree_with_the_per_case_ranks(runbooks_run):
     _, report, *_ = runbooks_run
-    answerable = [c for c in report.cases if c["expected"]]
+    answerable = [c for c in report.to_dict()["cases"] if c["expected"]]
     for config in CONFIGS:
         rr = [c["configs"][config]["rr"] for c in answerable]
         hits = [c["configs"][config]["rank"] == 1 for c in answerable]
@@ -199,7 +199,7 @@ def test_support_points_sort_cases_by_outcome(runbooks_run):
     _, report, *_ = runbooks_run
     points = support_points(report)
     assert len(points) == len(report.cases)
-    by_case = {c["id"]: c for c in report.cases}
+    by_case = {c["id"]: c for c in report.to_dict()["cases"]}
     for p in points:
         rank = by_case[p["case"]]["configs"]["lookup"]["rank"]
         assert p["outcome"] == ("right" if rank == 1 else "wrong")
@@ -209,7 +209,7 @@ def test_support_points_sort_cases_by_outcome(runbooks_run):
     # support is claimed at the threshold of the estimate, or for an entry the query names in full
     threshold = report.settings["support_threshold"]
     assert report.settings["embedding_model"] == "bge-small-en-v1.5" and 0 < threshold < 1
-    named = {c["id"]: c for c in report.cases}
+    named = {c["id"]: c for c in report.to_dict()["cases"]}
     for p in points:
         assert p["confidence"] is not None and 0.0 <= p["confidence"] <= 1.0
         if p["confidence"] >= threshold:

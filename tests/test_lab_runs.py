@@ -52,7 +52,7 @@ def test_a_saved_run_reads_back_with_its_cases(sample_run, tmp_path):
     cases = store.cases(saved.run_id)
     assert len(cases) == 48 * 2
     lookup = cases[cases["config"] == "lookup"].set_index("case_id")
-    by_id = {c["id"]: c for c in report.cases}
+    by_id = {c["id"]: c for c in report.to_dict()["cases"]}
     for case_id, row in lookup.iterrows():
         want = by_id[case_id]["configs"]["lookup"]
         assert row["top_entries"] == want["ranking"]

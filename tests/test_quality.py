@@ -158,5 +158,5 @@ def test_a_query_that_names_its_alert_finds_that_runbook_first(
     assert m["mrr@10"] >= 0.98 - MARGIN and m["hit@1"] >= 0.97 - MARGIN
     _no_configuration_above_lookup(report, tolerance_cases=1)  # bge alone finds one more kubevirt alert first
     # the query names the runbook it found first: that answer never reads as "the corpus may not answer this"
-    named_first = [c for c in report.cases if c["configs"]["lookup"]["rank"] == 1]
+    named_first = [c for c in report.to_dict()["cases"] if c["configs"]["lookup"]["rank"] == 1]
     assert named_first and all(c["configs"]["lookup"]["semantic_support"] for c in named_first)

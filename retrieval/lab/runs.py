@@ -201,28 +201,28 @@ class RunStore:
             configs=tuple(report.configs),
             metrics={row.pop("config"): _clean(row) for row in report.metrics_table()},
             cases=len(report.cases),
-            answerable=sum(1 for c in report.cases if c["expected"]),
+            answerable=sum(1 for c in report.cases if c.expected),
         )
         rows = [
             {
                 "run_id": summary.run_id,
-                "case_id": case["id"],
+                "case_id": case.id,
                 "config": config,
-                "query": case["query"],
-                "expected": json.dumps(case["expected"], ensure_ascii=False),
-                "rank": run["rank"],
-                "rr": run["rr"],
-                "top_entries": json.dumps(run["ranking"], ensure_ascii=False),
-                "filter": run["category"],
-                "l0_domains": json.dumps(case["routing"]["l0_domains"], ensure_ascii=False),
-                "layer": run["layer"],
-                "l1_status": run["l1_status"],
-                "fallback": bool(run["fallback"]),
-                "semantic_support": bool(run["semantic_support"]),
-                "support_score": run["support_score"],
+                "query": case.query,
+                "expected": json.dumps(dict(case.expected), ensure_ascii=False),
+                "rank": run.rank,
+                "rr": run.rr,
+                "top_entries": json.dumps(list(run.ranking), ensure_ascii=False),
+                "filter": run.category,
+                "l0_domains": json.dumps(list(case.l0_domains), ensure_ascii=False),
+                "layer": run.layer,
+                "l1_status": str(run.l1_status),
+                "fallback": run.fallback,
+                "semantic_support": run.semantic_support,
+                "support_score": None if run.support_score is None else round(run.support_score, 5),
             }
             for case in report.cases
-            for config, run in case["configs"].items()
+            for config, run in case.configs.items()
         ]
         frame = pd.DataFrame(rows).astype({"rank": "Int64", "support_score": "float64"})
 
