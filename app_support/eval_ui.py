@@ -6,9 +6,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from retrieval.catalog import EvalSetFile, eval_set_files, known_corpora, preferred_eval_set, same_path
 from retrieval.errors import LookupLabError
-from retrieval.eval_sets import EvalSet, corpus_fit, load_eval_set
+from retrieval.evals.catalog import EvalSetFile, eval_set_files, known_corpora, preferred_eval_set, same_path
+from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 from retrieval.lab import judgments
 
 from . import ingest, keys, render, resources

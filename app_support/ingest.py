@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from retrieval import indexing
-from retrieval.corpus_status import IndexHealth, IndexReading, corpus_health, read_index
 from retrieval.errors import LookupLabError
+from retrieval.store import indexing
+from retrieval.store.corpus_status import IndexHealth, IndexReading, corpus_health, read_index
 
 from . import keys, resources
 from .render import error, md

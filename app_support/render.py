@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.text import STOPWORDS, tokens
+from retrieval.core.text import STOPWORDS, tokens
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=^&\"'])")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)

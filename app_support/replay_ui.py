@@ -6,9 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from retrieval.dashboard import InvocationFilter
 from retrieval.errors import LookupLabError
 from retrieval.lab.replay import REPLAY_TAG, ReplayReport, recorded_calls, replay, settings_summary
+from retrieval.records.dashboard import InvocationFilter
 
 from . import render, resources
 from .render import md

@@ -22,17 +22,17 @@ from urllib.parse import urlparse
 import streamlit as st
 from weaviate import WeaviateClient
 
-from retrieval.catalog import CorpusChoice, known_corpora, same_path
 from retrieval.config import Settings, load_settings
-from retrieval.corpus import Corpus, load_corpus
-from retrieval.db_budget import DbBudget
-from retrieval.embedding import Embedder
+from retrieval.core.corpus import Corpus, load_corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices
-from retrieval.weaviate_server import connect
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.evals.catalog import CorpusChoice, known_corpora, same_path
+from retrieval.records.db_budget import DbBudget
+from retrieval.records.invocations import InvocationStore
+from retrieval.store.embedding import Embedder
+from retrieval.store.weaviate_server import connect
+from retrieval.store.weaviate_store import KnowledgeStore
 
 from . import keys
 from .access import WriteAccess, server_address, write_access

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval.config import SEARCH_MODES, Settings
-from retrieval.models import MODELS
+from retrieval.store.models import MODELS
 
 from . import keys
 

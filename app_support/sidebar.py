@@ -7,8 +7,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from retrieval.config import SEARCH_MODES, Settings
-from retrieval.models import MODELS
-from retrieval.node_health import NodeHealth, node_health
+from retrieval.store.models import MODELS
+from retrieval.store.node_health import NodeHealth, node_health
 
 from . import ingest, keys, resources
 from .render import md

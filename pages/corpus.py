@@ -9,7 +9,7 @@ import streamlit as st
 
 from app_support import ingest, keys, render, resources, sidebar
 from app_support.render import md
-from retrieval.corpus_status import corpus_health, entry_statuses, orphans, statuses_frame
+from retrieval.store.corpus_status import corpus_health, entry_statuses, orphans, statuses_frame
 
 ctx = resources.page_context()
 settings = ctx.settings

@@ -1,4 +1,4 @@
-"""Evaluate: an eval set through the four configurations (retrieval.evaluation.run_eval), metrics and routing."""
+"""Evaluate: an eval set through the four configurations (retrieval.evals.evaluation.run_eval), metrics and routing."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import streamlit as st
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
-from retrieval.evaluation import CONFIGS, METRICS, run_eval, support_points
-from retrieval.report import COLUMN_HELP, COLUMN_LABELS, metrics_display, metrics_frame, render_html, significance_legend
-from retrieval.routing_metrics import HURT_MEANING
+from retrieval.evals.evaluation import CONFIGS, METRICS, run_eval, support_points
+from retrieval.evals.report import COLUMN_HELP, COLUMN_LABELS, metrics_display, metrics_frame, render_html, significance_legend
+from retrieval.evals.routing_metrics import HURT_MEANING
 
 CONFIG_HELP = {
     "l0_only": "the L0 keyword matches alone",

@@ -9,9 +9,9 @@ import streamlit as st
 
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
-from retrieval.comparison import COMPARED_QUERIES, QUERY_MEANING, compare_filter, compare_filter_on_set
 from retrieval.errors import LookupLabError
-from retrieval.routing_metrics import HURT_MEANING, VERDICTS
+from retrieval.evals.comparison import COMPARED_QUERIES, QUERY_MEANING, compare_filter, compare_filter_on_set
+from retrieval.evals.routing_metrics import HURT_MEANING, VERDICTS
 
 ctx = resources.page_context()
 settings = ctx.settings

@@ -11,7 +11,8 @@ import streamlit as st
 
 from app_support import charts, judging, keys, render, replay_ui, resources
 from app_support.render import md
-from retrieval.dashboard import (
+from retrieval.errors import LookupLabError, SqlRefused
+from retrieval.records.dashboard import (
     SAMPLE_CALLS,
     InvocationFilter,
     details_for,
@@ -20,9 +21,8 @@ from retrieval.dashboard import (
     load_dashboard,
     result_for,
 )
-from retrieval.errors import LookupLabError, SqlRefused
-from retrieval.invocations import InvocationStore
-from retrieval.sql_console import EXAMPLES, run_readonly
+from retrieval.records.invocations import InvocationStore
+from retrieval.records.sql_console import EXAMPLES, run_readonly
 
 RANGES: dict[str, timedelta | str | None] = {
     "All time": None,

@@ -9,13 +9,13 @@ import streamlit as st
 
 from app_support import render, resources, urls
 from app_support.render import md
-from retrieval.catalog import same_path
 from retrieval.config import Settings
 from retrieval.errors import LookupLabError
-from retrieval.evaluation import CONFIGS, METRICS
+from retrieval.evals.catalog import same_path
+from retrieval.evals.evaluation import CONFIGS, METRICS
 from retrieval.lab.compare import compare_runs, default_pair
 from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows
-from retrieval.models import MODELS
+from retrieval.store.models import MODELS
 
 # this page's widget keys (bound to the URL: /runs?runs_set=...&run_a=...&run_b=... reopens a comparison)
 SET_KEY, CONFIG_KEY, A_KEY, B_KEY, METRIC_KEY, CASES_KEY = (

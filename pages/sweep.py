@@ -9,10 +9,10 @@ import streamlit as st
 from app_support import eval_ui, render, resources
 from app_support.render import md
 from retrieval.errors import LookupLabError
-from retrieval.eval_sets import load_eval_set
+from retrieval.evals.sets import load_eval_set
+from retrieval.evals.tuning import parse_grid
 from retrieval.lab.config_file import config_path, plan_config, write_config
 from retrieval.lab.sweep import check_folds, fitting_eval_sets, keys_for, sweep_sets
-from retrieval.tuning import parse_grid
 
 SETS, GRID, FOLDS, REPEATS, RESULT, SAVED = "sweep_sets", "sweep_grid", "sweep_folds", "sweep_repeats", "_sweep", "_sweep_saved"
 DEFAULT_GRID = "vector_weight=1,2,3,4;l0_weight=0,0.1,0.2"

@@ -9,7 +9,7 @@ __all__ = ["open_lookup"]
 def __getattr__(name: str):
     # Lazy, so that `import retrieval.x` does not load Weaviate, DuckDB and the services for every module.
     if name == "open_lookup":
-        from .api import open_lookup
+        from retrieval.serve.api import open_lookup
 
         return open_lookup
     raise AttributeError(f"module 'retrieval' has no attribute {name!r}")

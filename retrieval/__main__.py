@@ -1,10 +1,10 @@
 import sys
 
-if sys.argv[1:2] == ["serve"]:  # the MCP server starts without the rest of the CLI (retrieval/serve_cli.py)
-    from .serve_cli import main as serve_main
+if sys.argv[1:2] == ["serve"]:  # the MCP server starts without the rest of the CLI (retrieval/serve/serve_cli.py)
+    from retrieval.serve.serve_cli import main as serve_main
 
     serve_main(sys.argv[2:])
 else:
-    from .cli import main
+    from retrieval.cli import main
 
     main()

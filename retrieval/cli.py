@@ -7,17 +7,17 @@ from pathlib import Path
 
 import typer
 
-from . import indexing
-from .cluster_cli import register as register_cluster
-from .config import db_budget, eval_set_corpus, load_settings
-from .errors import LookupLabError
-from .lab.calibration_cli import register as register_calibrate
-from .lab.replay_cli import register as register_replay
-from .lab.runs_cli import register as register_runs
-from .lab.sweep_cli import register as register_sweep
-from .models_cli import register as register_models
-from .progress import progress_display
-from .serve_cli import serve as serve_command
+from retrieval.config import db_budget, eval_set_corpus, load_settings
+from retrieval.errors import LookupLabError
+from retrieval.lab.calibration_cli import register as register_calibrate
+from retrieval.lab.replay_cli import register as register_replay
+from retrieval.lab.runs_cli import register as register_runs
+from retrieval.lab.sweep_cli import register as register_sweep
+from retrieval.progress import progress_display
+from retrieval.serve.serve_cli import serve as serve_command
+from retrieval.store import indexing
+from retrieval.store.cluster_cli import register as register_cluster
+from retrieval.store.models_cli import register as register_models
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
 
@@ -42,10 +42,10 @@ def ingest(
     rebuild: bool = typer.Option(False, help="drop the collection first"),
 ) -> None:
     """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
-    from .corpus import load_corpus
-    from .services import open_embedder
-    from .weaviate_server import connect
-    from .weaviate_store import KnowledgeStore
+    from retrieval.core.corpus import load_corpus
+    from retrieval.services import open_embedder
+    from retrieval.store.weaviate_server import connect
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     try:
         settings = _settings(config, corpus_dir=corpus)
@@ -87,12 +87,12 @@ def lookup(
     session: str | None = typer.Option(None, help="session/run tag for the record"),
 ) -> None:
     """Run lookup_knowledge once and record it."""
-    from .lookup import lookup_knowledge
-    from .services import open_runtime
+    from retrieval.core.lookup import lookup_knowledge
+    from retrieval.services import open_runtime
 
     try:
         settings = _settings(config, corpus_dir=corpus, session_tag=session)
-        from .lookup import clean_query
+        from retrieval.core.lookup import clean_query
 
         clean_query(query)  # refuse before starting anything
         runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
@@ -126,8 +126,8 @@ def sql(
     timeout_ms: int = typer.Option(5_000, help="time limit in milliseconds"),
 ) -> None:
     """One read-only SELECT over the invocation store. Rows are printed in full."""
-    from .invocations import InvocationStore
-    from .sql_console import run_readonly
+    from retrieval.records.invocations import InvocationStore
+    from retrieval.records.sql_console import run_readonly
 
     try:
         settings = _settings(config)
@@ -172,10 +172,10 @@ def eval_cmd(
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """Run an eval set through the configurations; print metrics, significance and routing figures."""
-    from .eval_sets import load_eval_set
-    from .evaluation import check_gates, run_eval
-    from .report import metrics_text, render_html
-    from .services import open_runtime
+    from retrieval.evals.evaluation import check_gates, run_eval
+    from retrieval.evals.report import metrics_text, render_html
+    from retrieval.evals.sets import load_eval_set
+    from retrieval.services import open_runtime
 
     try:
         loaded = load_eval_set(eval_set)
@@ -223,7 +223,7 @@ def eval_cmd(
     if report:
         report.write_text(render_html(result), encoding="utf-8")
         typer.echo(f"report written to {report}", err=True)
-    from .lab.runs_cli import save_eval_run
+    from retrieval.lab.runs_cli import save_eval_run
 
     run_id = save_eval_run(result, loaded, settings) if save else None
     if as_json:
@@ -255,10 +255,10 @@ def bench(
     config: Path | None = ConfigOpt,
 ) -> None:
     """Benchmark L0, lookup, filtered L1, recording, ingest and the invocation store on synthetic knowledge bases."""
-    from .bench import run_bench
+    from retrieval.bench.runner import run_bench
 
     if cluster:
-        from .bench_cluster import run_cluster_bench
+        from retrieval.bench.cluster import run_cluster_bench
 
         try:
             first = int(sizes.split(",")[0])
@@ -269,7 +269,7 @@ def bench(
         typer.echo(json.dumps(figures, default=str) if as_json else figures["table"])
         return
     if server:
-        from .bench_server import run_server_bench
+        from retrieval.bench.server import run_server_bench
 
         try:
             figures = run_server_bench(_settings(config), out_dir=out_dir, log=lambda m: typer.echo(m, err=True))
@@ -301,20 +301,20 @@ def bench(
     typer.echo(json.dumps(result, default=str) if as_json else result.get("table", json.dumps(result, indent=2, default=str)))
 
 
-app.command(name="serve")(serve_command)  # retrieval/serve_cli.py: `python -m retrieval serve` starts without this module
+app.command(name="serve")(serve_command)  # retrieval/serve/serve_cli.py: `python -m retrieval serve` starts without this module
 
 
-register_cluster(app)  # cluster start|status|stop (retrieval/cluster_cli.py)
+register_cluster(app)  # cluster start|status|stop (retrieval/store/cluster_cli.py)
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
 register_runs(app)  # runs and compare: saved eval runs (retrieval/lab/runs_cli.py)
-register_models(app)  # models: list, fetch (retrieval/models_cli.py)
+register_models(app)  # models: list, fetch (retrieval/store/models_cli.py)
 register_calibrate(app)  # calibrate: fit the support estimate (retrieval/lab/calibration_cli.py)
 
 
 def main() -> None:
-    from .shutdown import exit_on_signals
+    from retrieval.store.shutdown import exit_on_signals
 
     exit_on_signals()  # SIGTERM/SIGINT unwind the command, so the embedded server it started is stopped
     import sys

@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from .db_budget import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, DbBudget
-from .errors import ConfigError
-from .models import DEFAULT_MODEL, spec_of
+from retrieval.errors import ConfigError
+from retrieval.records.db_budget import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, DbBudget
+from retrieval.store.models import DEFAULT_MODEL, spec_of
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # A repository checkout keeps the sample corpus and its data beside the code. An installed wheel (REPO_ROOT is then

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 
 from weaviate import WeaviateClient
 
-from .config import Settings, db_budget
-from .corpus import Corpus, load_corpus
-from .embedding import Embedder
-from .errors import L1Error, WeaviateSetupError
-from .hints import L0Index
-from .invocations import InvocationStore
-from .lookup import LookupServices
-from .weaviate_server import connect
-from .weaviate_store import KnowledgeStore
+from retrieval.config import Settings, db_budget
+from retrieval.core.corpus import Corpus, load_corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices
+from retrieval.errors import L1Error, WeaviateSetupError
+from retrieval.records.invocations import InvocationStore
+from retrieval.store.embedding import Embedder
+from retrieval.store.weaviate_server import connect
+from retrieval.store.weaviate_store import KnowledgeStore
 
 
 @dataclass

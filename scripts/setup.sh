@@ -45,7 +45,7 @@ fi
 echo "embedding models ready in $(( $(now) - t0 )) s" >&2
 
 step "Weaviate server v$WEAVIATE_VERSION"
-BIN_NAME=$("$PYTHON" -c "from retrieval.weaviate_server import binary_name; print(binary_name('$WEAVIATE_VERSION'))")
+BIN_NAME=$("$PYTHON" -c "from retrieval.store.weaviate_server import binary_name; print(binary_name('$WEAVIATE_VERSION'))")
 if [ -n "${LOOKUP_WEAVIATE_URL:-}" ]; then
     echo "LOOKUP_WEAVIATE_URL is set: using that server, not building one" >&2
 elif [ -x "$BIN_DIR/$BIN_NAME" ]; then

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import indexing
+from retrieval.bench.ports import free_port
 from retrieval.config import REPO_ROOT, Settings, load_settings
-from retrieval.corpus import load_corpus
-from retrieval.ports import free_port
+from retrieval.core.corpus import load_corpus
+from retrieval.store import indexing
 
 # ../shared beside the repo: corpora and eval sets kept outside it. LOOKUP_TEST_SHARED_DIR points the tests
 # elsewhere (the tests of needs_shared itself use it to simulate a missing folder).
@@ -72,7 +72,7 @@ def base_settings(tmp_path_factory) -> Settings:
 
 @pytest.fixture(scope="session")
 def weaviate_client(base_settings):
-    from retrieval.weaviate_server import connect
+    from retrieval.store.weaviate_server import connect
 
     client = connect(base_settings)
     yield client
@@ -82,7 +82,7 @@ def weaviate_client(base_settings):
 @pytest.fixture
 def store(weaviate_client, request):
     """An empty collection of its own for one test (named after it), dropped after."""
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     s = KnowledgeStore(weaviate_client, "T" + request.node.name.replace("_", "")[:40].title().replace("[", "").replace("]", ""))
     s.drop()
@@ -92,7 +92,7 @@ def store(weaviate_client, request):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from retrieval.embedding import Embedder
+    from retrieval.store.embedding import Embedder
 
     return Embedder()
 
@@ -105,7 +105,7 @@ def sample_corpus():
 @pytest.fixture(scope="session")
 def sample_store(weaviate_client, embedder, sample_corpus):
     """The sample corpus indexed once for the session in collection 'TestSample'."""
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     store = KnowledgeStore(weaviate_client, "TestSample")
     store.drop()
@@ -121,7 +121,7 @@ def runbooks_corpus():
 
 @pytest.fixture(scope="session")
 def runbooks_store(weaviate_client, embedder, runbooks_corpus):
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     store = KnowledgeStore(weaviate_client, "TestRunbooks")
     store.drop()

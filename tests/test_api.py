@@ -8,10 +8,10 @@ import threading
 import pytest
 
 from retrieval import open_lookup
-from retrieval.api import MAX_TOP_K, check_top_k, excerpt
+from retrieval.core.lookup import LookupResult
 from retrieval.errors import EntryNotFound, QueryError
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupResult
+from retrieval.records.invocations import InvocationStore
+from retrieval.serve.api import MAX_TOP_K, check_top_k, excerpt
 
 
 @pytest.fixture

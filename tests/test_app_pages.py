@@ -18,18 +18,18 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import NumberInput, Slider, Toggle
 
-import retrieval.lookup as lookup_module
+import retrieval.core.lookup as lookup_module
 from app_support.keys import URL_KEYS
 from app_support.setting_widgets import BY_FIELD, WIDGETS, url_params
-from retrieval import indexing
-from retrieval.catalog import known_corpora
 from retrieval.config import REPO_ROOT, load_settings
-from retrieval.eval_sets import load_eval_set
-from retrieval.evaluation import CONFIGS
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices, lookup_knowledge
-from retrieval.search_request import SearchMode, SearchRequest
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.evals.catalog import known_corpora
+from retrieval.evals.evaluation import CONFIGS
+from retrieval.evals.sets import load_eval_set
+from retrieval.records.invocations import InvocationStore
+from retrieval.store import indexing
 
 from .conftest import RUNBOOKS_EVAL, free_port, needs_shared
 from .test_faults import wait_until
@@ -270,7 +270,7 @@ def test_lookup_shows_what_the_filter_kept_out_and_links_to_the_comparison(app_e
 
 
 def test_lookup_before_the_first_ingest_says_so_and_ingests_in_place(monkeypatch, tmp_path, base_settings, weaviate_client):
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     KnowledgeStore(weaviate_client, "TestLookupUnindexed").drop()
     point_app_at(
@@ -330,8 +330,8 @@ def minilm_sample(weaviate_client, sample_corpus):
     """The sample corpus indexed with all-MiniLM-L6-v2 in the collection the settings derive for that model
     (Kb_sample_corpus_minilm), and that model; dropped after the module."""
     from retrieval.config import collection_for
-    from retrieval.embedding import Embedder
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.embedding import Embedder
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     model = Embedder(MINILM)
     store = KnowledgeStore(weaviate_client, collection_for(sample_corpus.root, MINILM))
@@ -653,9 +653,9 @@ def test_filter_comparison_on_an_eval_set(app_env):
 
 def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample_store, embedder, base_settings):
     """An eval set with one case the filter must hurt: its expected entry is one the filter removes."""
-    import retrieval.catalog as catalog
+    import retrieval.evals.catalog as catalog
     from app_support import eval_ui
-    from retrieval.comparison import compare_filter
+    from retrieval.evals.comparison import compare_filter
 
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, None)
     for query in (
@@ -711,7 +711,7 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
 
 def add_eval_set(monkeypatch, path: Path, label: str) -> None:
     """List one more eval set file in the app's picker."""
-    import retrieval.catalog as catalog
+    import retrieval.evals.catalog as catalog
     from app_support import eval_ui
 
     listed = catalog.eval_set_files()
@@ -868,9 +868,9 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
 def test_invocations_page_samples_the_stage_chart_but_counts_every_call(app_env, sample_corpus, base_settings):
     from dataclasses import replace
 
-    from retrieval.dashboard import SAMPLE_CALLS
-    from retrieval.invocations import new_invocation_id
-    from retrieval.lookup import to_record
+    from retrieval.core.lookup import to_record
+    from retrieval.core.record import new_invocation_id
+    from retrieval.records.dashboard import SAMPLE_CALLS
 
     recorder = InvocationStore(app_env / "invocations.duckdb")
     services = LookupServices(L0Index(sample_corpus.entries), None, None, None, l1_unavailable="off")
@@ -889,7 +889,7 @@ def test_invocations_page_samples_the_stage_chart_but_counts_every_call(app_env,
 
 
 def test_corpus_page_lists_entries_problems_and_ingests(monkeypatch, tmp_path, base_settings, weaviate_client):
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     corpus = tmp_path / "kb"
     (corpus / "net").mkdir(parents=True)
@@ -990,7 +990,7 @@ def test_read_only_still_records_lookups_and_refuses_sql_writes(app_env, monkeyp
 
 def test_read_only_offers_no_ingest_for_an_eval_set(monkeypatch, tmp_path, base_settings, weaviate_client):
     """An empty collection for the sample corpus: Filter comparison and Evaluate offer to ingest it, unless read-only."""
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     KnowledgeStore(weaviate_client, "TestReadOnlyEmpty").drop()
     point_app_at(
@@ -1018,8 +1018,8 @@ def test_an_index_that_lost_entries_says_so_and_offers_repair(monkeypatch, tmp_p
     except when read-only; Repair brings the index back."""
     from weaviate.classes.query import Filter
 
-    from retrieval.corpus import load_corpus
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.core.corpus import load_corpus
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     corpus = tmp_path / "kb"
     (corpus / "net").mkdir(parents=True)

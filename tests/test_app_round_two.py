@@ -9,8 +9,8 @@ from urllib.parse import parse_qsl
 
 import pandas as pd
 
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import MAX_QUERY_CHARS
+from retrieval.core.lookup import MAX_QUERY_CHARS
+from retrieval.records.invocations import InvocationStore
 
 from . import test_app_pages as pages
 from .helpers.db_rows import table_rows
@@ -139,7 +139,7 @@ def test_the_lookup_page_lays_out_keywords_full_width_and_why_here_under_the_res
 
 
 def test_the_largest_fitting_repository_or_shared_set_is_preferred_and_judged_sets_never(tmp_path):
-    from retrieval.catalog import EvalSetFile, preferred_eval_set
+    from retrieval.evals.catalog import EvalSetFile, preferred_eval_set
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import synthetic
-from retrieval.bench import run_bench
-from retrieval.text import content_tokens
+from retrieval.bench import synthetic
+from retrieval.bench.runner import run_bench
+from retrieval.core.text import content_tokens
 
 
 def test_entries_have_realistic_frontmatter_and_bodies():

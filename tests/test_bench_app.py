@@ -1,4 +1,4 @@
-"""The bench's model and app figures (retrieval.bench_app), on the real model: a fresh Embedder's load and
+"""The bench's model and app figures (retrieval.bench.app), on the real model: a fresh Embedder's load and
 query-embedding times, and RSS read from /proc. The real app's memory is measured in test_bench's smoke run.
 Only that figures are there and plausible is asserted, never how fast."""
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from retrieval import bench_app
-from retrieval.bench_app import model_figures, probe_queries, rss_mb
+from retrieval.bench import app as bench_app
+from retrieval.bench.app import model_figures, probe_queries, rss_mb
 
 
 def test_probe_queries_are_distinct_and_as_many_as_asked():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.bench_report import GOALS, ratios_and_goals
+from retrieval.bench.report import GOALS, ratios_and_goals
 
 OK = {
     "l0": 1.0,

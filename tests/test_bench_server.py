@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from retrieval.bench_server import run_server_bench
+from retrieval.bench.server import run_server_bench
 
 
 @pytest.mark.slow

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from retrieval import synthetic
-from retrieval.bench import run_bench
-from retrieval.bench_vectors import SyntheticVectors
-from retrieval.chunking import chunk_entry
+from retrieval.bench import synthetic
+from retrieval.bench.runner import run_bench
+from retrieval.bench.vectors import SyntheticVectors
+from retrieval.core.chunking import chunk_entry
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +81,9 @@ def test_a_bench_run_on_synthetic_vectors_names_them(base_settings, weaviate_cli
 def test_filtered_recall_is_measured_against_the_vectors_ingest_stored(store, embedder):
     """Exact recall when the measuring embedder makes the stored vectors; far from it when it makes others: the
     figure compares the search with the collection's own exact ranking, and can fail."""
-    from retrieval import indexing
-    from retrieval.bench_vectors import filtered_recall
-    from retrieval.corpus import Corpus
+    from retrieval.bench.vectors import filtered_recall
+    from retrieval.core.corpus import Corpus
+    from retrieval.store import indexing
 
     corpus = Corpus("mem", tuple(synthetic.make_entries(60, seed=4, body=synthetic.SHORT)))
     stored = SyntheticVectors(embedder, seed=1)

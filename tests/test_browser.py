@@ -18,7 +18,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from retrieval.bench_app import IDLE, RUN_DONE, WATCH_RUNS
+from retrieval.bench.app import IDLE, RUN_DONE, WATCH_RUNS
 from retrieval.config import REPO_ROOT
 
 from .conftest import RUNBOOKS, RUNBOOKS_EVAL, free_port, needs_shared

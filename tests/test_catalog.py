@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.catalog import (
+from retrieval.config import collection_for
+from retrieval.evals.catalog import (
     SAMPLE_CORPUS,
     CorpusChoice,
     EvalSetFile,
@@ -15,7 +16,6 @@ from retrieval.catalog import (
     preferred_eval_set,
     same_path,
 )
-from retrieval.config import collection_for
 
 from .conftest import KUBEVIRT, RUNBOOKS, RUNBOOKS_EVAL, SHARED, needs_shared
 

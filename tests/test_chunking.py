@@ -1,5 +1,5 @@
-from retrieval.chunking import chunk_entry, heading, heading_words, sections, stored_hash
-from retrieval.corpus import Entry
+from retrieval.core.chunking import chunk_entry, heading, heading_words, sections, stored_hash
+from retrieval.core.corpus import Entry
 
 
 def test_heading_words_split_the_title_and_file_name_once():

@@ -1,4 +1,4 @@
-"""Faults on a real 3-node Weaviate cluster (retrieval.cluster): kill -9 of a node during concurrent lookups,
+"""Faults on a real 3-node Weaviate cluster (retrieval.store.cluster): kill -9 of a node during concurrent lookups,
 two nodes down, ingest while a node is down, and the CLI lookup against node 0 with another node killed.
 
 One cluster for the module, on free ports with a temporary data directory, stopped at the end. The sample
@@ -24,9 +24,15 @@ from typing import Any
 import pytest
 from weaviate.util import generate_uuid5
 
-from retrieval import indexing
-from retrieval.chunking import chunk_entry
-from retrieval.cluster import (
+from retrieval.config import REPO_ROOT
+from retrieval.core.chunking import chunk_entry
+from retrieval.core.corpus import Corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.errors import L1Error
+from retrieval.records.invocations import InvocationStore
+from retrieval.store import indexing
+from retrieval.store.cluster import (
     ClusterState,
     free_ports,
     nodes_seen_by,
@@ -35,15 +41,9 @@ from retrieval.cluster import (
     stop_cluster,
     wait_formed,
 )
-from retrieval.config import REPO_ROOT
-from retrieval.corpus import Corpus
-from retrieval.errors import L1Error
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices, lookup_knowledge
-from retrieval.node_health import node_health
-from retrieval.weaviate_server import connect, embedded_binary
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.store.node_health import node_health
+from retrieval.store.weaviate_server import connect, embedded_binary
+from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import SAMPLE_CORPUS
 from .test_faults import alive, wait_until

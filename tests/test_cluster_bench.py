@@ -1,4 +1,4 @@
-"""A small run of `bench --cluster` (retrieval.bench_cluster): one node and a 3-node cluster side by side.
+"""A small run of `bench --cluster` (retrieval.bench.cluster): one node and a 3-node cluster side by side.
 No timing is asserted; the figures must be there, the files written and the servers gone afterwards."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.bench_cluster import run_cluster_bench
-from retrieval.cluster import process_alive
+from retrieval.bench.cluster import run_cluster_bench
+from retrieval.store.cluster import process_alive
 
 pytestmark = pytest.mark.slow
 

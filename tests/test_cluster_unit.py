@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from retrieval.cluster import (
+from retrieval.config import load_settings
+from retrieval.errors import ConfigError, WeaviateSetupError
+from retrieval.store.cluster import (
     APP_PORTS,
     MAX_NODES,
     STATE_FILE,
@@ -29,8 +31,6 @@ from retrieval.cluster import (
     start_cluster,
     stop_cluster,
 )
-from retrieval.config import load_settings
-from retrieval.errors import ConfigError, WeaviateSetupError
 
 
 # --- settings ------------------------------------------------------------------------------------------

@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from retrieval.comparison import CaseFilterDelta, compare_filter, compare_filter_on_set, reciprocal_rank
-from retrieval.eval_sets import load_eval_set
-from retrieval.hints import L0Index
-from retrieval.lookup import LookupServices, lookup_knowledge
-from retrieval.routing import category_filter, describe_routing
-from retrieval.search_request import SearchMode, SearchRequest
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.routing import category_filter, describe_routing
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.evals.comparison import CaseFilterDelta, compare_filter, compare_filter_on_set, reciprocal_rank
+from retrieval.evals.sets import load_eval_set
 
 from .conftest import SAMPLE_CORPUS
 
@@ -157,7 +157,7 @@ def test_compare_filter_on_the_sample_alerts(services, settings, tmp_path):
 
 
 def test_excluded_by_filter_lists_the_unfiltered_hits_outside_the_category(services, settings):
-    from retrieval.comparison import excluded_by_filter
+    from retrieval.evals.comparison import excluded_by_filter
 
     settings = settings.with_(top_k=10)  # more than the 8 kubernetes entries: some hits must be elsewhere
     cmp = compare_filter("Pod keeps restarting", services, settings)

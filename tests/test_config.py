@@ -145,7 +145,7 @@ def test_what_the_environment_sets_is_named_by_its_variable():
 
 
 def test_the_server_token_variable_is_the_one_serve_names():
-    from retrieval.serving import TOKEN_ENV
+    from retrieval.serve.serving import TOKEN_ENV
 
     assert TOKEN_ENV == SERVER_TOKEN_ENV
 

@@ -79,9 +79,10 @@ def _walk(start: str) -> tuple[set[str], list[str]]:
 
 
 def test_the_tool_never_imports_the_lab():
-    """retrieval.lookup and everything it imports, transitively, stay clear of retrieval.lab."""
-    seen, reached_lab = _walk("retrieval.lookup")
-    assert "retrieval.invocations" in seen and "retrieval.hints" in seen  # the walk follows the tool's imports
+    """The tool (the Python API the CLI, the app and the MCP server open) and everything it imports, transitively,
+    stay clear of retrieval.lab."""
+    seen, reached_lab = _walk("retrieval.serve.api")
+    assert "retrieval.records.invocations" in seen and "retrieval.core.hints" in seen  # the walk follows the tool's imports
     assert reached_lab == []
     assert _walk("retrieval.cli")[1]  # and it sees the lab where it is imported: the CLI's commands
 
@@ -151,23 +152,23 @@ def test_runtime_imports_count_function_level_ones_and_leave_out_type_checking(t
     source.write_text(
         "from typing import TYPE_CHECKING\n"
         "import numpy\n"
-        "from . import indexing\n"
-        "from .corpus import Corpus\n"
+        "from .store import indexing\n"
+        "from .core.corpus import Corpus\n"
         "if TYPE_CHECKING:\n"
-        "    from .weaviate_store import KnowledgeStore\n"
+        "    from .store.weaviate_store import KnowledgeStore\n"
         "else:\n"
         "    from .errors import L1Error\n"
         "def f():\n"
         "    from .lab import runs\n"
-        "    import retrieval.hints\n",
+        "    import retrieval.core.hints\n",
         encoding="utf-8",
     )
     assert _runtime_imports(source, "retrieval.example") == {
-        "retrieval.indexing",
-        "retrieval.corpus",
+        "retrieval.store.indexing",
+        "retrieval.core.corpus",
         "retrieval.errors",
         "retrieval.lab.runs",
-        "retrieval.hints",
+        "retrieval.core.hints",
     }
 
 
@@ -179,6 +180,47 @@ def test_cycle_finder_finds_a_cycle():
 def test_retrieval_has_no_import_cycles():
     """No module of retrieval/ imports, directly or through others, one that imports it back when run."""
     graph = {_module_of(p): _runtime_imports(p, _module_of(p)) for p in sorted((REPO_ROOT / "retrieval").rglob("*.py"))}
-    assert "retrieval.bench_app" in graph["retrieval.bench"]  # the graph is built from the real files
+    assert "retrieval.bench.app" in graph["retrieval.bench.runner"]  # the graph is built from the real files
     cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+# What each package of retrieval/ may import when it runs (besides itself and the top-level config, errors):
+# the core needs no service's implementation, the tool's packages never reach the lab, the benches or serving.
+ALLOWED = {
+    "core": set(),
+    "store": {"core"},
+    "records": {"core"},
+    "evals": {"core", "store", "records"},
+    "serve": {"core", "store", "records", "services"},
+    "lab": {"core", "store", "records", "evals", "services", "progress"},
+    "bench": {"core", "store", "records", "evals", "serve", "services"},
+}
+SHARED = {"config", "errors"}
+
+
+def _package_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") >= 1 else ""
+
+
+def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, imports in sorted(graph.items()):
+        package = _package_of(module)
+        if package not in ALLOWED:
+            continue  # the top-level modules (cli, services, config) wire the packages together
+        allowed = ALLOWED[package] | SHARED | {package}
+        bad += [f"{module} imports {i}" for i in sorted(imports) if _package_of(i) not in allowed]
+    return bad
+
+
+def test_layer_rule_finds_a_violation():
+    graph = {"retrieval.core.lookup": {"retrieval.store.weaviate_store", "retrieval.core.hints", "retrieval.config"}}
+    assert _layer_violations(graph) == ["retrieval.core.lookup imports retrieval.store.weaviate_store"]
+
+
+def test_packages_import_only_the_layers_below():
+    """core imports no store, records, lab or serving internals; nothing of the tool imports the lab or the benches."""
+    graph = {_module_of(p): _runtime_imports(p, _module_of(p)) for p in sorted((REPO_ROOT / "retrieval").rglob("*.py"))}
+    assert set(ALLOWED) <= {_package_of(m) for m in graph}  # every package named is a real one
+    assert _layer_violations(graph) == []

@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.corpus import load_corpus, parse_entry
+from retrieval.core.corpus import load_corpus, parse_entry
 from retrieval.errors import CorpusError
 
 from .conftest import RUNBOOKS, SAMPLE_CORPUS, needs_shared

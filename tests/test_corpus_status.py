@@ -10,10 +10,11 @@ from dataclasses import replace
 import pytest
 from weaviate.classes.query import Filter
 
-from retrieval import indexing
-from retrieval.chunking import chunk_entry, stored_hash
-from retrieval.corpus import Corpus, Entry, load_corpus
-from retrieval.corpus_status import (
+from retrieval.core.chunking import chunk_entry, stored_hash
+from retrieval.core.corpus import Corpus, Entry, load_corpus
+from retrieval.core.hints import L0Index
+from retrieval.store import indexing
+from retrieval.store.corpus_status import (
     HEALTH_STATES,
     INDEX_STATES,
     IndexHealth,
@@ -26,8 +27,7 @@ from retrieval.corpus_status import (
     read_index,
     statuses_frame,
 )
-from retrieval.hints import L0Index
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import SAMPLE_CORPUS
 

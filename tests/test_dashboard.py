@@ -11,8 +11,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import pandas as pd
 import pytest
 
-from retrieval.corpus import load_corpus
-from retrieval.dashboard import (
+from retrieval.core.corpus import load_corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge, to_record
+from retrieval.core.record import TOOL_NAME, InvocationRecord
+from retrieval.records.dashboard import (
     SAMPLE_CALLS,
     STAGES,
     InvocationFilter,
@@ -23,9 +26,7 @@ from retrieval.dashboard import (
     pick_bucket,
     result_for,
 )
-from retrieval.hints import L0Index
-from retrieval.invocations import COLUMNS, TOOL_NAME, InvocationRecord, InvocationStore
-from retrieval.lookup import LookupServices, lookup_knowledge, to_record
+from retrieval.records.invocations import COLUMNS, InvocationStore
 
 from .conftest import SAMPLE_CORPUS
 
@@ -321,7 +322,7 @@ def test_rows_lead_with_what_people_read_first(made):
 
 
 def test_result_for_reads_one_row(made):
-    from retrieval.dashboard import result_for
+    from retrieval.records.dashboard import result_for
 
     assert result_for(made, "d") == {"results": []}
     assert result_for(made, "no-such-id") is None

@@ -8,11 +8,11 @@ import duckdb
 import pytest
 
 from retrieval.config import db_budget, load_settings
-from retrieval.db_budget import DbBudget, connect, parse_size, temp_directory
 from retrieval.errors import ConfigError
-from retrieval.invocations import InvocationStore
 from retrieval.lab.runs import RunStore
-from retrieval.sql_console import run_readonly
+from retrieval.records.db_budget import DbBudget, connect, parse_size, temp_directory
+from retrieval.records.invocations import InvocationStore
+from retrieval.records.sql_console import run_readonly
 
 SETTINGS_SQL = (
     "SELECT current_setting('memory_limit'), current_setting('threads'), current_setting('temp_directory'), "
@@ -67,7 +67,7 @@ def test_a_connection_carries_the_budget_and_spills_beside_the_file(tmp_path):
 
 def test_every_connection_of_the_store_dashboard_console_and_run_store_is_within_budget(tmp_path, monkeypatch):
     """The recorder and flusher (read-write), the dashboard's reads, the SQL console and the lab's run store."""
-    from retrieval.dashboard import filter_options
+    from retrieval.records.dashboard import filter_options
 
     seen: list[tuple] = []
     real_connect = duckdb.connect

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from retrieval import deadline
-from retrieval.deadline import TimedOut, call_within
+from retrieval.core import deadline
+from retrieval.core.deadline import TimedOut, call_within
 
 
 def test_returns_the_value_and_raises_the_error():

@@ -3,9 +3,9 @@ import re
 import numpy as np
 import pytest
 
-from retrieval.embedding import MODEL_INPUT_LIMIT, Embedder
 from retrieval.errors import ModelError
-from retrieval.models import MODELS, locate, spec_of
+from retrieval.store.embedding import MODEL_INPUT_LIMIT, Embedder
+from retrieval.store.models import MODELS, locate, spec_of
 
 
 def test_default_model_loads_from_its_installed_files(embedder):

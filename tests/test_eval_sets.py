@@ -1,9 +1,9 @@
 import pytest
 
 from retrieval.config import REPO_ROOT
-from retrieval.corpus import load_corpus
+from retrieval.core.corpus import load_corpus
 from retrieval.errors import EvalSetError
-from retrieval.eval_sets import load_eval_set
+from retrieval.evals.sets import load_eval_set
 
 from .conftest import RUNBOOKS, RUNBOOKS_EVAL, SAMPLE_CORPUS, needs_shared
 
@@ -77,7 +77,7 @@ def test_missing_file(tmp_path):
     ],
 )
 def test_corpus_fit_is_decided_by_expected_ids(tmp_path, expected, known, fit):
-    from retrieval.eval_sets import corpus_fit
+    from retrieval.evals.sets import corpus_fit
 
     cases = (
         "".join(f"- id: c{i}\n  query: q\n  expected: [{e}]\n" for i, e in enumerate(expected))

@@ -11,13 +11,13 @@ import sys
 import pytest
 
 from retrieval.config import REPO_ROOT
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices
 from retrieval.errors import EvalSetError
-from retrieval.eval_sets import load_eval_set
-from retrieval.evaluation import CONFIGS, check_gates, parse_threshold, run_eval
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices
-from retrieval.report import metrics_text, render_html
+from retrieval.evals.evaluation import CONFIGS, check_gates, parse_threshold, run_eval
+from retrieval.evals.report import metrics_text, render_html
+from retrieval.evals.sets import load_eval_set
+from retrieval.records.invocations import InvocationStore
 
 from .conftest import RUNBOOKS_EVAL
 
@@ -194,7 +194,7 @@ def test_html_report_opens_in_the_browser(runbooks_run, tmp_path):
 
 
 def test_support_points_sort_cases_by_outcome(runbooks_run):
-    from retrieval.evaluation import support_points
+    from retrieval.evals.evaluation import support_points
 
     _, report, *_ = runbooks_run
     points = support_points(report)

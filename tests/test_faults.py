@@ -31,18 +31,18 @@ from pathlib import Path
 import pytest
 from weaviate.classes.query import Filter
 
-from retrieval import indexing
-from retrieval.chunking import chunk_entry
 from retrieval.config import REPO_ROOT
-from retrieval.corpus import Corpus, load_corpus
+from retrieval.core.chunking import chunk_entry
+from retrieval.core.corpus import Corpus, load_corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
 from retrieval.errors import WeaviateSetupError
-from retrieval.hints import L0Index
-from retrieval.index_health import missing_vectors, unsearchable_chunks
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.records.invocations import InvocationStore
 from retrieval.services import open_store
-from retrieval.weaviate_server import LOCK_FILE, connect, port_open
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.store import indexing
+from retrieval.store.index_health import missing_vectors, unsearchable_chunks
+from retrieval.store.weaviate_server import LOCK_FILE, connect, port_open
+from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import indexing
-from retrieval.corpus import Corpus
-from retrieval.corpus_status import corpus_health, read_index
-from retrieval.hints import L0Index
-from retrieval.index_health import unsearchable_chunks
-from retrieval.lookup import LookupServices, lookup_knowledge
-from retrieval.weaviate_server import connect, port_open
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.core.corpus import Corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.store import indexing
+from retrieval.store.corpus_status import corpus_health, read_index
+from retrieval.store.index_health import unsearchable_chunks
+from retrieval.store.weaviate_server import connect, port_open
+from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import free_port
 from .test_faults import alive, stop_servers, wait_until

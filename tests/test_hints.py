@@ -1,9 +1,9 @@
 import pytest
 
 from retrieval.config import REPO_ROOT
-from retrieval.corpus import Entry, load_corpus
-from retrieval.hints import MAX_MATCHES, L0Index, named_keys
-from retrieval.text import content_tokens
+from retrieval.core.corpus import Entry, load_corpus
+from retrieval.core.hints import MAX_MATCHES, L0Index, named_keys
+from retrieval.core.text import content_tokens
 
 
 def entry(entry_id, title, domain, keywords=(), entities=(), text="body"):

@@ -1,4 +1,4 @@
-"""retrieval.hints_check: the hints of every case of eval sets, dumped and compared (the check that an L0 change
+"""retrieval.evals.hints_check: the hints of every case of eval sets, dumped and compared (the check that an L0 change
 leaves the shared sets' hints as they were)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import copy
 import json
 
 from retrieval.config import REPO_ROOT
-from retrieval.hints_check import diff_hints, dump_hints, main
+from retrieval.evals.hints_check import diff_hints, dump_hints, main
 
 SETS = sorted((REPO_ROOT / "eval_sets").glob("sample-*.yaml"))
 

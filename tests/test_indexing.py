@@ -1,4 +1,4 @@
-"""retrieval.indexing: ingest into a collection of the real embedded Weaviate of the test session. The
+"""retrieval.store.indexing: ingest into a collection of the real embedded Weaviate of the test session. The
 check at consistency ALL is in test_replicas, the repair of chunks the index lost in test_faults_index."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from weaviate.classes.config import Reconfigure
 
-from retrieval import indexing
-from retrieval.chunking import stored_hash
-from retrieval.corpus import Corpus
-from retrieval.manifest import read_manifest
-from retrieval.search_request import SearchMode, SearchRequest
+from retrieval.core.chunking import stored_hash
+from retrieval.core.corpus import Corpus
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.store import indexing
+from retrieval.store.manifest import read_manifest
 
 from .test_weaviate_store import make_entry
 
@@ -123,7 +123,7 @@ def test_an_ingest_that_fails_midway_leaves_no_manifest(store, embedder):
 def test_an_existing_collection_with_other_filter_settings_is_migrated(store, embedder):
     from weaviate.classes.config import VectorFilterStrategy
 
-    from retrieval.weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF
+    from retrieval.store.weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF
 
     a = make_entry("x/A", "x", "alpha text")
     indexing.ingest(store, Corpus("mem", (a,)), embedder)
@@ -147,7 +147,7 @@ def test_an_existing_collection_with_other_filter_settings_is_migrated(store, em
 
 
 def test_a_manifest_in_several_parts_reads_back_and_a_lost_part_voids_it(store, embedder, monkeypatch):
-    from retrieval import manifest
+    from retrieval.store import manifest
 
     entries = tuple(make_entry(f"x/E{i}", "x", f"text number {i}") for i in range(12))
     monkeypatch.setattr(manifest, "PART_CHARS", 64)

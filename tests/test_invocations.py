@@ -25,15 +25,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval import invocations as inv
-from retrieval.db_budget import is_lock_error
-from retrieval.invocations import (
-    TOOL_NAME,
-    InvocationRecord,
-    InvocationStore,
-    new_invocation_id,
-    utc_now_iso,
-)
+from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
+from retrieval.records import invocations as inv
+from retrieval.records.db_budget import is_lock_error
+from retrieval.records.invocations import InvocationStore
 
 HELPER = Path(__file__).resolve().parent / "helpers" / "record_writer.py"
 REPO = HELPER.parents[2]

@@ -17,8 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from retrieval.db_budget import DbBudget
-from retrieval.invocations import InvocationStore, chunk_bytes, insert_rows, spool_line, spool_table
+from retrieval.records.db_budget import DbBudget
+from retrieval.records.invocations import InvocationStore, chunk_bytes, insert_rows, spool_line, spool_table
 
 from .test_invocations import make_record
 

@@ -1,7 +1,7 @@
 import pytest
 
+from retrieval.core.support import FEATURE_NAMES, SupportFeatures
 from retrieval.lab.calibration import CaseSupport, calibrate, claims, fit_model, promises
-from retrieval.support import FEATURE_NAMES, SupportFeatures
 
 from .test_cli import cli
 

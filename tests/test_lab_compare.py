@@ -16,8 +16,8 @@ import pytest
 
 from retrieval.config import REPO_ROOT
 from retrieval.errors import EvalSetError, RunNotFound
-from retrieval.eval_sets import EvalCase, EvalSet
-from retrieval.evaluation import EvalReport
+from retrieval.evals.evaluation import EvalReport
+from retrieval.evals.sets import EvalCase, EvalSet
 from retrieval.lab.compare import compare_runs, default_pair, paired_delta
 from retrieval.lab.runs import RunStore
 from retrieval.lab.runs_cli import comparison_text

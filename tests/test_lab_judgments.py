@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.catalog import eval_set_files
 from retrieval.config import REPO_ROOT
 from retrieval.errors import EvalSetError
-from retrieval.eval_sets import load_eval_set
+from retrieval.evals.catalog import eval_set_files
+from retrieval.evals.sets import load_eval_set
 from retrieval.lab.judgments import (
     Judgment,
     append_case,

@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 
 from app_support import judging as judging_ui
-from retrieval import catalog
 from retrieval.config import REPO_ROOT
-from retrieval.eval_sets import load_eval_set
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.evals import catalog
+from retrieval.evals.sets import load_eval_set
+from retrieval.records.invocations import InvocationStore
 
 from . import test_app_pages as pages
 from .test_app_pages import PAGES, assert_clean, metrics, open_app, texts

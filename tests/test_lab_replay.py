@@ -11,12 +11,12 @@ import sys
 import pytest
 
 from retrieval.config import REPO_ROOT
-from retrieval.dashboard import InvocationFilter
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
 from retrieval.errors import LookupLabError
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
 from retrieval.lab.replay import outcome_of, recorded_calls, replay
-from retrieval.lookup import LookupServices, lookup_knowledge
+from retrieval.records.dashboard import InvocationFilter
+from retrieval.records.invocations import InvocationStore
 
 from .conftest import SAMPLE_CORPUS
 

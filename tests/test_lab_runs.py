@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 
 from retrieval.config import REPO_ROOT
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices
 from retrieval.errors import LookupLabError, RunNotFound
-from retrieval.eval_sets import load_eval_set
-from retrieval.evaluation import run_eval
-from retrieval.hints import L0Index
+from retrieval.evals.evaluation import run_eval
+from retrieval.evals.sets import load_eval_set
 from retrieval.lab.runs import NO_MODEL, RunStore, code_version, history_rows, set_hash, settings_dict
 from retrieval.lab.runs_cli import runs_table
-from retrieval.lookup import LookupServices
 
 SAMPLE_EVAL = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 

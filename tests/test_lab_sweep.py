@@ -9,13 +9,14 @@ import random
 import numpy as np
 import pytest
 
-from retrieval import indexing
-from retrieval.catalog import EvalSetFile, eval_set_files
 from retrieval.config import REPO_ROOT, Settings
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import CANDIDATE_DEPTH, LookupServices
 from retrieval.errors import LookupLabError
-from retrieval.eval_sets import load_eval_set
-from retrieval.evaluation import run_eval
-from retrieval.hints import L0Index
+from retrieval.evals.catalog import EvalSetFile, eval_set_files
+from retrieval.evals.evaluation import run_eval
+from retrieval.evals.sets import load_eval_set
+from retrieval.evals.tuning import parse_grid, stratified_folds
 from retrieval.lab.sweep import (
     CaseSignals,
     QueryKey,
@@ -26,9 +27,8 @@ from retrieval.lab.sweep import (
     run_sweep,
     sweep_sets,
 )
-from retrieval.lookup import CANDIDATE_DEPTH, LookupServices
-from retrieval.tuning import parse_grid, stratified_folds
-from retrieval.weaviate_store import Candidate
+from retrieval.store import indexing
+from retrieval.store.weaviate_store import Candidate
 
 ALERTS = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 UNANSWERABLE = REPO_ROOT / "eval_sets" / "sample-ops-unanswerable.yaml"
@@ -234,8 +234,8 @@ MODELS2 = ("bge-small-en-v1.5", "all-MiniLM-L6-v2")
 
 @pytest.mark.slow  # indexes the sample corpus a second time, with MiniLM
 def test_a_sweep_over_models_searches_each_model_s_collection(sample_services, sample_corpus, weaviate_client, base_settings):
-    from retrieval.embedding import Embedder
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.embedding import Embedder
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     settings = base_settings.with_(collection="TestSample")
     minilm = Embedder("all-MiniLM-L6-v2")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cluster import free_ports, start_cluster, stop_cluster
-from retrieval.weaviate_server import connect, embedded_binary
+from retrieval.store.cluster import free_ports, start_cluster, stop_cluster
+from retrieval.store.weaviate_server import connect, embedded_binary
 from tests.conftest import free_port
 
 

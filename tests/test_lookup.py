@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationRecord, InvocationStore, routing_of, utc_now_iso
-from retrieval.lookup import LookupServices, lookup_knowledge
-from retrieval.pipeline import lookup_pipeline, search_l1, with_similarities
-from retrieval.ranking import ResultItem
-from retrieval.search_request import SearchMode, SearchRequest
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.pipeline import lookup_pipeline, search_l1, with_similarities
+from retrieval.core.ranking import ResultItem
+from retrieval.core.record import InvocationRecord, utc_now_iso
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.records.invocations import InvocationStore, routing_of
+from retrieval.store.weaviate_store import KnowledgeStore
 
 QUERY = "disk full no space left on device"
 

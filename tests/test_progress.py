@@ -16,7 +16,7 @@ import time
 import pytest
 
 from retrieval.config import REPO_ROOT
-from retrieval.eval_sets import load_eval_set
+from retrieval.evals.sets import load_eval_set
 from retrieval.progress import BarProgress, LineProgress, progress_display
 
 from .conftest import SAMPLE_CORPUS

@@ -20,13 +20,13 @@ import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from retrieval.corpus import load_corpus
+from retrieval.core.corpus import load_corpus
+from retrieval.core.hints import FIELD_WEIGHT, KEEP_RATIO, L0Index
+from retrieval.core.lookup import MAX_QUERY_CHARS, LookupServices, clean_query, lookup_knowledge, search_text
+from retrieval.core.text import content_tokens
 from retrieval.errors import EvalSetError, QueryError
-from retrieval.eval_sets import load_eval_set
-from retrieval.hints import FIELD_WEIGHT, KEEP_RATIO, L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import MAX_QUERY_CHARS, LookupServices, clean_query, lookup_knowledge, search_text
-from retrieval.text import content_tokens
+from retrieval.evals.sets import load_eval_set
+from retrieval.records.invocations import InvocationStore
 
 from .conftest import KUBEVIRT, RUNBOOKS, SAMPLE_CORPUS, SHARED, needs_shared
 

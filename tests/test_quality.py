@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from retrieval import indexing
-from retrieval.corpus import load_corpus
-from retrieval.eval_sets import load_eval_set
-from retrieval.evaluation import CONFIGS, run_eval
-from retrieval.hints import L0Index
-from retrieval.lookup import LookupServices
+from retrieval.core.corpus import load_corpus
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices
+from retrieval.evals.evaluation import CONFIGS, run_eval
+from retrieval.evals.sets import load_eval_set
+from retrieval.store import indexing
 
 from .conftest import KUBEVIRT, KUBEVIRT_EVAL, RUNBOOKS_EVAL, SHARED, needs_shared
 
@@ -34,7 +34,7 @@ def runbooks_report(runbooks_corpus, runbooks_store, embedder, base_settings):
 
 @pytest.fixture(scope="module")
 def kubevirt_store(weaviate_client, embedder):
-    from retrieval.weaviate_store import KnowledgeStore
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     needs_shared(KUBEVIRT, KUBEVIRT_EVAL)
     corpus = load_corpus(KUBEVIRT)

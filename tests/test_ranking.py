@@ -2,10 +2,10 @@ from dataclasses import replace
 
 import pytest
 
-from retrieval.candidates import Candidate
-from retrieval.hints import EntryMatch
-from retrieval.ranking import FusionWeights, assess, explain, fuse
-from retrieval.support import support_model
+from retrieval.core.candidates import Candidate
+from retrieval.core.hints import EntryMatch
+from retrieval.core.ranking import FusionWeights, assess, explain, fuse
+from retrieval.core.support import support_model
 
 L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)
 
@@ -148,7 +148,7 @@ def test_an_entry_the_query_names_in_full_never_reads_as_unanswered():
     ],
 )
 def test_explain_says_which_signals_placed_a_result(source, ranks, weights, line):
-    from retrieval.ranking import ResultItem, explain
+    from retrieval.core.ranking import ResultItem, explain
 
     assert explain(ResultItem("x/A", "A", "x", 0.5, source, ranks=ranks), weights) == line
 

@@ -1,17 +1,17 @@
-"""retrieval.replicas: the pure count, and the check against the real embedded Weaviate of the test session
+"""retrieval.store.replicas: the pure count, and the check against the real embedded Weaviate of the test session
 (one node, factor 1). The multi-node case, a replica on a killed node, is in test_cluster."""
 
 from __future__ import annotations
 
 import pytest
 
-from retrieval import indexing
-from retrieval.corpus import Corpus, Entry
+from retrieval.core.corpus import Corpus, Entry
 from retrieval.errors import L1Error
-from retrieval.indexing import require_replicas
-from retrieval.node_health import NodeHealth
-from retrieval.replicas import count_short, shortfall
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.store import indexing
+from retrieval.store.indexing import require_replicas
+from retrieval.store.node_health import NodeHealth
+from retrieval.store.replicas import count_short, shortfall
+from retrieval.store.weaviate_store import KnowledgeStore
 
 UP = (NodeHealth("node0", "HEALTHY"), NodeHealth("node1", "HEALTHY"))
 

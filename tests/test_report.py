@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from retrieval.config import REPO_ROOT
-from retrieval.evaluation import EvalReport
-from retrieval.report import REPORT_COLORS, metrics_display, metrics_figure, metrics_text, render_html
+from retrieval.evals.evaluation import EvalReport
+from retrieval.evals.report import REPORT_COLORS, metrics_display, metrics_figure, metrics_text, render_html
 
 SHOTS = REPO_ROOT / "test-artifacts" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"

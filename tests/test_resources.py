@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from app_support.resources import AppContext, Connection
-from retrieval.hints import L0Index
+from retrieval.core.hints import L0Index
 
 
 def test_the_store_is_built_once_per_connection_and_collection(base_settings, weaviate_client, sample_corpus):

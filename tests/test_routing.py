@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.routing import category_filter, describe_routing
+from retrieval.core.routing import category_filter, describe_routing
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 import pytest
 
-from retrieval.routing_metrics import RoutingObservation as O
-from retrieval.routing_metrics import confusion, filter_effect, filter_verdict, routing_metrics
+from retrieval.evals.routing_metrics import RoutingObservation as O
+from retrieval.evals.routing_metrics import confusion, filter_effect, filter_verdict, routing_metrics
 
 DOMAINS = {"k/A": "k8s", "k/B": "k8s", "d/C": "db", "n/D": "net"}
 

@@ -8,11 +8,11 @@ from urllib.parse import parse_qsl
 import pytest
 
 from retrieval.config import REPO_ROOT
-from retrieval.eval_sets import load_eval_set
-from retrieval.evaluation import run_eval
-from retrieval.hints import L0Index
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices
+from retrieval.evals.evaluation import run_eval
+from retrieval.evals.sets import load_eval_set
 from retrieval.lab.runs import RunStore
-from retrieval.lookup import LookupServices
 
 from . import test_app_pages as pages
 from .test_app_pages import assert_clean, open_app, texts

@@ -8,14 +8,14 @@ import json
 import duckdb
 import pytest
 
-from retrieval import indexing
-from retrieval.corpus import Corpus, Entry
-from retrieval.hints import L0Index
-from retrieval.invocations import InvocationStore
-from retrieval.lookup import LookupServices, lookup_knowledge
-from retrieval.search_request import SearchMode, SearchRequest
-from retrieval.weaviate_server import connect
-from retrieval.weaviate_store import KnowledgeStore
+from retrieval.core.corpus import Corpus, Entry
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.records.invocations import InvocationStore
+from retrieval.store import indexing
+from retrieval.store.weaviate_server import connect
+from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import free_port
 

@@ -18,17 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
 from retrieval.errors import SqlRefused
-from retrieval.invocations import (
-    COLUMNS,
-    STAGE_COLUMNS,
-    TOOL_NAME,
-    InvocationRecord,
-    InvocationStore,
-    new_invocation_id,
-    utc_now_iso,
-)
-from retrieval.sql_console import EXAMPLES, check_statement, run_readonly
+from retrieval.records.invocations import COLUMNS, STAGE_COLUMNS, InvocationStore
+from retrieval.records.sql_console import EXAMPLES, check_statement, run_readonly
 
 from .helpers.memory import reset_peak, status_kb
 

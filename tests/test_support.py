@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from retrieval.candidates import Candidate
-from retrieval.support import FEATURE_NAMES, SUPPORT_MODELS, SupportFeatures, auc, features_of, fit, query_words
+from retrieval.core.candidates import Candidate
+from retrieval.core.support import FEATURE_NAMES, SUPPORT_MODELS, SupportFeatures, auc, features_of, fit, query_words
 
 
 def cand(entry_id, score, similarity=None):
@@ -61,7 +61,7 @@ def test_fit_learns_the_direction_of_a_separating_feature():
 
 
 def test_every_catalogued_model_has_a_fitted_support_estimate():
-    from retrieval.models import MODELS
+    from retrieval.store.models import MODELS
 
     assert set(SUPPORT_MODELS) == set(MODELS)
     for name, model in SUPPORT_MODELS.items():

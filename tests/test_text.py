@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.text import content_spans, content_tokens, normalise, singular, split_camel, without_templates
+from retrieval.core.text import content_spans, content_tokens, normalise, singular, split_camel, without_templates
 
 
 @pytest.mark.parametrize(

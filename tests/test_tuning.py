@@ -10,7 +10,7 @@ import pytest
 
 from retrieval.config import EVAL_SETTINGS
 from retrieval.errors import ConfigError, LookupLabError
-from retrieval.tuning import SWEEPABLE, cross_validate, paired_test, parse_grid, stratified_folds
+from retrieval.evals.tuning import SWEEPABLE, cross_validate, paired_test, parse_grid, stratified_folds
 
 
 @pytest.mark.parametrize(

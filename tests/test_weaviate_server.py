@@ -4,7 +4,7 @@ import socket
 import pytest
 
 from retrieval.errors import L1Error, WeaviateSetupError
-from retrieval.weaviate_server import binary_name, connect, embedded_binary
+from retrieval.store.weaviate_server import binary_name, connect, embedded_binary
 
 from .conftest import free_port
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval import indexing
-from retrieval.corpus import Corpus, Entry
-from retrieval.search_request import SearchMode, SearchRequest
-from retrieval.weaviate_store import KnowledgeStore, category_where
+from retrieval.core.corpus import Corpus, Entry
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.store import indexing
+from retrieval.store.weaviate_store import KnowledgeStore, category_where
 
 NV = SearchMode.NEAR_VECTOR
 
@@ -79,7 +79,7 @@ def _exhaustive_top(store, vec, k, category=None):
     """The true top-k entries: every chunk fetched, folded by best chunk."""
     from weaviate.classes.query import MetadataQuery
 
-    from retrieval.weaviate_store import fold_chunks
+    from retrieval.store.weaviate_store import fold_chunks
 
     res = store.collection.query.near_vector(
         near_vector=list(map(float, vec)),
@@ -180,8 +180,8 @@ def test_every_mode_reports_the_real_similarity_of_the_best_chunk(sample_store, 
 def test_a_collection_is_never_searched_or_topped_up_with_another_models_vectors(store, embedder):
     """The collection names the model of its vectors; a store searched with another model's vectors refuses
     (L1Error, so the lookup falls back to L0 saying why), and so does an ingest with another model."""
-    from retrieval.embedding import Embedder
     from retrieval.errors import L1Error, StoreError
+    from retrieval.store.embedding import Embedder
 
     corpus = Corpus("mem", (make_entry("a/One", "ops", "Disk is full on the node."),))
     indexing.ingest(store, corpus, embedder)

@@ -1,4 +1,4 @@
-"""Fitting the support estimate (`retrieval.support`) to eval sets, and choosing its claim threshold, under
+"""Fitting the support estimate (`retrieval.core.support`) to eval sets, and choosing its claim threshold, under
 cross-validation: the model and the threshold are fitted on the training folds and scored on the held-out one.
 
 The threshold is the one that best meets the two promises of the claim on every set at once: on an answerable
@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Settings
-from ..evaluation import DEPTH
-from ..lookup import weights_of
-from ..ranking import fuse
-from ..support import SupportFeatures, SupportModel, auc, features_of, fit
-from .sweep import CaseSignals, query_keys
+from retrieval.config import Settings
+from retrieval.core.lookup import weights_of
+from retrieval.core.ranking import fuse
+from retrieval.core.support import SupportFeatures, SupportModel, auc, features_of, fit
+from retrieval.evals.evaluation import DEPTH
+from retrieval.lab.sweep import CaseSignals, query_keys
 
 CORRECT_SUPPORTED_TARGET = 0.90  # of hit@1
 UNANSWERABLE_UNSUPPORTED_TARGET = 0.85

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from .sweep_cli import ConfigOpt, CorpusOpt, JsonOpt, SetsArg, gather_signals
+from retrieval.lab.sweep_cli import ConfigOpt, CorpusOpt, JsonOpt, SetsArg, gather_signals
 
 
 def register(app: typer.Typer) -> None:
@@ -22,14 +22,14 @@ def calibrate(
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """Fit the support estimate of the current embedding model and fusion weights to answerable and unanswerable
-    eval sets; print its AUC and promises in-sample and on held-out folds, and the model to put in retrieval/support.py."""
-    from ..config import load_settings
-    from ..errors import LookupLabError
-    from ..eval_sets import load_eval_set
-    from ..progress import progress_display
-    from .calibration import calibrate as fit_calibration
-    from .calibration import case_support
-    from .sweep import query_keys
+    eval sets; print its AUC and promises in-sample and on held-out folds, and the model to put in retrieval/core/support.py."""
+    from retrieval.config import load_settings
+    from retrieval.errors import LookupLabError
+    from retrieval.evals.sets import load_eval_set
+    from retrieval.lab.calibration import calibrate as fit_calibration
+    from retrieval.lab.calibration import case_support
+    from retrieval.lab.sweep import query_keys
+    from retrieval.progress import progress_display
 
     try:
         base = load_settings(config_file=config, corpus_dir=corpus)
@@ -58,5 +58,5 @@ def calibrate(
         for name, value in figures["promises"].items():
             typer.echo(f"  {name}: {value:.3f}")
     m = result.model
-    typer.echo(f"\nthreshold {m.threshold:.2f}; for retrieval/support.py SUPPORT_MODELS[{base.embedding_model!r}]:")
+    typer.echo(f"\nthreshold {m.threshold:.2f}; for retrieval/core/support.py SUPPORT_MODELS[{base.embedding_model!r}]:")
     typer.echo(f"SupportModel({m.intercept!r}, {m.weights!r}, {m.means!r}, {m.scales!r}, {m.threshold!r}, {m.fitted_on!r})")

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import EvalSetError
-from ..evaluation import ALPHA, METRICS, SMALL_SAMPLE
-from .runs import RunStore, RunSummary
+from retrieval.errors import EvalSetError
+from retrieval.evals.evaluation import ALPHA, METRICS, SMALL_SAMPLE
+from retrieval.lab.runs import RunStore, RunSummary
 
 STAT_TEST = "paired t-test (scipy.stats.ttest_rel)"
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from ..config import SETTING_DEFAULTS, set_by_environment
-from ..config import config_path as config_path  # the file load_settings reads; the Sweep page imports it from here
-from ..errors import ConfigError
+from retrieval.config import SETTING_DEFAULTS, set_by_environment
+from retrieval.config import config_path as config_path  # the file load_settings reads; the Sweep page imports it from here
+from retrieval.errors import ConfigError
 
 
 @dataclass(frozen=True)

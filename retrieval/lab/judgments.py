@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from ..catalog import EvalSetFile, same_path
-from ..errors import EvalSetError
-from ..eval_sets import EvalSet, corpus_fit, load_eval_set
+from retrieval.errors import EvalSetError
+from retrieval.evals.catalog import EvalSetFile, same_path
+from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 
 JUDGED_LABEL = "judged/"  # how the app labels the sets of the judgments folder (Settings.judged_sets_dir)
 _SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..config import QUALITY_SETTINGS, Settings
-from ..dashboard import InvocationFilter
-from ..errors import LookupLabError, StoreError
-from ..invocations import InvocationStore
-from ..lookup import LookupResult, LookupServices, lookup_knowledge
+from retrieval.config import QUALITY_SETTINGS, Settings
+from retrieval.core.lookup import LookupResult, LookupServices, lookup_knowledge
+from retrieval.errors import LookupLabError, StoreError
+from retrieval.records.dashboard import InvocationFilter
+from retrieval.records.invocations import InvocationStore
 
 OUTCOMES = ("changed", "unchanged", "now_empty", "failed")
 REPLAY_TAG = "replay"

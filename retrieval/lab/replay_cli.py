@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..config import db_budget, load_settings
-from ..errors import LookupLabError
+from retrieval.config import db_budget, load_settings
+from retrieval.errors import LookupLabError
 
 if TYPE_CHECKING:
-    from .replay import ReplayReport
+    from retrieval.lab.replay import ReplayReport
 
 OUTCOME_MARK = {"changed": "≠", "unchanged": "=", "now_empty": "∅", "failed": "!"}
 
@@ -34,10 +34,10 @@ def replay_cmd(
 ) -> None:
     """Rerun recorded queries under the current settings: top result before/after, changed/unchanged/now empty."""
     # Imported here: the model, Weaviate and DuckDB modules take seconds, and every other command would pay.
-    from ..dashboard import InvocationFilter
-    from ..invocations import InvocationStore
-    from ..services import open_runtime
-    from .replay import DEFAULT_LIMIT, REPLAY_TAG, recorded_calls, replay
+    from retrieval.lab.replay import DEFAULT_LIMIT, REPLAY_TAG, recorded_calls, replay
+    from retrieval.records.dashboard import InvocationFilter
+    from retrieval.records.invocations import InvocationStore
+    from retrieval.services import open_runtime
 
     try:
         settings = load_settings(config_file=config, corpus_dir=corpus)

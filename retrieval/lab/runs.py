@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
-from ..config import EVAL_SETTINGS, REPO_ROOT, SECRET_SETTINGS, Settings, db_budget
-from ..db_budget import connect_retrying
-from ..errors import RunNotFound, StoreError
-from ..eval_sets import EvalSet
-from ..evaluation import EvalReport
+from retrieval.config import EVAL_SETTINGS, REPO_ROOT, SECRET_SETTINGS, Settings, db_budget
+from retrieval.errors import RunNotFound, StoreError
+from retrieval.evals.evaluation import EvalReport
+from retrieval.evals.sets import EvalSet
+from retrieval.records.db_budget import connect_retrying
 
 T = TypeVar("T")
 

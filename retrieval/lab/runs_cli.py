@@ -9,12 +9,12 @@ from typing import Any
 
 import typer
 
-from ..config import Settings, load_settings
-from ..errors import LookupLabError
-from ..eval_sets import EvalSet
-from ..evaluation import METRICS, EvalReport
-from .compare import RunComparison, compare_runs
-from .runs import HISTORY_SETTINGS, RunStore, RunSummary
+from retrieval.config import Settings, load_settings
+from retrieval.errors import LookupLabError
+from retrieval.evals.evaluation import METRICS, EvalReport
+from retrieval.evals.sets import EvalSet
+from retrieval.lab.compare import RunComparison, compare_runs
+from retrieval.lab.runs import HISTORY_SETTINGS, RunStore, RunSummary
 
 SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 SHOWN_SETTINGS = HISTORY_SETTINGS  # as the Runs page's history shows them

@@ -15,18 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from ..candidates import Candidate, L1Status
-from ..catalog import EvalSetFile, same_path
-from ..config import Settings
-from ..errors import LookupLabError
-from ..eval_sets import EvalSet, corpus_fit, load_eval_set
-from ..evaluation import DEPTH
-from ..hints import EntryMatch
-from ..lookup import LookupServices, search_text
-from ..models import DEFAULT_MODEL
-from ..pipeline import L1Query, judge, lookup_pipeline, rank, route, search_l1
-from ..search_request import SearchMode
-from ..tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
+from retrieval.config import Settings
+from retrieval.core.candidates import Candidate, L1Status
+from retrieval.core.hints import EntryMatch
+from retrieval.core.lookup import LookupServices, search_text
+from retrieval.core.pipeline import L1Query, judge, lookup_pipeline, rank, route, search_l1
+from retrieval.core.search_request import SearchMode
+from retrieval.errors import LookupLabError
+from retrieval.evals.catalog import EvalSetFile, same_path
+from retrieval.evals.evaluation import DEPTH
+from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
+from retrieval.evals.tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
+from retrieval.store.models import DEFAULT_MODEL
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k", "embedding_model")  # the rest only re-rank or re-assess

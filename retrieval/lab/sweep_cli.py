@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from ..tuning import ALIASES, SWEEPABLE
+from retrieval.evals.tuning import ALIASES, SWEEPABLE
 
 TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
 GRID_HELP = "NAME=V1,V2;NAME=... over " + ", ".join(
@@ -65,12 +65,12 @@ def _fail(exc: Exception) -> None:
 def _run(
     paths: list[Path], grid_text: str, folds: int, repeats: int, as_json: bool, config: Path | None, corpus: Path | None
 ) -> None:
-    from ..config import load_settings
-    from ..errors import LookupLabError
-    from ..eval_sets import load_eval_set
-    from ..progress import progress_display
-    from ..tuning import parse_grid
-    from .sweep import check_folds, keys_for, run_sweep
+    from retrieval.config import load_settings
+    from retrieval.errors import LookupLabError
+    from retrieval.evals.sets import load_eval_set
+    from retrieval.evals.tuning import parse_grid
+    from retrieval.lab.sweep import check_folds, keys_for, run_sweep
+    from retrieval.progress import progress_display
 
     started = time.perf_counter()
     try:
@@ -100,12 +100,12 @@ def _run(
 
 def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list:
     """Every case's signals for `keys`, each set on the corpus it names (or `corpus`), ingesting what changed."""
-    from .. import indexing
-    from ..config import eval_set_corpus
-    from ..eval_sets import load_eval_set
-    from ..services import open_embedder, open_runtime
-    from ..weaviate_store import KnowledgeStore
-    from .sweep import collect_signals
+    from retrieval.config import eval_set_corpus
+    from retrieval.evals.sets import load_eval_set
+    from retrieval.lab.sweep import collect_signals
+    from retrieval.services import open_embedder, open_runtime
+    from retrieval.store import indexing
+    from retrieval.store.weaviate_store import KnowledgeStore
 
     signals: list = []
     embedders: dict = {}  # model -> its Embedder, loaded once for every set

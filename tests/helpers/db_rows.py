@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from retrieval.db_budget import is_lock_error
+from retrieval.records.db_budget import is_lock_error
 
 
 def table_rows(db_path: Path, *, wait_s: float = 120.0) -> dict[str, int]:

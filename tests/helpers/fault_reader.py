@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from retrieval.errors import LookupLabError
-from retrieval.invocations import InvocationStore
+from retrieval.records.invocations import InvocationStore
 
 
 def say(text: str) -> None:

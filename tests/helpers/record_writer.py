@@ -25,14 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
 from retrieval.errors import StoreError
-from retrieval.invocations import (
-    TOOL_NAME,
-    InvocationRecord,
-    InvocationStore,
-    new_invocation_id,
-    utc_now_iso,
-)
+from retrieval.records.invocations import InvocationStore
 
 
 def make_record(session_tag: str, i: int) -> InvocationRecord:

@@ -1,0 +1,226 @@
+"""`python -m retrieval bench`, what the app costs its user: the embedding model's load time and a query's
+embedding time on a fresh `Embedder`, and the resident memory of a real `streamlit run app.py` process after
+one lookup typed into its Lookup page by a headless chromium (Playwright).
+
+The app serves the sample corpus, indexed for it in a collection of its own in the bench's Weaviate, which it
+reaches by URL (it starts no Weaviate of its own); every `LOOKUP_*` setting of the bench goes to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from retrieval.bench import synthetic
+from retrieval.bench.common import pct
+from retrieval.bench.ports import free_port
+from retrieval.bench.server import EVAL_SETS, _served_env
+from retrieval.config import REPO_ROOT, Settings
+from retrieval.core.corpus import load_corpus
+from retrieval.evals.sets import load_eval_set
+from retrieval.records.invocations import InvocationStore
+from retrieval.store import indexing
+from retrieval.store.embedding import Embedder
+from retrieval.store.models import ModelSpec
+from retrieval.store.weaviate_store import KnowledgeStore
+
+CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/setup.sh --browser); Playwright cannot download one here
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run", "--disable-sync"]
+APP_QUERY = "PostgreSQL replication lag on the standby"
+SESSION_TAG = "bench-app"
+WAIT_S = 180.0  # the upper bound of each wait on the app; none waits for time to pass
+# Counts script runs: a MutationObserver on stApp's data-test-script-state sees every change, however short, so a
+# run that starts and ends between two polls is still counted (tests/test_browser.py uses these too).
+WATCH_RUNS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return -1;
+  if (window.__benchRuns === undefined) {
+    window.__benchRuns = 0;
+    new MutationObserver(records => {
+      for (const r of records) if (r.oldValue === 'notRunning' || r.oldValue === 'initial') window.__benchRuns++;
+    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
+  }
+  return window.__benchRuns;
+}"""
+RUN_DONE = """([before]) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  return window.__benchRuns > before && app.getAttribute('data-test-script-state') === 'notRunning';
+}"""
+IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
+                  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
+
+
+class AppBenchError(RuntimeError):
+    """The app could not be started or driven to a lookup; the message says which step and why."""
+
+
+def probe_queries(count: int, *, seed: int) -> list[str]:
+    """`count` distinct query texts: the sample eval sets' queries, then synthetic ones."""
+    texts = [c.query for name in EVAL_SETS for c in load_eval_set(REPO_ROOT / "eval_sets" / name).cases]
+    if len(set(texts)) < count:
+        texts += synthetic.make_queries(synthetic.make_entries(200, seed=seed), count, seed=seed, exclude=set(texts))
+    return list(dict.fromkeys(texts))[:count]
+
+
+def model_figures(model: str | ModelSpec, *, model_dir: Path | None, queries: Sequence[str]) -> tuple[Embedder, dict[str, Any]]:
+    """A fresh Embedder, and its load time and single-query embedding times (`embed_query` on distinct texts,
+    so none comes from its cache; the first call, which sets up the session's buffers, is reported apart)."""
+    if len(set(queries)) != len(queries) or len(queries) < 2:
+        raise ValueError("the query-embedding probe needs at least two distinct texts")
+    probe = Embedder(model, model_dir=model_dir)
+    times = []
+    for text in queries:
+        t0 = time.perf_counter()
+        probe.embed_query(text)
+        times.append((time.perf_counter() - t0) * 1000)
+    return probe, {
+        "name": probe.name,
+        "load_s": round(probe.load_s, 3),
+        "query_embed": {
+            "queries": len(times) - 1,
+            "first_ms": round(times[0], 3),
+            "p50_ms": pct(times[1:], 50),
+            "p95_ms": pct(times[1:], 95),
+        },
+    }
+
+
+def rss_mb(pid: int) -> dict[str, float] | None:
+    """Current (VmRSS) and peak (VmHWM) resident set of a process, or None when it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    kib = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith(("VmHWM", "VmRSS"))}
+    return {"now_mb": round(kib["VmRSS"] / 1024, 1), "peak_mb": round(kib["VmHWM"] / 1024, 1)} if len(kib) == 2 else None
+
+
+def _start_app(env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen:
+    """`streamlit run app.py`, headless on 127.0.0.1:`port`, once /_stcore/health answers ok."""
+    args = ["--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1"]
+    args += ["--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with open(log_path, "wb") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", *args],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError), urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as resp:
+            if resp.read().decode().strip() == "ok":
+                return proc
+        time.sleep(0.3)
+    _stop(proc)
+    tail = log_path.read_text(errors="replace")[-2000:]
+    raise AppBenchError(f"streamlit did not answer /_stcore/health (exit code {proc.returncode}):\n{tail}")
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    """SIGTERM, as a service manager stops it; SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        return proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
+def _lookup_in_browser(url: str, query: str, pid: int) -> dict[str, float] | None:
+    """Type `query` on the Lookup page and press Enter (an explicit, recorded run of lookup_knowledge); the
+    app process's RSS once that run has finished, read while the browser session is still open."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(WAIT_S * 1000)
+                page.goto(url)
+                page.locator('[data-testid="stMain"] h1').first.wait_for()
+                page.wait_for_function(IDLE)
+                before = page.evaluate(WATCH_RUNS)
+                box = page.get_by_label("Query", exact=True)
+                box.fill(query)
+                box.press("Enter")
+                page.wait_for_function(RUN_DONE, arg=[before])
+                page.get_by_text("L1 candidates", exact=True).wait_for()
+                shown = page.locator('[data-testid="stException"]')
+                if shown.count():
+                    raise AppBenchError(f"the Lookup page showed an exception: {shown.first.inner_text()[:500]}")
+                return rss_mb(pid)
+            finally:
+                browser.close()
+    except PlaywrightError as exc:
+        raise AppBenchError(f"driving chromium to a lookup failed: {exc}") from exc
+
+
+def app_memory(
+    settings: Settings, client, embedder: Embedder, *, workdir: Path, run_id: str, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """The app process's RSS after one lookup (see the module doc). `settings` name the bench's Weaviate: by
+    URL, or the embedded server's ports. A missing chromium or Playwright, or an app that fails, gives
+    `rss_mb` None and `why`; the collection made here is dropped at the end."""
+    if not Path(CHROMIUM).is_file():
+        return {"rss_mb": None, "why": f"{CHROMIUM} is missing: scripts/setup.sh --browser installs Debian's chromium"}
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        return {"rss_mb": None, "why": f"Playwright is not installed ({exc})"}
+    if not settings.weaviate_url:
+        settings = settings.with_(
+            weaviate_url=f"http://127.0.0.1:{settings.embedded_port}", remote_grpc_port=settings.embedded_grpc_port
+        )
+    corpus_dir = REPO_ROOT / "sample_corpus"
+    settings = settings.with_(corpus_dir=corpus_dir, collection=f"Bench_app_{run_id}", session_tag=SESSION_TAG)
+    corpus = load_corpus(corpus_dir)
+    store = KnowledgeStore(client, settings.collection)
+    home = workdir / "app"
+    home.mkdir(parents=True, exist_ok=True)
+    proc: subprocess.Popen | None = None
+    out: dict[str, Any] = {"query": APP_QUERY, "entries": len(corpus.entries), "collection": settings.collection}
+    try:
+        store.drop()
+        log(f"app: indexing the sample corpus ({len(corpus.entries)} entries) in {settings.collection}")
+        indexing.ingest(store, corpus, embedder)
+        env = _served_env(settings, home, "data")
+        env["LOOKUP_CONFIG"] = str(home / "no-lookup.yaml")  # no ./lookup.yaml: only the bench's settings
+        port = free_port()
+        log(f"app: streamlit run app.py on 127.0.0.1:{port}, one lookup in chromium")
+        t0 = time.perf_counter()
+        proc = _start_app(env, port, home / "streamlit.log")
+        out["pid"] = proc.pid
+        measured = _lookup_in_browser(f"http://127.0.0.1:{port}/", APP_QUERY, proc.pid)
+        out["seconds_to_lookup"] = round(time.perf_counter() - t0, 1)
+        if measured is None:
+            raise AppBenchError(f"the app process ({proc.pid}) was gone before its RSS was read")
+        out.update(rss_mb=measured["now_mb"], peak_mb=measured["peak_mb"])
+        out["exit_code"] = _stop(proc)
+        # The recorded row proves that the server process ran lookup_knowledge (its spool is adopted here).
+        recorder = InvocationStore(Path(env["LOOKUP_DB_PATH"]))
+        out["recorded"] = recorder.count(SESSION_TAG)
+        recorder.close()
+    except AppBenchError as exc:
+        log(f"app: no memory figure: {exc}")
+        out.update(rss_mb=None, why=str(exc))
+    finally:
+        if proc is not None:
+            _stop(proc)
+        with contextlib.suppress(Exception):  # clean-up must not hide the run's own error
+            store.drop()
+        shutil.rmtree(home, ignore_errors=True)
+    out["loadavg"] = round(os.getloadavg()[0], 2)
+    return out

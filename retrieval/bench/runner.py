@@ -1,0 +1,456 @@
+"""`python -m retrieval bench`: where lookup time goes, and how each cost grows with the knowledge base.
+
+Every figure that has a goal is a ratio of two things measured side by side in one run (interleaved
+where they can be), because these machines are noisy and absolute times drift. Here: the ingest, lookup
+and per-size benches, and the run; the invocation store's bench is `bench_store`, the goals and the table
+`bench_report`, the helpers every bench uses `bench_common`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from weaviate.classes.query import MetadataQuery
+
+from retrieval.bench import synthetic
+from retrieval.bench.common import machine_info, pct, write_results
+from retrieval.bench.ports import free_port
+from retrieval.bench.report import STAGES, ratios_and_goals, render_table
+from retrieval.bench.store import bench_invocation_store
+from retrieval.config import Settings, db_budget
+from retrieval.core.chunking import chunk_entry
+from retrieval.core.hints import L0Index
+from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.records.invocations import InvocationStore
+from retrieval.store import indexing
+from retrieval.store.embedding import Embedder
+from retrieval.store.weaviate_server import connect
+from retrieval.store.weaviate_store import OVERSAMPLE, KnowledgeStore
+
+RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
+RECALL_K = 10  # filtered recall is measured at this depth at least (issue 22: recall@10 against the exact ranking)
+
+
+def _load1() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (ru_maxrss is in KiB on Linux); it includes the embedding model."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _server_rss_mb(client) -> dict[str, float] | None:
+    """Peak and current RSS of the embedded Weaviate server we started (None for a server by URL)."""
+    db = getattr(getattr(client, "_connection", None), "embedded_db", None)  # weaviate-client internals
+    pid = getattr(getattr(db, "process", None), "pid", None)
+    try:
+        status = Path(f"/proc/{pid}/status").read_text() if pid else ""
+    except OSError:
+        return None
+    fields = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith(("VmHWM", "VmRSS"))}
+    return {"peak_mb": round(fields["VmHWM"] / 1024, 1), "now_mb": round(fields["VmRSS"] / 1024, 1)} if fields else None
+
+
+def _floor_query(
+    store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: str = "near_vector"
+) -> tuple[float, float, float]:
+    """One query embedding plus the bare Weaviate queries of the lookup's mode, with the same k:
+    (embed ms, queries ms), and, outside the floor, a bare near_vector with the oversampled limit
+    (k * OVERSAMPLE). near_vector: one near_vector; fusion: a near_vector and a BM25F query; hybrid: one
+    hybrid query."""
+    from retrieval.store.weaviate_store import LEXICAL_FIELDS
+
+    q = store.collection.query
+    t0 = time.perf_counter()
+    vec = list(map(float, embedder.embed_query(query)))
+    t1 = time.perf_counter()
+    if mode == "hybrid":
+        q.hybrid(query=query, vector=vec, limit=k, query_properties=list(LEXICAL_FIELDS), return_properties=[])
+    else:
+        q.near_vector(near_vector=vec, limit=k, return_properties=[], return_metadata=MetadataQuery(distance=True))
+        if mode == "fusion":
+            q.bm25(query=query, query_properties=list(LEXICAL_FIELDS), limit=k, return_properties=[])
+    t2 = time.perf_counter()
+    q.near_vector(near_vector=vec, limit=k * OVERSAMPLE, return_properties=[], return_metadata=MetadataQuery(distance=True))
+    return (t1 - t0) * 1000, (t2 - t1) * 1000, (time.perf_counter() - t2) * 1000
+
+
+def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sample_chunks: int) -> dict[str, Any]:
+    """Ingest, with the embedder's raw rate measured between ingest batches on an even sample of the same
+    chunks, embedded in batches of at least RAW_BATCH like ingest's own (small batches would be slower)."""
+    chunk_lists = [[c.text for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)] for e in corpus.entries]
+    total_chunks = sum(len(c) for c in chunk_lists)
+    stride = max(1, round(total_chunks / raw_sample_chunks))
+    state: dict[str, Any] = {"prev": 0, "seen": 0, "raw_s": 0.0, "raw_n": 0, "cb_s": 0.0, "pending": []}
+
+    def between_batches(stage: str, done: int, total: int) -> None:
+        t0 = time.perf_counter()
+        for chunks in chunk_lists[state["prev"] : done]:
+            for text in chunks:
+                if state["seen"] % stride == 0:
+                    state["pending"].append(text)
+                state["seen"] += 1
+        state["prev"] = done
+        texts = state["pending"]
+        if len(texts) >= RAW_BATCH or (done == total and texts):
+            t1 = time.perf_counter()
+            embedder.embed(texts)
+            state["raw_s"] += time.perf_counter() - t1
+            state["raw_n"] += len(texts)
+            state["pending"] = []
+        state["cb_s"] += time.perf_counter() - t0
+
+    report = indexing.ingest(store, corpus, embedder, progress=between_batches)
+    seconds = report.seconds - state["cb_s"]  # the raw measurement ran inside ingest's clock
+    raw_rate = state["raw_n"] / state["raw_s"] if state["raw_s"] else None
+    rate = report.chunks_embedded / seconds
+    t0 = time.perf_counter()
+    again = indexing.ingest(store, corpus, embedder)
+    return {
+        "chunks": total_chunks,
+        "seconds": round(seconds, 2),
+        "entries_per_s": round(len(corpus.entries) / seconds, 2),
+        "chunks_per_s": round(rate, 2),
+        "embed_share": round(report.embed_seconds / seconds, 3),
+        "raw_chunks_per_s": None if raw_rate is None else round(raw_rate, 2),
+        "raw_sample_chunks": state["raw_n"],
+        "over_raw": None if raw_rate is None else round(rate / raw_rate, 3),
+        "reingest": {
+            "seconds": round(time.perf_counter() - t0, 2),
+            "chunks_embedded": again.chunks_embedded,
+            "unchanged": again.unchanged,
+        },
+    }
+
+
+def bench_lookups(
+    services: LookupServices,
+    settings: Settings,
+    queries: list[str],
+    floor_queries: list[str],
+    categories: list[str],
+    cached_n: int,
+) -> dict[str, Any]:
+    """Lookups, the floor and filtered/unfiltered L1, each pair interleaved query by query, order alternating."""
+    if services.store is None or services.embedder is None:
+        raise ValueError("bench_lookups needs the L1 store and the embedder")
+    store, embedder = services.store, services.embedder
+    wall: list[float] = []
+    floor: list[float] = []
+    f_embed: list[float] = []
+    f_nv: list[float] = []
+    f_wide: list[float] = []
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
+    filtered_n = 0
+
+    def do_lookup(q: str) -> None:
+        nonlocal filtered_n
+        t0 = time.perf_counter()
+        r = lookup_knowledge(q, services, settings)
+        wall.append((time.perf_counter() - t0) * 1000)
+        for s in STAGES:
+            stages[s].append(r.timings_ms.get(s, 0.0))
+        filtered_n += r.l1.category is not None
+
+    def do_floor(fq: str) -> None:
+        e, n, wide = _floor_query(store, embedder, fq, settings.top_k, settings.search_mode)
+        f_embed.append(e)
+        f_nv.append(n)
+        f_wide.append(wide)
+        floor.append(e + n)
+
+    # strict=False: an odd number of generated queries leaves the last lookup without a floor partner
+    for i, (q, fq) in enumerate(zip(queries, floor_queries, strict=False)):
+        if i % 2 == 0:
+            do_lookup(q)
+            do_floor(fq)
+        else:
+            do_floor(fq)
+            do_lookup(q)
+    cached = []
+    for q in queries[:cached_n]:  # the same texts again: the query embedding now comes from the cache
+        t0 = time.perf_counter()
+        lookup_knowledge(q, services, settings)
+        cached.append((time.perf_counter() - t0) * 1000)
+    unf: list[float] = []
+    fil: list[float] = []
+    for i, q in enumerate(queries):
+        vec = embedder.embed_query(q)  # cached by now: only L1 is timed
+        pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
+        for sink, category in pair if i % 2 == 0 else pair[::-1]:
+            t0 = time.perf_counter()
+            store.search(SearchRequest(SearchMode.NEAR_VECTOR, settings.top_k, vec, category=category))
+            sink.append((time.perf_counter() - t0) * 1000)
+    return {
+        "lookup": {
+            "p50_ms": pct(wall, 50),
+            "p95_ms": pct(wall, 95),
+            "cached_p50_ms": pct(cached, 50),
+            "stages_p50_ms": {s: pct(v, 50) for s, v in stages.items()},
+            "stages_p95_ms": {s: pct(v, 95) for s, v in stages.items()},
+            "filtered_share": round(filtered_n / max(len(queries), 1), 3),
+            "queries": len(queries),
+        },
+        "floor": {
+            "p50_ms": pct(floor, 50),
+            "p95_ms": pct(floor, 95),
+            "embed_p50_ms": pct(f_embed, 50),
+            "near_vector_p50_ms": pct(f_nv, 50),
+            "near_vector_oversampled_p50_ms": pct(f_wide, 50),
+        },
+        "l1": {
+            "unfiltered_p50_ms": pct(unf, 50),
+            "filtered_p50_ms": pct(fil, 50),
+            "unfiltered_p95_ms": pct(unf, 95),
+            "filtered_p95_ms": pct(fil, 95),
+        },
+    }
+
+
+def bench_size(
+    n: int,
+    *,
+    client,
+    embedder: Embedder,
+    recorder: InvocationStore,
+    settings: Settings,
+    seed: int,
+    queries: int,
+    body: synthetic.BodyPolicy,
+    raw_sample_chunks: int,
+    run_id: str,
+    log: Callable[[str], None],
+    vectors: Any = None,
+) -> dict[str, Any]:
+    """One size; with `vectors` (a bench_vectors.SyntheticVectors) ingest stores synthetic chunk vectors, and
+    filtered L1 is also timed under each filter strategy."""
+    t0 = time.perf_counter()
+    corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
+    out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}
+    load = out["loadavg"] = {"start": _load1()}
+    store = KnowledgeStore(client, f"Bench_{n}_{run_id}")
+    store.drop()
+    log(f"[{n}] ingest ({body.label} words per body)")
+    out["ingest"] = bench_ingest(store, corpus, vectors or embedder, raw_sample_chunks=raw_sample_chunks)
+    load["ingest"] = _load1()
+    out["chunks_per_entry"] = round(out["ingest"]["chunks"] / n, 2)
+    t0 = time.perf_counter()
+    l0 = L0Index(corpus.entries)
+    out["l0"] = {"build_s": round(time.perf_counter() - t0, 3), "patterns": l0.pattern_count}
+    entries = list(corpus.entries)
+    all_q = synthetic.make_queries(entries, 2 * queries, seed=seed * 31 + n)
+    look_q, floor_q = all_q[0::2], all_q[1::2]
+    times, matched = [], []
+    for q in look_q:
+        t1 = time.perf_counter()
+        hints = l0.match(q)
+        times.append((time.perf_counter() - t1) * 1000)
+        matched.append(len(hints.matches))
+    out["l0"].update(
+        p50_ms=pct(times, 50), p95_ms=pct(times, 95), matches_p50=pct(matched, 50), matches_max=max(matched, default=0)
+    )
+    load["l0"] = _load1()
+    log(f"[{n}] {len(look_q)} lookups against the floor, and filtered against unfiltered L1")
+    services = LookupServices(l0=l0, embedder=embedder, store=store, recorder=recorder)
+    out.update(
+        bench_lookups(
+            services,
+            settings.with_(session_tag=f"bench-{n}"),
+            look_q,
+            floor_q,
+            sorted(synthetic.DOMAINS),
+            cached_n=min(len(look_q), 50),
+        )
+    )
+    out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
+    load["lookups"] = _load1()
+    if vectors is not None:
+        from retrieval.bench.vectors import filter_strategies, filtered_recall
+
+        log(f"[{n}] filtered against unfiltered L1 under each filter strategy")
+        qvecs = [embedder.embed_query(q) for q in look_q]
+        out["filter_strategies"] = filter_strategies(store, qvecs, sorted(synthetic.DOMAINS), k=settings.top_k)
+        depth = max(RECALL_K, settings.top_k)
+        log(f"[{n}] filtered recall@{depth} against the exact filtered ranking")
+        recall = filtered_recall(store, corpus, vectors, qvecs, sorted(synthetic.DOMAINS)[:3], k=depth)
+        out["l1"].update(filtered_recall=recall["filtered_recall"], filtered_recall_detail=recall)
+        load["l1"] = _load1()
+    out["peak_rss_mb"] = peak_rss_mb()
+    out["weaviate_rss_mb"] = _server_rss_mb(client)
+    return out
+
+
+def _exit_on_sigterm() -> Callable[[], None]:
+    """Turn SIGTERM into SystemExit while the bench runs, so that clean-up (the embedded server) still happens."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def leave(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+
+
+def run_bench(
+    settings: Settings,
+    *,
+    sizes: list[int],
+    queries: int = 200,
+    out_dir: Path = Path("bench/results"),
+    log: Callable[[str], None] | None = None,
+    client=None,
+    embedder: Embedder | None = None,
+    invocation_rows: int = 1_000_000,
+    seed: int | None = None,
+    full_bodies_up_to: int = 2000,
+    raw_sample_chunks: int = 1500,
+    vectors: str = "real",
+    embed_queries: int = 60,
+    app: bool = True,
+) -> dict[str, Any]:
+    """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
+
+    First a fresh Embedder's load time and `embed_queries` distinct single-query embeddings (bench_app); it is
+    the bench's embedder unless one is given. With `app`, the memory of a real `streamlit run app.py` process
+    after one lookup (bench_app): needs chromium and Playwright, else the figure says why it is missing.
+
+    `vectors="synthetic"` stores synthetic chunk vectors instead of embedding every chunk (bench_vectors);
+    the result says so in `corpus_vectors`, its table and its file name.
+
+    Entries up to `full_bodies_up_to` get bodies of 200-800 words; larger sizes one short chunk (40-80 words).
+    Without `client`, an embedded Weaviate is started on free ports with a temporary data directory
+    (or `settings.weaviate_url` is used); each size gets its own collection, dropped at the end.
+    """
+    log = log or (lambda m: None)
+    sizes = sorted(set(sizes))
+    if not sizes or min(sizes) < 1 or queries < 1:
+        raise ValueError("bench needs at least one size >= 1 and queries >= 1")
+    if vectors not in ("real", "synthetic"):
+        raise ValueError(f"--vectors {vectors!r}: real or synthetic")
+    if embed_queries < 50:
+        raise ValueError(f"embed_queries {embed_queries}: at least 50 queries make a p95")
+    from retrieval.bench.app import app_memory, model_figures, probe_queries
+
+    started = time.perf_counter()
+    seed = int(time.time()) % 100_000 if seed is None else seed
+    run_id = f"{seed:05d}"
+    workdir = Path(tempfile.mkdtemp(prefix="lookup-bench-"))
+    own_client = client is None
+    settings = settings.with_(l1_enabled=True)  # the lookup's own mode; the floor makes that mode's bare queries
+    recorder = None
+    names: list[str] = []
+    restore_sigterm = _exit_on_sigterm()
+    try:
+        # Weaviate: the given client's (whose ports or URL `settings` name), or one started here on free ports
+        where = (
+            settings
+            if settings.weaviate_url or not own_client
+            else settings.with_(data_dir=workdir, embedded_port=free_port(), embedded_grpc_port=free_port())
+        )
+        log(f"loading a fresh {embedder.name if embedder else settings.embedding_model}, {embed_queries} query embeddings")
+        probe, model = model_figures(
+            embedder.spec if embedder else settings.embedding_model,
+            model_dir=settings.model_dir,
+            queries=probe_queries(embed_queries + 1, seed=seed),
+        )
+        embedder = embedder or probe
+        del probe  # a given embedder is the bench's; the probe's memory goes
+        if own_client:
+            log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
+            client = connect(where)
+        synth = None
+        if vectors == "synthetic":
+            from retrieval.bench.vectors import SyntheticVectors
+
+            log("embedding the templates of the synthetic corpus vectors")
+            synth = SyntheticVectors(embedder, seed=seed)
+            log(synth.describe())
+        machine = machine_info(client)
+        recorder = InvocationStore(workdir / "invocations.duckdb", budget=db_budget(settings))
+        recorder.start_background_flush()
+        figures: dict[int, dict[str, Any]] = {}
+        for n in sizes:
+            body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
+            names.append(f"Bench_{n}_{run_id}")
+            figures[n] = bench_size(
+                n,
+                client=client,
+                embedder=embedder,
+                recorder=recorder,
+                settings=settings,
+                seed=seed,
+                queries=queries,
+                body=body,
+                raw_sample_chunks=raw_sample_chunks,
+                run_id=run_id,
+                log=log,
+                vectors=synth,
+            )
+        kb_peak = peak_rss_mb()
+        app_fig = app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log) if app else None
+        recorder.flush()
+        store_fig = (
+            bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log, budget=db_budget(settings))
+            if invocation_rows
+            else None
+        )
+        machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        ratios, goals = ratios_and_goals(
+            figures, store_fig, model_load_s=model["load_s"], app_rss_mb=(app_fig or {}).get("rss_mb")
+        )
+        if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
+            goals["ingest_over_raw"].update(value=None, met=None)
+        result: dict[str, Any] = {
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine,
+            "seed": seed,
+            "queries": queries,
+            "embedding_model": model["name"],
+            "model_load_s": model["load_s"],
+            "query_embed_p50_ms": model["query_embed"]["p50_ms"],
+            "query_embed_p95_ms": model["query_embed"]["p95_ms"],
+            "query_embed_first_ms": model["query_embed"]["first_ms"],
+            "query_embed_queries": model["query_embed"]["queries"],
+            "app_rss_mb": (app_fig or {}).get("rss_mb"),
+            "app": app_fig or {"rss_mb": None, "why": "not asked for (app=False)"},
+            "corpus_vectors": "real" if synth is None else synth.describe(),
+            "sizes": {str(n): f for n, f in figures.items()},
+            "ratios": ratios,
+            "goals": goals,
+            "invocation_store": store_fig,
+            "peak_rss_mb": kb_peak,
+            "peak_rss_mb_with_invocation_store": peak_rss_mb(),
+            "elapsed_s": round(time.perf_counter() - started, 1),
+        }
+    finally:
+        if recorder is not None:
+            recorder.close()
+        for name in names if client is not None else ():
+            with contextlib.suppress(Exception):  # clean-up must not hide the run's own error
+                KnowledgeStore(client, name).drop()
+        if own_client and client is not None:
+            client.close()  # stops the embedded server we started
+        shutil.rmtree(workdir, ignore_errors=True)
+        restore_sigterm()
+    result["table"] = render_table(result)
+    name = f"bench-{'-'.join(map(str, sizes))}" + ("" if synth is None else "-synthetic-vectors")
+    return write_results(result, Path(out_dir), name, log)

@@ -1,0 +1,222 @@
+"""`python -m retrieval bench`, the invocation store: many synthetic tool_invocation rows inserted, then the
+Invocations page's DuckDB queries on them, each query timed on its own.
+
+The insert and the queries each run in a child process (`python -m retrieval.bench.store insert|queries`), so
+their peak RSS is the store's own, apart from the bench's model and lookups."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from retrieval.bench import synthetic
+from retrieval.records.dashboard import InvocationFilter, details_for, filter_options, load_dashboard, result_for
+from retrieval.records.db_budget import DbBudget
+from retrieval.records.invocations import InvocationStore, chunk_bytes, insert_rows
+
+GENERATE_ROWS = 5_000  # synthetic rows made at a time: ~60 MB of Arrow with 12 KB of JSON a row
+
+
+class _TimedConnection:
+    """Passes calls through to a DuckDB connection, timing each execute until its result is fetched."""
+
+    def __init__(self, con, sink: list[tuple[str, float]]) -> None:
+        self._con, self._sink = con, sink
+
+    def execute(self, sql: str, params=None):
+        t0 = time.perf_counter()
+        res = self._con.execute(sql, params or [])
+        return _TimedResult(res, sql, t0, self._sink)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+
+class _TimedResult:
+    def __init__(self, res, sql, t0, sink) -> None:
+        self._res, self._sql, self._t0, self._sink = res, sql, t0, sink
+
+    def _done(self, value):
+        self._sink.append((self._sql, (time.perf_counter() - self._t0) * 1000))
+        return value
+
+    def df(self):
+        return self._done(self._res.df())
+
+    def fetchone(self):
+        return self._done(self._res.fetchone())
+
+    def fetchall(self):
+        return self._done(self._res.fetchall())
+
+
+class TimedInvocationStore(InvocationStore):
+    """An InvocationStore whose connections time every query the dashboard functions run."""
+
+    def __init__(self, db_path: Path, budget: DbBudget) -> None:
+        self.sink: list[tuple[str, float]] = []
+        super().__init__(db_path, budget=budget)
+
+    def with_connection(self, fn, **kw):
+        return super().with_connection(lambda con: fn(_TimedConnection(con, self.sink)), **kw)
+
+
+QUERY_NAMES = (
+    ("DISTINCT", "options: distinct values"),
+    ("max(created_at)), count(*)", "options: range and total"),
+    ("count(*) FILTER (WHERE fallback), median", "summary and stage latency"),
+    ("ORDER BY created_at DESC", "rows"),
+    ("AS bucket, layer", "calls and fallbacks over time"),
+    ("UNPIVOT", "stage_samples"),
+    ("coalesce(domain", "top_domains"),
+    ("invocation_keyword", "top_keywords"),
+    ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"),
+    ("CAST(result AS VARCHAR) FROM", "result of one call"),
+)
+
+
+def _query_name(sql: str) -> str:
+    flat = " ".join(sql.split())
+    return next((name for key, name in QUERY_NAMES if key in flat), flat[:40])
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    import resource  # no /proc: ru_maxrss (KiB on Linux)
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _insert(rows: pa.Table, max_bytes: int, con: Any) -> int:
+    return insert_rows(con, rows, max_bytes=max_bytes)
+
+
+def insert_synthetic(db_path: Path, templates: pa.Table, rows: int, *, seed: int, budget: DbBudget) -> dict[str, Any]:
+    """`rows` synthetic rows (the templates repeated) into a new store, GENERATE_ROWS at a time."""
+    store = InvocationStore(db_path, budget=budget)
+    start_s = time.time() - 30 * 86400
+    t0 = time.perf_counter()
+    for offset in range(0, rows, GENERATE_ROWS):
+        batch = synthetic.invocation_rows(
+            templates, min(GENERATE_ROWS, rows - offset), seed=seed + offset, start_s=start_s, offset=offset
+        )
+        store.with_connection(functools.partial(_insert, batch, chunk_bytes(budget)), read_only=False)
+        del batch
+    insert_s = time.perf_counter() - t0
+    return {
+        "insert_s": round(insert_s, 2),
+        "insert_rows_per_s": round(rows / insert_s),
+        "file_mb": round(db_path.stat().st_size / 2**20, 1),
+        "insert_peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def time_queries(db_path: Path, *, budget: DbBudget, repeats: int = 3) -> dict[str, Any]:
+    """Each case is the Invocations page as a user loads it: filter options, every frame of the dashboard, and
+    the result and retrieval_details of the call picked in the table."""
+    store = TimedInvocationStore(db_path, budget)
+    cases = {
+        "all rows": InvocationFilter(),
+        "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, UTC)),
+        "one session + text": InvocationFilter(session_tags=("run-03",), text="latency"),
+    }
+    timed: dict[str, dict[str, list[float]]] = {}
+    calls: dict[str, list[float]] = {}
+    for label, flt in cases.items():
+        for _ in range(repeats):
+            store.sink.clear()
+            t1 = time.perf_counter()
+            with store.reading():  # as pages/invocations.py: one connection for the page
+                filter_options(store)
+                dash = load_dashboard(store, flt)
+                if not dash.rows.empty:  # the page reads the call the user picks
+                    result_for(store, dash.rows["id"].iloc[-1])
+                    details_for(store, dash.rows["id"].iloc[-1])
+            calls.setdefault(label, []).append((time.perf_counter() - t1) * 1000)
+            for sql, ms in store.sink:
+                timed.setdefault(label, {}).setdefault(_query_name(sql), []).append(ms)
+            if calls[label][-1] > 5000:
+                break  # far over the goal already: one run says enough
+    per_query = {label: {name: round(statistics.median(v), 1) for name, v in qs.items()} for label, qs in timed.items()}
+    return {
+        "call_ms": {k: round(statistics.median(v), 1) for k, v in calls.items()},
+        "page_load_ms": round(statistics.median(calls["all rows"]), 1),
+        "query_ms": per_query,
+        "runs": {k: len(v) for k, v in calls.items()},
+        "query_max_ms": max((ms for qs in per_query.values() for ms in qs.values()), default=None),
+        "queries_peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    """Run `python -m retrieval.bench.store ARGS` and return the JSON it prints last."""
+    package_root = str(Path(__file__).resolve().parents[2])  # a checkout runs without being installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "retrieval.bench.store", *args], capture_output=True, text=True, check=False, env=env
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench_store {args[0]} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise RuntimeError(f"bench_store {args[0]} printed no figures: {proc.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def bench_invocation_store(
+    recorder: InvocationStore,
+    workdir: Path,
+    rows: int,
+    *,
+    seed: int,
+    log: Callable[[str], None],
+    budget: DbBudget | None = None,
+    repeats: int = 3,
+) -> dict[str, Any]:
+    """The insert of `rows` synthetic rows (real recorded rows repeated) and the Invocations page's queries on
+    them, each in a child process that reports its own peak RSS."""
+    budget = budget or recorder.budget
+    templates = pa.Table.from_pandas(
+        recorder.query(
+            "SELECT tool_name, input, status, layer, CAST(result AS VARCHAR) AS result, CAST(retrieval_details AS VARCHAR) "
+            "AS retrieval_details, error, domain, l1_status, fallback, top_entry_id FROM tool_invocation"
+        ),
+        preserve_index=False,
+    )
+    template_path, db_path = workdir / "invocation-templates.parquet", workdir / "dashboard.duckdb"
+    pq.write_table(templates, template_path)
+    common = ["--memory-limit", budget.memory_limit, "--threads", str(budget.threads)]
+    log(f"invocation store: inserting {rows} rows from {templates.num_rows} recorded ones (DuckDB within {budget.memory_limit})")
+    inserted = _child(["insert", str(db_path), str(template_path), str(rows), str(seed), *common])
+    log(f"invocation store: {inserted['insert_rows_per_s']:,} rows/s, peak RSS {inserted['insert_peak_rss_mb']} MB")
+    queried = _child(["queries", str(db_path), str(repeats), *common])
+    return {"rows": rows, "templates": templates.num_rows, "memory_limit": budget.memory_limit, **inserted, **queried}
+
+
+def main(argv: list[str]) -> None:
+    """insert DB TEMPLATES ROWS SEED | queries DB REPEATS, then --memory-limit M --threads N; prints JSON."""
+    budget = DbBudget(argv[argv.index("--memory-limit") + 1], int(argv[argv.index("--threads") + 1]))
+    if argv[0] == "insert":
+        figures = insert_synthetic(Path(argv[1]), pq.read_table(argv[2]), int(argv[3]), seed=int(argv[4]), budget=budget)
+    else:
+        figures = time_queries(Path(argv[1]), budget=budget, repeats=int(argv[2]))
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

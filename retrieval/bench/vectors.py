@@ -1,0 +1,190 @@
+"""Synthetic corpus vectors for `python -m retrieval bench --vectors synthetic`, and the filter-strategy figures.
+
+Embedding every chunk of a 100,000-entry knowledge base (about 480,000 chunks) takes some 14 h on 2 cores.
+With synthetic vectors a chunk whose heading starts "<component> <symptom>" (the synthetic generator's titles)
+gets the real embeddings of that component and that symptom (85 + 36 short texts, embedded once), summed, plus
+small Gaussian noise, renormalised: chunks of one pair are near neighbours, chunks sharing a component or a
+symptom are nearer than the rest, as real chunks would be. Ingest then times Weaviate's side only. Queries
+are still embedded by the model. Figures that depend on which chunk is nearest (quality) mean nothing on such
+a corpus; latency, growth and memory do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from weaviate.classes.config import Reconfigure, VectorFilterStrategy
+
+from retrieval.bench import synthetic
+from retrieval.bench.common import pct
+from retrieval.core.chunking import chunk_entry
+from retrieval.core.corpus import Corpus
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.store.embedding import Embedder
+from retrieval.store.weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF, KnowledgeStore
+
+NOISE = 0.03  # per dimension: a noise vector of norm about 0.6 against a pair's vector of norm about 1.5
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _squeezed(text: str) -> str:
+    """Lower-case letters and digits only: the card's split words ('S 3 bucket') match the title's ('S3 bucket')."""
+    return "".join(_WORDS.findall(text.lower()))
+
+
+def _text_key(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+class SyntheticVectors:
+    """An embedder for ingest whose chunk vectors are synthetic (see the module doc); queries use the model.
+
+    A chunk's pair is the longest "<component> <symptom>" its first line starts with (word by word, lower
+    case, spaces ignored), or one picked by a hash of its text; its noise is seeded by `seed` and that hash, so a text gets the
+    same vector whatever batch it comes in."""
+
+    def __init__(
+        self,
+        model: Embedder,
+        *,
+        seed: int,
+        components: Sequence[str] | None = None,
+        symptoms: Sequence[str] | None = None,
+        noise: float = NOISE,
+    ) -> None:
+        self.model, self.seed, self.noise = model, seed, noise
+        self.tokenizer, self.max_tokens, self.dimensions = model.tokenizer, model.max_tokens, model.dimensions
+        comps = list(components if components is not None else (c for cs in synthetic.DOMAINS.values() for c in cs))
+        syms = list(symptoms if symptoms is not None else synthetic.SYMPTOMS)
+        if not comps or not syms:
+            raise ValueError("synthetic vectors need at least one component and one symptom")
+        self.templates = comps + syms
+        vecs = model.embed(self.templates, batch_size=64).astype(np.float64)
+        self._comp, self._sym = vecs[: len(comps)], vecs[len(comps) :]
+        self._pairs = [(i, j) for i in range(len(comps)) for j in range(len(syms))]
+        self._index = {_squeezed(c + s): n for n, (c, s) in enumerate((c, s) for c in comps for s in syms)}
+        self._longest = max(len(_WORDS.findall(f"{c} {s}")) for c in comps for s in syms) + 2
+
+    def pair_of(self, text: str) -> tuple[int, int]:
+        """(component, symptom) indices of a chunk."""
+        words = _WORDS.findall(text.split("\n", 1)[0].lower())
+        for n in range(min(len(words), self._longest), 1, -1):
+            hit = self._index.get("".join(words[:n]))
+            if hit is not None:
+                return self._pairs[hit]
+        return self._pairs[_text_key(text) % len(self._pairs)]
+
+    def embed(self, texts: Sequence[str], **_: Any) -> np.ndarray:
+        if not len(texts):
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        pairs = np.array([self.pair_of(t) for t in texts])
+        noise = np.stack(
+            [np.random.default_rng([self.seed, _text_key(t)]).normal(0.0, self.noise, self.dimensions) for t in texts]
+        )
+        out = self._comp[pairs[:, 0]] + self._sym[pairs[:, 1]] + noise
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.model.embed_query(text)
+
+    def describe(self) -> str:
+        return (
+            f"SYNTHETIC corpus vectors: each chunk = the real embeddings of its title's component and symptom "
+            f"({len(self._comp)} + {len(self._sym)} texts) summed, + Gaussian noise (sigma {self.noise} per dimension), "
+            "renormalised; queries embedded by the model. Latency, growth and memory only: no quality figure holds."
+        )
+
+
+STRATEGIES = (  # (label, filter strategy, flatSearchCutoff; None keeps Weaviate's default of 40,000)
+    ("acorn", VectorFilterStrategy.ACORN, None),
+    ("sweeping", VectorFilterStrategy.SWEEPING, None),
+    ("acorn, cutoff 300", VectorFilterStrategy.ACORN, 300),
+    ("acorn, cutoff 1000", VectorFilterStrategy.ACORN, 1000),
+    ("acorn, cutoff 3000", VectorFilterStrategy.ACORN, 3000),
+    ("sweeping, cutoff 1000", VectorFilterStrategy.SWEEPING, 1000),
+)
+
+
+def _reconfigure(store: KnowledgeStore, strategy: VectorFilterStrategy, cutoff: int) -> None:
+    store.collection.config.update(
+        vector_config=Reconfigure.Vectors.update(
+            name="default",
+            vector_index_config=Reconfigure.VectorIndex.hnsw(filter_strategy=strategy, flat_search_cutoff=cutoff),
+        )
+    )
+
+
+def filter_strategies(
+    store: KnowledgeStore, vectors: Sequence[np.ndarray], categories: Sequence[str], *, k: int
+) -> dict[str, dict[str, Any]]:
+    """Filtered against unfiltered L1 under each filter strategy, interleaved query by query; the collection's
+    own settings (FILTER_STRATEGY, FLAT_SEARCH_CUTOFF) are restored at the end. The vectors should be cached
+    query vectors."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        for label, strategy, cutoff in STRATEGIES:
+            _reconfigure(store, strategy, 40_000 if cutoff is None else cutoff)
+            unf: list[float] = []
+            fil: list[float] = []
+            for i, vec in enumerate(vectors):
+                pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
+                for sink, category in pair if i % 2 == 0 else pair[::-1]:
+                    t0 = time.perf_counter()
+                    store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vec, category=category))
+                    sink.append((time.perf_counter() - t0) * 1000)
+            u, f = pct(unf, 50), pct(fil, 50)
+            out[label] = {
+                "unfiltered_p50_ms": u,
+                "filtered_p50_ms": f,
+                "filtered_over_unfiltered": round(f / u, 3) if u and f is not None else None,
+                "loadavg": round(os.getloadavg()[0], 2),
+            }
+    finally:
+        _reconfigure(store, VectorFilterStrategy(FILTER_STRATEGY), FLAT_SEARCH_CUTOFF)
+    return out
+
+
+def filtered_recall(
+    store: KnowledgeStore,
+    corpus: Corpus,
+    embedder: Any,
+    queries: Sequence[np.ndarray],
+    categories: Sequence[str],
+    *,
+    k: int,
+    per_category: int = 25,
+) -> dict[str, Any]:
+    """Recall@k of the collection's filtered search (its own filter settings) against the exact filtered
+    ranking: every chunk of the category embedded again here by `embedder` (the one ingest used, so the same
+    vectors), compared with the query by cosine in numpy, each entry ranked by its best chunk."""
+    recalls: list[float] = []
+    for c, category in enumerate(categories):
+        entries = [e for e in corpus.entries if e.domain == category]
+        chunks = [ch for e in entries for ch in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)]
+        if not chunks:
+            continue
+        matrix = np.asarray(embedder.embed([ch.text for ch in chunks]), dtype=np.float32)
+        owners = np.array([ch.entry_id for ch in chunks])
+        for vec in queries[c * per_category : (c + 1) * per_category]:
+            q = np.asarray(vec, dtype=np.float32)
+            sims = matrix @ (q / np.linalg.norm(q))
+            best: dict[str, float] = {}
+            for i in np.argsort(-sims):  # best chunk first: the first k distinct entries are the exact top k
+                best.setdefault(str(owners[i]), float(sims[i]))
+                if len(best) == k:
+                    break
+            found = {cand.entry_id for cand in store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vec, category=category))}
+            recalls.append(len(found & set(best)) / len(best))
+    return {
+        "filtered_recall": round(float(np.mean(recalls)), 4) if recalls else None,
+        "min": round(float(np.min(recalls)), 4) if recalls else None,
+        "queries": len(recalls),
+        "categories": list(categories),
+        "settings": {"filter_strategy": FILTER_STRATEGY, "flat_search_cutoff": FLAT_SEARCH_CUTOFF},
+    }

@@ -1,0 +1,234 @@
+"""How L0 evidence and L1 candidates combine into the final ranking, and how relevance is assessed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval.core.candidates import Candidate
+from retrieval.core.hints import EntryMatch
+from retrieval.core.support import SupportFeatures, SupportModel, features_of
+
+
+@dataclass(frozen=True)
+class ResultItem:
+    """One final result. `source` is L0, L1 or both; `ranks` says at which rank each signal (vector,
+    bm25, l0) found it; `l1_score` is the cosine similarity of the query to the entry's best chunk; `named`:
+    the query holds its whole title or file name (L0)."""
+
+    entry_id: str
+    title: str
+    domain: str
+    score: float
+    source: str
+    l0_score: float | None = None
+    l1_score: float | None = None
+    lexical_score: float | None = None
+    ranks: tuple[tuple[str, int], ...] = ()
+    named: bool = False
+    text: str = field(default="", compare=False, repr=False)  # its best L1 chunk's text (an excerpt); "" for L0 alone
+
+    @property
+    def signals(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.ranks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "title": self.title,
+            "domain": self.domain,
+            "score": round(self.score, 5),
+            "source": self.source,
+            "l0_score": None if self.l0_score is None else round(self.l0_score, 4),
+            "l1_score": None if self.l1_score is None else round(self.l1_score, 5),
+            "lexical_score": None if self.lexical_score is None else round(self.lexical_score, 4),
+            "ranks": dict(self.ranks),
+            "named": self.named,
+        }
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """How much each signal counts once it is scaled to its best candidate of the query (1.0); `named` is
+    added for an entry the query names in full (its whole title or file name, see hints.named_keys)."""
+
+    vector: float = 1.0
+    lexical: float = 1.0
+    l0: float = 0.0
+    named: float = 0.0
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """How far the top result can be trusted. `confidence`: the estimated chance that it is right (None when
+    nothing semantic was there to estimate from); `semantic_support`: the claim made from it."""
+
+    semantic_support: bool
+    level: str  # high | medium | low | none
+    reason: str
+    confidence: float | None = None
+    threshold: float | None = None
+    features: SupportFeatures | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "semantic_support": self.semantic_support,
+            "level": self.level,
+            "reason": self.reason,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "threshold": self.threshold,
+            "features": None if self.features is None else self.features.to_dict(),
+        }
+
+
+def _scaled(scores: dict[str, float]) -> dict[str, float]:
+    """Each score over the query's best one: 1.0 for the best, 0 for nothing (negatives clip to 0)."""
+    best = max(scores.values(), default=0.0)
+    return {e: max(v, 0.0) / best for e, v in scores.items()} if best > 0 else {e: 0.0 for e in scores}
+
+
+def fuse(
+    l0: Sequence[EntryMatch],
+    vector: Sequence[Candidate],
+    lexical: Sequence[Candidate] = (),
+    *,
+    k: int,
+    weights: FusionWeights = FusionWeights(),
+) -> list[ResultItem]:
+    """Per-query scaled scores of each signal, weighted and summed: a signal whose raw scale is larger
+    (BM25 against a cosine) counts no more for it. Entries only L0 found come after every entry that L1
+    (vector or lexical) found; with no L1 candidates at all, the ranking is L0's own. An entry the query
+    names in full gets `weights.named` more: an alert notification carries its alert's name.
+    """
+    best_l0 = max((m.score for m in l0), default=0.0) or 1.0
+    l0_by_id = {m.entry_id: m for m in l0}
+    if not vector and not lexical:
+        items = [
+            ResultItem(
+                m.entry_id, m.title, m.domain, m.score / best_l0, "L0", l0_score=m.score, ranks=(("l0", i + 1),), named=m.named
+            )
+            for i, m in enumerate(l0)
+        ]
+        return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
+    signals = {"vector": list(vector), "bm25": list(lexical)}
+    scaled = {name: _scaled({c.entry_id: c.score for c in found}) for name, found in signals.items()}
+    scaled["l0"] = {m.entry_id: m.score / best_l0 for m in l0}
+    weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
+    ranks = {name: {c.entry_id: i + 1 for i, c in enumerate(found)} for name, found in signals.items()}
+    ranks["l0"] = {m.entry_id: i + 1 for i, m in enumerate(l0)}
+    first: dict[str, Candidate] = {}
+    for found in (vector, lexical):
+        for c in found:
+            first.setdefault(c.entry_id, c)
+    sims = {c.entry_id: c.similarity for found in (lexical, vector) for c in found if c.similarity is not None}
+    lex_scores = {c.entry_id: c.score for c in lexical}
+    items = []
+    for entry_id, c in first.items():
+        m = l0_by_id.get(entry_id)
+        score = sum(weight[name] * scaled[name].get(entry_id, 0.0) for name in weight)
+        named = m is not None and m.named
+        score += weights.named if named else 0.0
+        items.append(
+            ResultItem(
+                entry_id,
+                c.title,
+                c.domain,
+                score,
+                "both" if m else "L1",
+                l0_score=m.score if m else None,
+                l1_score=sims.get(entry_id),
+                lexical_score=lex_scores.get(entry_id),
+                ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0") if entry_id in ranks[name]),
+                named=named,
+                text=c.snippet,
+            )
+        )
+    floor = min(i.score for i in items)
+    for i, m in enumerate(l0):
+        if m.entry_id not in first:
+            # Below every L1-supported result: L0 alone never outranks semantic evidence.
+            items.append(
+                ResultItem(
+                    m.entry_id,
+                    m.title,
+                    m.domain,
+                    floor * (m.score / best_l0) * 0.5,
+                    "L0",
+                    l0_score=m.score,
+                    ranks=(("l0", i + 1),),
+                    named=m.named,
+                )
+            )
+    return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
+
+
+SIGNAL_NAMES = {"vector": "vector", "bm25": "BM25F", "l0": "L0"}
+
+
+def explain(item: ResultItem, weights: FusionWeights) -> str:
+    """One line on which signals placed a result where: each signal's rank, and what its score sums."""
+    found = ", ".join(f"{SIGNAL_NAMES[name]} #{rank}" for name, rank in item.ranks)
+    if item.source == "L0":
+        return f"{found} only: ranked by its L0 score, after every entry L1 found"
+    weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
+    counted = [f"{weight[name]:g}×{SIGNAL_NAMES[name]}" for name in item.signals if weight[name] > 0]
+    ignored = [SIGNAL_NAMES[name] for name in item.signals if weight[name] <= 0]
+    if item.named and weights.named > 0:
+        counted.append(f"{weights.named:g} for being named in full")
+    text = f"{found}; score = {' + '.join(counted) or '0'} (each scaled to this query's best)"
+    return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
+
+
+HIGH_CONFIDENCE = 0.8
+
+
+def assess(
+    results: Sequence[ResultItem],
+    l1_status: str,
+    *,
+    support: SupportModel,
+    vector: Sequence[Candidate] = (),
+    lexical: Sequence[Candidate] = (),
+    query: str = "",
+    threshold: float | None = None,
+) -> Relevance:
+    """Relevance of the top result: the support estimate (`support`, fitted for the embedding model) from the
+    ranking and the candidates of both L1 queries, and the claim at `threshold` (default: the model's). An
+    entry the query names in full is supported whatever the estimate: the user said which entry they meant."""
+    if not results:
+        return Relevance(False, "none", f"no L0 match and L1 {l1_status}: nothing found")
+    top = results[0]
+    if top.l1_score is None and not (vector or lexical):
+        return Relevance(False, "low", f"keyword evidence only (L0); L1 {l1_status}, so no semantic support")
+    cut = support.cut(threshold)
+    features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
+    chance = support.probability(features)
+    l0 = "; L0 agrees" if top.source == "both" else ""
+    evidence = (
+        f"similarity {features.similarity:.2f} ({features.similarity_margin:+.2f} over the next entry), "
+        f"BM25F {features.lexical_per_word:.1f} per query word"
+    )
+    if top.named:
+        return Relevance(
+            True, "high", f"the query names this entry in full (its title or file name); {evidence}{l0}", chance, cut, features
+        )
+    if chance >= cut:
+        level = "high" if chance >= max(HIGH_CONFIDENCE, cut) else "medium"
+        return Relevance(
+            True,
+            level,
+            f"an estimated {chance:.0%} chance that it is right (support from {cut:.0%}): {evidence}{l0}",
+            chance,
+            cut,
+            features,
+        )
+    return Relevance(
+        False,
+        "low",
+        f"an estimated {chance:.0%} chance that it is right, below {cut:.0%}: {evidence}; a neighbour, not semantic "
+        f"support; the corpus may not answer this{l0}",
+        chance,
+        cut,
+        features,
+    )

@@ -1,0 +1,357 @@
+"""Run an eval set through four configurations on the same cases; metrics and significance through ranx."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from retrieval.config import EVAL_SETTINGS, Settings
+from retrieval.core.lookup import LookupServices, search_text
+from retrieval.core.routing import category_filter
+from retrieval.core.support import auc, support_model
+from retrieval.errors import EvalSetError
+from retrieval.evals.cases import CaseResult, ConfigOutcome
+from retrieval.evals.configs import CONFIGS, DEPTH, ConfigRun, run_case
+from retrieval.evals.routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
+from retrieval.evals.sets import EvalSet
+
+METRICS = {"hit@1": "hit_rate@1", "recall@5": "recall@5", "mrr@10": "mrr@10", "ndcg@10": "ndcg@10"}
+# The routing and support figures of a configuration, in the order tables show them.
+ROUTING_FIGURES = (
+    "filter_applied_rate",
+    "routing_accuracy",
+    "filter_excluded_rate",
+    "fallback_rate",
+    "correct_supported_rate",
+    "unanswerable_unsupported_rate",
+)
+SMALL_SAMPLE = 30
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    eval_set: str
+    run_tag: str
+    created_at: str
+    settings: dict[str, Any]
+    configs: tuple[str, ...]
+    metrics: dict[str, dict[str, float]]
+    significance: dict[str, Any]
+    routing: dict[str, dict[str, Any]]
+    confusion: dict[str, dict[str, int]]
+    latency: dict[str, dict[str, float | None]]
+    cases: tuple[CaseResult, ...]
+    warnings: list[str]
+    filter_effect: dict[str, Any] = field(default_factory=dict)  # l1_filtered against l1_unfiltered, when both ran
+
+    def __post_init__(self) -> None:
+        # rows given as their JSON (a saved run's, or built by hand) become typed rows
+        rows = tuple(c if isinstance(c, CaseResult) else CaseResult.from_dict(c) for c in self.cases)
+        object.__setattr__(self, "cases", rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "eval_set": self.eval_set,
+            "run_tag": self.run_tag,
+            "created_at": self.created_at,
+            "settings": self.settings,
+            "configs": self.metrics,
+            "significance": self.significance,
+            "routing": self.routing,
+            "confusion": self.confusion,
+            "latency": self.latency,
+            "cases": [c.to_dict() for c in self.cases],
+            "warnings": self.warnings,
+            "filter_effect": self.filter_effect,
+        }
+
+    def metrics_table(self) -> list[dict[str, Any]]:
+        """One row per configuration: its metrics and routing figures."""
+        rows = []
+        for name in self.configs:
+            row = {"config": name, **{k: self.metrics[name][k] for k in METRICS}}
+            r = self.routing.get(name, {})
+            row.update({k: r.get(k) for k in ROUTING_FIGURES})
+            rows.append(row)
+        return rows
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    return None if not values else float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _outcome(r: ConfigRun, expected: dict[str, int]) -> ConfigOutcome:
+    return ConfigOutcome(
+        r.rank_of(expected),
+        r.ranking,
+        r.category,
+        r.layer,
+        r.l1_status,
+        r.fallback,
+        r.semantic_support,
+        r.support_score,
+        r.support_lexical,
+        r.confidence,
+    )
+
+
+def _ranx_runs(eval_set: EvalSet, runs: dict[str, list[ConfigRun]]):
+    from ranx import Qrels, Run
+
+    answerable = {c.id: c for c in eval_set.cases if c.answerable}
+    qrels = Qrels({cid: dict(c.expected) for cid, c in answerable.items()})
+    ranx_runs = {}
+    for name, case_runs in runs.items():
+        scores = {}
+        for r in case_runs:
+            if r.case_id in answerable:
+                n = len(r.ranking)
+                scores[r.case_id] = {entry_id: float(n - i) for i, entry_id in enumerate(r.ranking)}
+        ranx_runs[name] = Run(scores, name=name)
+    return qrels, ranx_runs
+
+
+def compute_metrics(qrels, ranx_runs: dict) -> dict[str, dict[str, float]]:
+    from ranx import evaluate
+
+    out = {}
+    for name, run in ranx_runs.items():
+        values = evaluate(qrels, run, list(METRICS.values()), make_comparable=True)
+        out[name] = {short: float(values[long]) for short, long in METRICS.items()}
+    return out
+
+
+def compute_significance(qrels, ranx_runs: dict, *, stat_test: str = "student") -> dict[str, Any]:
+    """Paired test between every two configurations, per metric: p-values and whether p < 0.05."""
+    from ranx import compare
+
+    names = list(ranx_runs)
+    if len(names) < 2:
+        return {"stat_test": stat_test, "alpha": ALPHA, "pairs": []}
+    report = compare(
+        qrels,
+        runs=[ranx_runs[n] for n in names],
+        metrics=list(METRICS.values()),
+        stat_test=stat_test,
+        max_p=ALPHA,
+        make_comparable=True,
+    ).to_dict()
+    pairs = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            for short, long in METRICS.items():
+                p = float(report[a]["comparisons"][b][long])
+                pairs.append(
+                    {
+                        "a": a,
+                        "b": b,
+                        "metric": short,
+                        "p_value": None if math.isnan(p) else p,
+                        "significant": (not math.isnan(p)) and p < ALPHA,
+                        "a_score": float(report[a]["scores"][long]),
+                        "b_score": float(report[b]["scores"][long]),
+                    }
+                )
+    return {"stat_test": stat_test, "alpha": ALPHA, "pairs": pairs}
+
+
+def run_eval(
+    eval_set: EvalSet,
+    services: LookupServices,
+    settings: Settings,
+    *,
+    configs: Sequence[str] = CONFIGS,
+    progress: Callable[[int, int], None] | None = None,
+    stat_test: str = "student",
+    run_tag: str | None = None,
+) -> EvalReport:
+    """Every case through every configuration. Query embeddings are computed once and shared."""
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise EvalSetError(f"unknown configuration(s): {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
+    if any(c != "l0_only" for c in configs):
+        if services.store is None or services.embedder is None:
+            raise EvalSetError(
+                f"configurations {', '.join(c for c in configs if c != 'l0_only')} need L1, which is unavailable: "
+                f"{services.l1_unavailable or 'not connected'}"
+            )
+        services.embedder.prime([c.query for c in eval_set.cases])
+    settings = settings.with_(top_k=max(DEPTH, settings.top_k))
+    run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+    runs: dict[str, list[ConfigRun]] = {c: [] for c in configs}
+    total, done = len(eval_set.cases) * len(configs), 0
+    for case in eval_set.cases:
+        for config in configs:
+            runs[config].append(run_case(case, config, services, settings, run_tag))
+            done += 1
+            if progress:
+                progress(done, total)
+    answerable = sum(c.answerable for c in eval_set.cases)
+    qrels, ranx_runs = _ranx_runs(eval_set, runs) if answerable else (None, {})
+    warnings = []
+    if answerable < SMALL_SAMPLE:
+        warnings.append(f"only {answerable} answerable cases: significance tests are unreliable below {SMALL_SAMPLE}")
+    metrics = compute_metrics(qrels, ranx_runs) if answerable else {c: {m: float("nan") for m in METRICS} for c in configs}
+    significance = compute_significance(qrels, ranx_runs, stat_test=stat_test) if answerable else {"pairs": []}
+    entry_domains = {e.entry_id: e.domain for e in services.l0.entries.values()}
+    cases_by_id = {c.id: c for c in eval_set.cases}
+    routing: dict[str, dict[str, Any]] = {}
+    latency: dict[str, dict[str, float | None]] = {}
+    for config, case_runs in runs.items():
+        obs = [
+            RoutingObservation(
+                r.case_id,
+                cases_by_id[r.case_id].domain,
+                tuple(e for e, g in cases_by_id[r.case_id].expected.items() if g > 0),
+                r.category,
+                r.fallback,
+                r.semantic_support,
+                r.ranking[0] if r.ranking else None,
+            )
+            for r in case_runs
+        ]
+        routing[config] = routing_metrics(obs, entry_domains)
+        # how well the support estimate tells right top results from wrong and unanswerable ones
+        scored = [(r.confidence, r.rank_of(cases_by_id[r.case_id].expected) == 1) for r in case_runs]
+        routing[config]["support_auc"] = auc([c for c, _ in scored if c is not None], [ok for c, ok in scored if c is not None])
+        stages = sorted({s for r in case_runs for s in r.timings_ms})
+        latency[config] = {
+            f"{s}_{name}": _percentile([r.timings_ms[s] for r in case_runs if s in r.timings_ms], q)
+            for s in stages
+            for name, q in (("p50", 50), ("p95", 95))
+        }
+    conf = confusion(
+        RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
+        for r in runs.get("l1_filtered") or runs.get("lookup") or []
+    )
+    cases_out: list[CaseResult] = []
+    for i, case in enumerate(eval_set.cases):
+        per = {config: _outcome(runs[config][i], case.expected) for config in configs}
+        l0_domains = services.l0.match(search_text(case.query)).domains
+        cases_out.append(
+            CaseResult(case.id, case.query, case.expected, case.domain, tuple(l0_domains), category_filter(l0_domains), per)
+        )
+    effect = {}
+    if {"l1_unfiltered", "l1_filtered"} <= set(configs):
+        effect = filter_effect(
+            (c.id, c.configs["l1_filtered"].category is not None, c.configs["l1_unfiltered"].rr, c.configs["l1_filtered"].rr)
+            for c in cases_out
+            if c.expected
+        )
+    return EvalReport(
+        eval_set=eval_set.name,
+        run_tag=run_tag,
+        created_at=datetime.now(UTC).isoformat(),
+        settings={
+            **{name: getattr(settings, name) for name in EVAL_SETTINGS},
+            "support_threshold": support_model(settings.embedding_model).cut(settings.support_threshold),
+            "collection": settings.collection,
+            "cases": len(eval_set.cases),
+            "answerable": answerable,
+        },
+        configs=tuple(configs),
+        metrics=metrics,
+        significance=significance,
+        routing=routing,
+        confusion=conf,
+        latency=latency,
+        cases=tuple(cases_out),
+        warnings=warnings,
+        filter_effect=effect,
+    )
+
+
+def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str, Any]]:
+    """Per case of one configuration: its top result's support score (similarity) and BM25F score, whether
+    it claimed support, and the outcome: right (top result expected), wrong, or unanswerable (nothing expected)."""
+    out = []
+    for case in report.cases:
+        outcome_of = case.configs.get(config)
+        if outcome_of is None:
+            continue
+        run = outcome_of.to_dict()  # its figures as recorded (rounded)
+        if not case.expected:
+            outcome = "unanswerable"
+        elif outcome_of.rank == 1:
+            outcome = "right"
+        else:
+            outcome = "wrong"
+        out.append(
+            {
+                "case": case.id,
+                "outcome": outcome,
+                "support_score": run["support_score"],
+                "support_lexical": run["support_lexical"],
+                "confidence": run["confidence"],
+                "semantic_support": outcome_of.semantic_support,
+            }
+        )
+    return out
+
+
+def parse_threshold(text: str) -> tuple[str, str, float]:
+    """'lookup:mrr@10=0.9' -> ('lookup', 'mrr@10', 0.9)."""
+    try:
+        left, value = text.split("=", 1)
+        config, metric = left.split(":", 1)
+        number = float(value)
+    except ValueError as exc:
+        raise EvalSetError(f"--min '{text}': expected CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9") from exc
+    if config not in CONFIGS or metric not in METRICS:
+        raise EvalSetError(f"--min '{text}': config must be one of {', '.join(CONFIGS)} and metric one of {', '.join(METRICS)}")
+    return config, metric, number
+
+
+def check_gates(
+    report: EvalReport, thresholds: Sequence[str], baseline: dict[str, Any] | None = None, eval_set: EvalSet | None = None
+) -> list[str]:
+    """Failures: thresholds not met, and configurations significantly worse than a saved baseline run."""
+    failures = []
+    for text in thresholds:
+        config, metric, want = parse_threshold(text)
+        if config not in report.metrics:
+            failures.append(f"{text}: configuration {config} was not run")
+            continue
+        got = report.metrics[config][metric]
+        if not got >= want:
+            failures.append(f"{config} {metric} = {got:.4f} is below the threshold {want}")
+    if baseline is not None and eval_set is not None:
+        failures.extend(_baseline_regressions(report, baseline, eval_set))
+    return failures
+
+
+def _baseline_regressions(report: EvalReport, baseline: dict[str, Any], eval_set: EvalSet) -> list[str]:
+    from ranx import Qrels, Run, compare
+
+    answerable = {c.id: c for c in eval_set.cases if c.answerable}
+    qrels = Qrels({cid: dict(c.expected) for cid, c in answerable.items()})
+    failures = []
+
+    def run_from(cases: list[dict[str, Any]], config: str, name: str):
+        scores = {}
+        for case in cases:
+            if case["id"] in answerable and config in case.get("configs", {}):
+                ranking = case["configs"][config]["ranking"]
+                scores[case["id"]] = {e: float(len(ranking) - i) for i, e in enumerate(ranking)}
+        return Run(scores, name=name) if scores else None
+
+    for config in report.configs:
+        old = run_from(baseline.get("cases", []), config, "baseline")
+        new = run_from([c.to_dict() for c in report.cases], config, "current")
+        if old is None or new is None:
+            continue
+        cmp = compare(
+            qrels, runs=[old, new], metrics=list(METRICS.values()), stat_test="student", max_p=ALPHA, make_comparable=True
+        ).to_dict()
+        for short, long in METRICS.items():
+            p = float(cmp["current"]["comparisons"]["baseline"][long])
+            before, after = cmp["baseline"]["scores"][long], cmp["current"]["scores"][long]
+            if after < before and not math.isnan(p) and p < ALPHA:
+                failures.append(f"{config} {short} fell from {before:.4f} to {after:.4f} against the baseline (p = {p:.4f})")
+    return failures

@@ -1,0 +1,286 @@
+"""The invocations dashboard: filters as data (`InvocationFilter.where()` -> (sql, params)), and every
+frame the page draws, read over one short-lived read-only connection.
+
+The queries read typed columns and the child tables the store writes (stage timings, invocation_keyword),
+never the JSON of every row: on 1M rows each stays under 200 ms (retrieval.bench.runner measures them)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import duckdb
+import pandas as pd
+
+from retrieval.errors import StoreError
+from retrieval.records.db_budget import duckdb_frames
+from retrieval.records.invocations import COLUMNS, STAGES, InvocationStore
+
+SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
+# What people read first: when, what was asked, which layer answered, the top entry, how long; the id last.
+ROW_COLUMNS = (
+    "created_at",
+    "input",
+    "layer",
+    "top_entry_id",
+    "latency_ms",
+    "domain",
+    "fallback",
+    "l1_status",
+    "status",
+    "session_tag",
+    "error",
+    "id",
+)
+
+
+@dataclass(frozen=True)
+class InvocationFilter:
+    """What the Invocations page filters on; empty tuples mean "any"."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    layers: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    session_tags: tuple[str, ...] = ()
+    fallback_only: bool = False
+    text: str = ""
+
+    def where(self) -> tuple[str, list[Any]]:
+        """The WHERE clause (without the keyword) and its parameters."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if self.since is not None:
+            clauses.append("created_at >= CAST(? AS TIMESTAMPTZ)")
+            params.append(_iso(self.since))
+        if self.until is not None:
+            clauses.append("created_at < CAST(? AS TIMESTAMPTZ)")
+            params.append(_iso(self.until))
+        for column, values in (
+            ("layer", self.layers),
+            ("domain", self.domains),
+            ("status", self.statuses),
+            ("session_tag", self.session_tags),
+        ):
+            if values:
+                clauses.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                params.extend(values)
+        if self.fallback_only:
+            clauses.append("fallback")
+        if self.text.strip():
+            clauses.append("contains(lower(input), lower(?))")  # a plain substring: no LIKE wildcards
+            params.append(self.text.strip())
+        return (" AND ".join(clauses) or "TRUE"), params
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """The values each filter can take, read from the store."""
+
+    layers: tuple[str, ...]
+    domains: tuple[str, ...]
+    statuses: tuple[str, ...]
+    session_tags: tuple[str, ...]
+    first: datetime | None
+    last: datetime | None
+    total: int
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    total: int  # calls matching the filter
+    fallbacks: int
+    median_latency_ms: float | None
+    rows: pd.DataFrame  # newest first, up to the row limit (retrieval_details: see details_for)
+    calls_over_time: pd.DataFrame  # bucket, layer, calls
+    stage_latency: pd.DataFrame  # stage, calls, p50_ms, p95_ms, mean_ms, over every matching call
+    stage_samples: pd.DataFrame  # id, stage, ms of up to SAMPLE_CALLS matching calls (for a distribution chart)
+    fallback_over_time: pd.DataFrame  # bucket, calls, fallbacks, rate
+    top_domains: pd.DataFrame  # domain, calls
+    top_keywords: pd.DataFrame  # keyword, field, calls
+    bucket: str  # minute | hour | day
+
+    @property
+    def fallback_rate(self) -> float | None:
+        return self.fallbacks / self.total if self.total else None
+
+
+def _triples(values) -> list[tuple]:
+    return [tuple(values[i : i + 3]) for i in range(0, len(values), 3)]
+
+
+def _iso(moment: datetime) -> str:
+    """ISO text for a bound timestamp (a naive datetime is taken as UTC); DuckDB casts it to TIMESTAMPTZ."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+# Reading TIMESTAMPTZ scalars into Python needs pytz; UTC as naive TIMESTAMP, made aware here, does not.
+_UTC = "timezone('UTC', {})"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def pick_bucket(first: datetime | None, last: datetime | None) -> str:
+    """A time bucket that gives a readable number of bars for the span."""
+    if first is None or last is None:
+        return "hour"
+    span = last - first
+    if span <= timedelta(hours=3):
+        return "minute"
+    if span <= timedelta(days=7):
+        return "hour"
+    return "day"
+
+
+T = TypeVar("T")
+
+
+def _read(store: InvocationStore, fn: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    with contextlib.suppress(Exception):  # rows still in the spool show on a later read
+        store.flush(timeout_s=2.0)
+    with duckdb_frames():
+        return store.with_connection(fn, read_only=True)
+
+
+def _one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
+    """The row of an aggregate query, which always has one."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("an aggregate query over tool_invocation returned no row")
+    return row
+
+
+def filter_options(store: InvocationStore) -> FilterOptions:
+    def run(con: duckdb.DuckDBPyConnection) -> FilterOptions:
+        def distinct(column: str) -> tuple[str, ...]:
+            rows = con.execute(f"SELECT DISTINCT {column} FROM tool_invocation WHERE {column} IS NOT NULL ORDER BY 1").fetchall()
+            return tuple(str(r[0]) for r in rows)
+
+        first, last, total = _one_row(
+            con.execute(
+                f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation"
+            )
+        )
+        return FilterOptions(
+            distinct("layer"),
+            distinct("domain"),
+            distinct("status"),
+            distinct("session_tag"),
+            _aware(first),
+            _aware(last),
+            int(total),
+        )
+
+    return _read(store, run)
+
+
+def load_dashboard(
+    store: InvocationStore, flt: InvocationFilter, *, row_limit: int = 500, top_n: int = 10, bucket: str | None = None
+) -> Dashboard:
+    """Every frame of the Invocations page for one filter, over one connection."""
+    where, params = flt.where()
+
+    def run(con: duckdb.DuckDBPyConnection) -> Dashboard:
+        def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
+            return con.execute(sql, params + (extra or [])).df()
+
+        # One scan for the figures and the per-stage p50/p95 (they were two queries over every matching row).
+        aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
+        total, fallbacks, median, first, last, *figures = _one_row(
+            con.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
+                f"{_UTC.format('max(created_at)')}, {aggregates} FROM tool_invocation WHERE {where}",
+                params,
+            )
+        )
+        unit = bucket or pick_bucket(first, last)
+        rows = df(
+            f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?",
+            [int(row_limit)],
+        )
+        # One scan for both charts over time: calls per bucket and layer, and the fallbacks among them.
+        per_layer = df(
+            f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
+            f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
+            "GROUP BY ALL ORDER BY bucket, layer"
+        )
+        over_time = per_layer[["bucket", "layer", "calls"]].reset_index(drop=True)
+        latency = pd.DataFrame(
+            [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures), strict=True) if n],
+            columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"],
+        )
+        # The sample is taken of the filtered calls: USING SAMPLE beside a WHERE would sample before it.
+        samples = df(
+            f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
+            f"FROM tool_invocation WHERE {where}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
+            f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms"
+        )
+        fallback = per_layer.groupby("bucket", as_index=False, sort=True)[["calls", "fallbacks"]].sum()
+        fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
+        domains = df(
+            f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "
+            f"WHERE {where} GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
+            [int(top_n)],
+        )
+        matching = "" if where == "TRUE" else f"WHERE invocation_id IN (SELECT id FROM tool_invocation WHERE {where}) "
+        keywords = df(
+            f"SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword {matching}"
+            "GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
+            [int(top_n)],
+        )
+        return Dashboard(
+            int(total),
+            int(fallbacks),
+            None if median is None else float(median),
+            rows,
+            over_time,
+            latency,
+            samples,
+            fallback,
+            domains,
+            keywords,
+            unit,
+        )
+
+    return _read(store, run)
+
+
+def export_frame(store: InvocationStore, flt: InvocationFilter) -> pd.DataFrame:
+    """Every matching row with every column (JSON columns as text), oldest first, for CSV/Parquet export."""
+    where, params = flt.where()
+    columns = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" if c in ("result", "retrieval_details") else c for c in COLUMNS)
+    return _read(
+        store,
+        lambda con: con.execute(f"SELECT {columns} FROM tool_invocation WHERE {where} ORDER BY created_at, id", params).df(),
+    )
+
+
+def details_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | None:
+    """The parsed retrieval_details of one invocation (None if there is no such id)."""
+    row = store.with_connection(
+        lambda con: con.execute(
+            "SELECT CAST(retrieval_details AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]
+        ).fetchone(),
+        read_only=True,
+    )
+    if row is None:
+        return None
+    return json.loads(row[0]) if row[0] else {}
+
+
+def result_for(store: InvocationStore, invocation_id: str) -> dict[str, Any] | None:
+    """The parsed result (results and relevance) of one invocation (None if there is no such id)."""
+    row = store.with_connection(
+        lambda con: con.execute("SELECT CAST(result AS VARCHAR) FROM tool_invocation WHERE id = ?", [invocation_id]).fetchone(),
+        read_only=True,
+    )
+    if row is None:
+        return None
+    return json.loads(row[0]) if row[0] else {}

@@ -1,0 +1,321 @@
+"""lookup_knowledge as a Model Context Protocol server: the tools, their JSON schemas and the handlers.
+
+- tool `lookup_knowledge(query, top_k?)`: results (entry id, title, domain, score, the signals that found it,
+  an excerpt), relevance, layer, the L0 hints and the invocation id, as structured content and as JSON text;
+- tool `read_entry(entry_id)`: the whole entry; the same as resource `kb://entry/<entry_id>`.
+
+A refused argument is a tool result with isError and a message naming the argument; the server goes on.
+Every lookup is recorded with the MCP client's name (clientInfo.name) as its session tag, and every answered
+read_entry in table entry_read (retrieval.records.read_log). The services may still be opening (retrieval.serve.loading):
+initialize and tools/list are answered at once, a call waits for them up to a limit. The lookups
+run on worker threads, so calls from many clients are answered concurrently. Transports, signals and
+authentication are in retrieval.serve.serving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+import orjson
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from retrieval.errors import LookupLabError, QueryError
+from retrieval.serve.loading import Loading
+
+if TYPE_CHECKING:
+    from retrieval.core.lookup import LookupResult
+    from retrieval.records.read_log import ReadLog
+    from retrieval.serve.api import KnowledgeLookup
+
+log = logging.getLogger("retrieval.serve.mcp_server")
+
+# The core's limits, restated so that the protocol is answered before the core (Weaviate's client, the model
+# runtime, pandas) is imported: tests/test_mcp_unit.py checks they are the core's.
+MAX_QUERY_CHARS = 2000  # retrieval.core.lookup.MAX_QUERY_CHARS
+MAX_TOP_K = 50  # retrieval.serve.api.MAX_TOP_K
+EXCERPT_CHARS = 280  # retrieval.serve.api.EXCERPT_CHARS
+SERVER_NAME = "lookup-lab"
+ENTRY_URI = "kb://entry/"
+UNNAMED_CLIENT = "mcp-unnamed-client"
+LIST_PAGE = 100
+WORKERS = 8  # lookups running at once; the embedder and DuckDB spool serialise their own parts
+
+LOOKUP_INPUT = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_QUERY_CHARS,
+            "description": "A question, an alert summary or keywords, in plain text.",
+        },
+        "top_k": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_TOP_K,
+            "description": "How many entries to return (default: the server's top_k setting).",
+        },
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+READ_INPUT = {
+    "type": "object",
+    "properties": {"entry_id": {"type": "string", "description": "An entry_id from a lookup_knowledge result."}},
+    "required": ["entry_id"],
+    "additionalProperties": False,
+}
+LOOKUP_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "invocation_id": {"type": "string"},
+        "layer": {"type": "string", "description": "L0+L1, L0, L1 or none: which layers answered"},
+        "results": {"type": "array", "items": {"type": "object", "required": ["entry_id", "title", "domain", "score", "source"]}},
+        "relevance": {"type": "object", "required": ["semantic_support", "level", "reason"]},
+        "hints": {"type": "object", "description": "L0 hint data: matched titles, keywords (with field), domains, entities"},
+    },
+    "required": ["invocation_id", "layer", "results", "relevance", "hints"],
+}
+ENTRY_OUTPUT = {
+    "type": "object",
+    "properties": {"entry_id": {"type": "string"}, "text": {"type": "string"}},
+    "required": ["entry_id", "title", "domain", "text"],
+}
+
+TOOLS = [
+    types.Tool(
+        name="lookup_knowledge",
+        title="Look up the knowledge base",
+        input_schema=LOOKUP_INPUT,
+        output_schema=LOOKUP_OUTPUT,
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        description=(
+            "Search the operations knowledge base (runbooks) for entries that answer a question or an alert. "
+            "Returns ranked entries (entry_id, title, domain, score, source: L0 keyword match, L1 semantic match or "
+            f"both, and an excerpt of up to {EXCERPT_CHARS} characters), a relevance assessment (semantic_support: "
+            "false means nothing in the base is semantically close, so do not rely on the results), the layer "
+            "that answered, the L0 keyword hints and the invocation_id of the recorded call. Read a whole entry with read_entry."
+        ),
+    ),
+    types.Tool(
+        name="read_entry",
+        title="Read a knowledge base entry",
+        input_schema=READ_INPUT,
+        output_schema=ENTRY_OUTPUT,
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        description="The whole text of one knowledge base entry (markdown), with its title, domain, keywords and entities.",
+    ),
+]
+
+
+def client_name(ctx: ServerRequestContext) -> str:
+    """clientInfo.name from `initialize` (or from the request envelope on 2026-era connections)."""
+    params = getattr(ctx.session, "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    if not isinstance(name, str):
+        return UNNAMED_CLIENT
+    name = "".join(ch if ch.isprintable() else " " for ch in name).strip()[:100]
+    return name or UNNAMED_CLIENT
+
+
+def _text_argument(tool: str, arguments: dict[str, Any], name: str) -> str:
+    value = arguments[name]
+    if not isinstance(value, str):
+        raise QueryError(f"{name} must be a string, got {type(value).__name__} {_short(value)}")
+    return value
+
+
+def top_k_argument(value: Any) -> Any:
+    """top_k as JSON Schema's `integer` reads it: 2.0 is the integer 2. Anything else is left to check_top_k."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _check_arguments(tool: str, arguments: dict[str, Any] | None, schema: dict[str, Any]) -> dict[str, Any]:
+    args = dict(arguments or {})
+    allowed = list(schema["properties"])
+    unknown = sorted(set(args) - set(allowed))
+    if unknown:
+        raise QueryError(f"unknown argument {', '.join(map(repr, unknown))}: {tool} takes {', '.join(allowed)}")
+    for name in schema["required"]:
+        if name not in args:
+            raise QueryError(f"the argument {name!r} is required ({tool} takes {', '.join(allowed)})")
+    return args
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
+    """The structured content of a lookup: LookupResult.to_dict() with L0's per-entry matches left out
+    (the entries are the results), L1's candidates left out (their scores are in the results), and an
+    excerpt and a resource URI on each result: the best-matching chunk when L1 found the entry, else the
+    entry's opening prose."""
+    snippets = {c.entry_id: (c.snippet, c.chunk_index) for c in result.l1.candidates}
+    # L1's candidates are left out before to_dict(): turning them into dicts only to drop them was half its cost
+    data = dataclasses.replace(result, l1=dataclasses.replace(result.l1, candidates=())).to_dict()
+    hints = data.pop("l0")
+    hints.pop("matches", None)
+    data["hints"] = hints
+    data["l1"].pop("candidates", None)
+    for item in data["results"]:
+        entry_id = item["entry_id"]
+        best = snippets.get(entry_id)
+        text = chunk_excerpt(*best) if best is not None else ""
+        item["excerpt"] = text or kb.opening(entry_id)
+        item["uri"] = ENTRY_URI + entry_id
+    return data
+
+
+@functools.lru_cache(maxsize=4096)
+def chunk_excerpt(text: str, chunk_index: int) -> str:
+    """The excerpt of a best-matching chunk's own text: "" for the heading card (chunk 0, the title's words
+    alone, so the entry's opening is shown instead); a section chunk without the title line the index puts
+    in front of every section (retrieval.core.chunking). Cached: the same chunks come back again and again."""
+    if chunk_index == 0:
+        return ""
+    from retrieval.serve.api import excerpt  # loaded by now: a lookup ran
+
+    _title, _, body = text.partition("\n")
+    return excerpt(body)
+
+
+def entry_payload(kb: KnowledgeLookup, entry_id: str) -> dict[str, Any]:
+    entry = kb.entry(entry_id)
+    return {**entry.to_dict(), "text": entry.text, "uri": ENTRY_URI + entry.entry_id}
+
+
+def _ok(payload: dict[str, Any]) -> types.CallToolResult:
+    text = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=payload)
+
+
+def _refused(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+async def _services_or_protocol_error(loading: Loading) -> KnowledgeLookup:
+    try:
+        return await loading.get()
+    except LookupLabError as exc:
+        raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
+
+
+def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS, reads: ReadLog | None = None) -> Server:
+    """The MCP server over one KnowledgeLookup (one model, one Weaviate connection), open or still opening
+    (a Loading): initialize and tools/list never wait for it; a call waits for it up to the Loading's limit.
+    `reads` records read_entry calls (None: not recorded)."""
+    limiter = anyio.CapacityLimiter(workers)
+    loading = services if isinstance(services, Loading) else Loading.of(services)
+
+    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=TOOLS)
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            if params.name == "lookup_knowledge":
+                args = _check_arguments(params.name, params.arguments, LOOKUP_INPUT)
+                query = _text_argument(params.name, args, "query")
+                top_k = top_k_argument(args.get("top_k"))
+                tag = client_name(ctx)
+                kb = await loading.get()
+                return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
+                    lambda: _ok(lookup_payload(kb.lookup(query, top_k, session_tag=tag), kb)), limiter=limiter
+                )
+            if params.name == "read_entry":
+                args = _check_arguments(params.name, params.arguments, READ_INPUT)
+                entry_id = _text_argument(params.name, args, "entry_id")
+                kb = await loading.get()
+                started = time.perf_counter()
+                payload = entry_payload(kb, entry_id)
+                if reads is not None:
+                    tag, seconds = client_name(ctx), time.perf_counter() - started
+                    await anyio.to_thread.run_sync(
+                        lambda: reads.record(kb.runtime.services.recorder, payload, tag, seconds), limiter=limiter
+                    )
+                return _ok(payload)
+            return _refused(f"unknown tool {params.name!r}: this server has {', '.join(t.name for t in TOOLS)}")
+        except LookupLabError as exc:
+            return _refused(str(exc))
+        except Exception as exc:
+            log.exception("tool %s failed", params.name)
+            return _refused(f"{params.name} failed inside the server: {type(exc).__name__}: {exc}")
+
+    async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        entries = (await _services_or_protocol_error(loading)).entries()
+        start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
+        page = entries[start : start + LIST_PAGE]
+        more = start + LIST_PAGE < len(entries)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=ENTRY_URI + e.entry_id,
+                    name=e.entry_id,
+                    title=e.title,
+                    mime_type="text/markdown",
+                    description=f"{e.domain}: {e.title}",
+                )
+                for e in page
+            ],
+            next_cursor=str(start + LIST_PAGE) if more else None,
+        )
+
+    async def list_templates(
+        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=ENTRY_URI + "{+entry_id}",
+                    name="entry",
+                    title="Knowledge base entry",
+                    mime_type="text/markdown",
+                    description="One entry of the knowledge base by its entry_id, e.g. from a lookup_knowledge result.",
+                )
+            ]
+        )
+
+    async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if not uri.startswith(ENTRY_URI):
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}: entries are {ENTRY_URI}<entry_id>")
+        kb = await _services_or_protocol_error(loading)
+        try:
+            entry = kb.entry(uri[len(ENTRY_URI) :])
+        except LookupLabError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, text=entry.text, mime_type="text/markdown")]
+        )
+
+    server = Server(
+        SERVER_NAME,
+        version="1",
+        title="Lookup Lab knowledge base",
+        instructions="Call lookup_knowledge before answering questions about operations alerts and runbooks; "
+        "trust the results only when relevance.semantic_support is true; read_entry gives the whole runbook.",
+        get_tool_input_schema=lambda name: next((t.input_schema for t in TOOLS if t.name == name), None),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
+    )
+    # The SDK's default middleware is an OpenTelemetry span per message, a no-op here (no exporter is ever set
+    # up) that still cost ~0.1 ms a call.
+    server.middleware = []
+    return server

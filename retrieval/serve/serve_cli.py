@@ -1,0 +1,56 @@
+"""`serve`: the MCP server's command. Its own module, so that `python -m retrieval serve` (retrieval/__main__.py)
+answers an agent host's `initialize` without first importing the rest of the CLI, whose commands load
+Weaviate's client, pandas and the evaluation code (seconds on a busy machine). `retrieval.cli` registers the
+same function, so `lookup-lab serve` is the same command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from retrieval.serve.loading import DEFAULT_WAIT_S
+
+
+def serve(
+    transport: str = typer.Option("stdio", help="stdio (the host starts this process) or http (streamable HTTP at /mcp)"),
+    host: str = typer.Option("127.0.0.1", help="HTTP address; any other than loopback needs LOOKUP_SERVER_TOKEN"),
+    port: int = typer.Option(8765, help="HTTP port"),
+    ingest: bool = typer.Option(False, "--ingest", help="index the corpus first (unchanged entries are not embedded again)"),
+    load_wait: float = typer.Option(
+        DEFAULT_WAIT_S, "--load-wait", help="seconds a call that arrives while the model and Weaviate load waits for them"
+    ),
+    config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
+    corpus: Path | None = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)"),
+) -> None:
+    """Serve lookup_knowledge and read_entry to agents over the Model Context Protocol; every call is recorded."""
+    from retrieval.config import load_settings, server_token
+    from retrieval.errors import LookupLabError
+    from retrieval.serve.serving import serve as run_server
+
+    try:
+        settings = load_settings(config_file=config, corpus_dir=corpus)
+        run_server(
+            settings, transport=transport, host=host, port=port, token=server_token(), ingest=ingest, load_wait_s=load_wait
+        )
+    except LookupLabError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    # The spool is flushed and Weaviate told to stop: leave now. The interpreter's own teardown (a model still
+    # loading on an abandoned thread, the ONNX runtime) took seconds, and a host kills a server 2 s after
+    # closing its stdin.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    """`python -m retrieval serve ARGS`: the serve command alone."""
+    from retrieval.store.shutdown import exit_on_signals
+
+    exit_on_signals()  # until serving installs its own handlers: a signal unwinds, stopping what was started
+    app = typer.Typer(add_completion=False)
+    app.command(name="serve")(serve)
+    app(args=argv, prog_name="python -m retrieval serve")

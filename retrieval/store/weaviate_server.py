@@ -1,0 +1,302 @@
+"""Reaching a real Weaviate: the embedded server (built from its Go module) or an existing one by URL."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import socket
+import threading
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import weaviate
+from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
+
+from retrieval.config import Settings
+from retrieval.errors import L1Error, WeaviateSetupError
+from retrieval.store import parent_death, shutdown
+
+EMBEDDED_ENV = {
+    "ENABLE_MODULES": "",
+    "DISABLE_TELEMETRY": "true",
+    "LOG_LEVEL": "error",
+    "AUTOSCHEMA_ENABLED": "false",
+    "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
+    "CLUSTER_BIND_ADDR": "127.0.0.1",
+    # The profiler listens on *:6060 unless switched off. The gRPC and cluster-data ports are bound to every
+    # interface by the server itself (":%d" in v1.38.11, no setting): docs/operations.md, "Listening addresses".
+    "GO_PROFILING_DISABLE": "true",
+}
+
+
+LOCK_FILE = ".lookup-lab.lock"
+log = logging.getLogger("retrieval.store.weaviate_server")
+
+
+@dataclass
+class Endpoint:
+    """Where a client made by `connect` sends its gRPC queries, and its query time-out. `suspect` is set
+    after a failed query, so that the next one first checks that the port still answers."""
+
+    host: str
+    grpc_port: int
+    timeout_s: float
+    suspect: bool = False
+    # The collection settings of the Settings the client was made with (KnowledgeStore applies them):
+    replication_factor: int | None = None
+    shards: int | None = None
+    consistency: str | None = None
+
+
+_ENDPOINTS: weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint] = weakref.WeakKeyDictionary()
+
+
+def endpoint_of(client) -> Endpoint | None:
+    """The endpoint of a client made by `connect`; None for a client made some other way."""
+    try:
+        return _ENDPOINTS.get(client)
+    except TypeError:
+        return None
+
+
+def binary_name(version: str) -> str:
+    """The file name weaviate-client's embedded mode looks for in its binary_path."""
+    tag = "v" + version.lstrip("v")
+    return f"weaviate-{tag}-{hashlib.sha256(tag.encode('utf-8')).hexdigest()}"
+
+
+def embedded_binary(settings: Settings) -> Path:
+    return Path(settings.weaviate_bin_dir) / binary_name(settings.weaviate_version)
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        return s.connect_ex((host, port)) == 0
+
+
+# gRPC channel behaviour. weaviate-client retries a search that fails with UNAVAILABLE (no connection) for
+# about 63 s, whatever its time-out. With waitForReady a call waits for a connection instead, until its
+# deadline (DEADLINE_EXCEEDED, not retried); a short reconnect back-off lets a channel find a server that
+# came back within a second, instead of after up to two minutes of back-off grown while it was down.
+GRPC_CHANNEL_OPTIONS = [
+    ("grpc.service_config", json.dumps({"methodConfig": [{"name": [{}], "waitForReady": True}]})),
+    ("grpc.initial_reconnect_backoff_ms", 250),
+    ("grpc.min_reconnect_backoff_ms", 250),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
+def _config(settings: Settings) -> AdditionalConfig:
+    t = settings.l1_timeout_s
+    return AdditionalConfig(
+        timeout=Timeout(init=max(t, 5.0), query=t, insert=max(t, 60.0)),
+        grpc_config=GrpcConfig(channel_options=GRPC_CHANNEL_OPTIONS),
+    )
+
+
+def connect(settings: Settings) -> weaviate.WeaviateClient:
+    """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and
+    WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock).
+    An embedded server this call starts is stopped when the process exits (retrieval.store.shutdown); one that
+    already served the port is reused and left running."""
+    try:
+        if settings.weaviate_url:
+            client = _connect_url(settings)
+            url = urlparse(settings.weaviate_url)
+            _ENDPOINTS[client] = Endpoint(
+                url.hostname or "", _remote_grpc_port(settings), settings.l1_timeout_s, **_cluster(settings)
+            )
+        else:
+            client = _connect_embedded(settings)
+            _ENDPOINTS[client] = Endpoint("127.0.0.1", settings.embedded_grpc_port, settings.l1_timeout_s, **_cluster(settings))
+        return client
+    except (L1Error, WeaviateSetupError):
+        raise
+    except Exception as exc:
+        where = settings.weaviate_url or f"embedded Weaviate on 127.0.0.1:{settings.embedded_port}"
+        raise L1Error(f"cannot reach {where}: {exc}", unavailable=True) from exc
+
+
+def _cluster(settings: Settings) -> dict:
+    return {"replication_factor": settings.replication_factor, "shards": settings.shards, "consistency": settings.consistency}
+
+
+def _connect_url(settings: Settings) -> weaviate.WeaviateClient:
+    url = urlparse(settings.weaviate_url)
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise L1Error(f"LOOKUP_WEAVIATE_URL: '{settings.weaviate_url}' is not an http(s) URL", unavailable=True)
+    secure = url.scheme == "https"
+    port = url.port or (443 if secure else 80)
+    auth = Auth.api_key(settings.weaviate_api_key) if settings.weaviate_api_key else None
+    grpc_port = _remote_grpc_port(settings)
+    client = weaviate.connect_to_custom(
+        http_host=url.hostname,
+        http_port=port,
+        http_secure=secure,
+        grpc_host=url.hostname,
+        grpc_port=grpc_port,
+        grpc_secure=secure,
+        auth_credentials=auth,
+        additional_config=_config(settings),
+        skip_init_checks=False,
+    )
+    return client
+
+
+def _remote_grpc_port(settings: Settings) -> int:
+    return settings.remote_grpc_port or (443 if urlparse(settings.weaviate_url or "").scheme == "https" else 50051)
+
+
+def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
+    host, port, grpc_port = "127.0.0.1", settings.embedded_port, settings.embedded_grpc_port
+    with _starting(port):  # threads of one process: one checks-and-starts at a time, the others then reuse it
+        orphans = orphan_pids(settings)
+        if orphans:  # a server of ours whose owner died: stopped and replaced, never reused unowned
+            log.warning("stopping Weaviate %s on port %s: its owner died (an orphan)", orphans, port)
+            shutdown.stop_pids(orphans)
+        if port_open(host, port) and port_open(host, grpc_port):
+            # A server from the app, another CLI call or a crashed run already serves this data directory's port.
+            return weaviate.connect_to_local(host=host, port=port, grpc_port=grpc_port, additional_config=_config(settings))
+        if port_open(host, port) or port_open(host, grpc_port):
+            busy = port if port_open(host, port) else grpc_port
+            raise WeaviateSetupError(
+                f"port {busy} on 127.0.0.1 is taken by something that is not a Weaviate with both ports up; "
+                "stop it, or choose other ports with LOOKUP_WEAVIATE_PORT and LOOKUP_WEAVIATE_GRPC_PORT"
+            )
+        binary = embedded_binary(settings)
+        if not binary.is_file():
+            raise WeaviateSetupError(
+                f"the Weaviate server binary {binary} is missing: run scripts/setup.sh to build it, "
+                "or set LOOKUP_WEAVIATE_URL to use an existing Weaviate"
+            )
+        data_dir = settings.weaviate_data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = DataDirLock.acquire(data_dir, port)
+        shutdown.starting(port, binary)  # ours to stop from here on, should a signal come during the start
+        try:
+
+            def launch() -> weaviate.WeaviateClient:
+                with parent_death.output_to(data_dir / "server.log"):
+                    return weaviate.connect_to_embedded(
+                        version=settings.weaviate_version,
+                        binary_path=str(settings.weaviate_bin_dir),
+                        persistence_data_path=str(data_dir),
+                        port=port,
+                        grpc_port=grpc_port,
+                        environment_variables=dict(EMBEDDED_ENV),
+                        additional_config=_config(settings),
+                    )
+
+            parent_death.bind_embedded_launches()  # the server gets SIGTERM when this process dies, however it dies
+            client = parent_death.on_launcher(launch)
+        except BaseException:
+            shutdown.stop_own_server(port)  # a start that failed or was interrupted leaves no server behind
+            lock.release()
+            raise
+        _release_when_stopped(client, lock)
+        shutdown.started(port, getattr(getattr(client, "_connection", None), "embedded_db", None))
+        return client
+
+
+def orphan_pids(settings: Settings) -> list[int]:
+    """Embedded servers of ours on the settings' port whose owner is gone: the binary runs with that port while
+    nobody holds the data directory's lock (its launcher holds it for as long as it lives). A server this
+    process holds, or another live process holds, is not an orphan; nor is a server of another binary or of
+    another data directory."""
+    path = (settings.weaviate_data_dir / LOCK_FILE).resolve()
+    with _HELD_LOCK:
+        if path in _HELD or not path.is_file():
+            return []
+    data_dir = str(settings.weaviate_data_dir.resolve())
+    pids = [  # on this data directory: a live process's server on another one that took the port is not ours
+        pid
+        for pid in parent_death.serving_pids(embedded_binary(settings).name, settings.embedded_port)
+        if (found := parent_death.process_env(pid, "PERSISTENCE_DATA_PATH")) and os.path.realpath(found) == data_dir
+    ]
+    if not pids:
+        return []
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return []  # its owner lives
+    finally:
+        os.close(fd)  # drops the probe's lock
+    return pids
+
+
+# --- one server per data directory ----------------------------------------------------------------------
+_HELD_LOCK = threading.Lock()
+_STARTING: dict[int, threading.Lock] = {}
+_HELD: dict[Path, DataDirLock] = {}  # data directories whose lock this process holds
+
+
+class DataDirLock:
+    """An exclusive flock on <data_dir>/.lookup-lab.lock, held by the process that started the server there
+    for as long as that server is its own (the kernel drops it when the process dies, however it dies).
+    Acquired again by the same process (its server died and is started again), it is counted."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path, self.fd, self.users = path, fd, 0
+
+    @classmethod
+    def acquire(cls, data_dir: Path, port: int) -> DataDirLock:
+        path = (data_dir / LOCK_FILE).resolve()
+        with _HELD_LOCK:
+            lock = _HELD.get(path)
+            if lock is None:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+                    os.close(fd)
+                    pid = holder[0] if holder and holder[0].isdigit() else "unknown"
+                    raise WeaviateSetupError(
+                        f"the Weaviate data directory {data_dir} is locked by process {pid}, which started (or is "
+                        f"starting) a Weaviate server on it, but nothing serves 127.0.0.1:{port}: a second server "
+                        f"must not open the same data directory. Wait for it to come up, or stop process {pid}"
+                    ) from None
+                owner = f"{os.getpid()} port={port}\n".encode()
+                os.pwrite(fd, owner, 0)
+                os.ftruncate(fd, len(owner))
+                lock = _HELD[path] = cls(path, fd)
+            lock.users += 1
+            return lock
+
+    def release(self) -> None:
+        with _HELD_LOCK:
+            self.users -= 1
+            if self.users <= 0 and _HELD.get(self.path) is self:
+                del _HELD[self.path]
+                os.close(self.fd)  # closing the only descriptor drops the flock
+
+
+def _starting(port: int) -> threading.Lock:
+    with _HELD_LOCK:
+        return _STARTING.setdefault(port, threading.Lock())
+
+
+def _release_when_stopped(client: weaviate.WeaviateClient, lock: DataDirLock) -> None:
+    """Drop the lock when the client stops its server (client.close()). If this client version hides
+    the embedded server, the lock stays until the process ends, which is safe, only stricter."""
+    server = getattr(getattr(client, "_connection", None), "embedded_db", None)
+    if server is None or not callable(getattr(server, "stop", None)):
+        return
+    stop, released = server.stop, threading.Event()
+
+    def stop_and_release() -> None:
+        try:
+            stop()
+        finally:
+            if not released.is_set():
+                released.set()
+                lock.release()
+
+    server.stop = stop_and_release

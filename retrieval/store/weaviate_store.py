@@ -1,0 +1,397 @@
+"""L1: the knowledge collection in Weaviate. Chunks carry self-provided vectors; results fold back into entries."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from weaviate import WeaviateClient
+from weaviate.classes.config import (
+    Configure,
+    ConsistencyLevel,
+    DataType,
+    Property,
+    Reconfigure,
+    Tokenization,
+    VectorDistances,
+    VectorFilterStrategy,
+)
+from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
+
+from retrieval.core.candidates import Candidate
+from retrieval.core.deadline import TimedOut, call_within
+from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.errors import L1Error
+from retrieval.store.collection_model import description_for, model_in, other_model_message
+from retrieval.store.weaviate_server import endpoint_of, port_open
+
+PROPERTIES = (
+    "entry_id",
+    "chunk_index",
+    "chunk_count",
+    "content_hash",
+    "title",
+    "category",
+    "heading",
+    "keywords",
+    "entities",
+    "body",
+    "text",
+)
+# BM25F fields. Only an entry's card (chunk 0) carries them, so lexical search scores whole entries: the
+# title and file name as words, the frontmatter keywords and entities, and the whole body.
+LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
+# Filtered vector search. Below flatSearchCutoff allowed objects Weaviate compares the query with every one of
+# them; at 100k entries one domain holds about 24,000 chunks, so with the default cutoff (40,000) a filtered
+# search scanned them all and took 4x an unfiltered one. With ACORN and a cutoff of 1,000 it walks the graph:
+# 1.14-1.23x, filtered recall@10 0.984 against the exact ranking (bench 2026-12-02-082819, docs/benchmarks.md).
+FILTER_STRATEGY = "acorn"
+FLAT_SEARCH_CUTOFF = 1000
+SEARCH_KINDS = tuple(m.value for m in SearchMode)
+OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
+MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
+GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
+# What a query answers while a (re)started server loads its shards: the schema is not served yet.
+LOADING_SIGNS = ("could not find class", "non-existing index", "not ready", "is loading")
+LOADING = "Weaviate is loading the index (the server has restarted and its shards are not loaded yet); try again in a few seconds"
+
+
+def category_where(category: str | None):
+    """The one place the L0-derived category becomes a Weaviate where-filter."""
+    return None if category is None else Filter.by_property("category").equal(category)
+
+
+class KnowledgeStore:
+    """The Weaviate collection of knowledge chunks. The client is passed in and owned by the caller."""
+
+    def __init__(
+        self,
+        client: WeaviateClient,
+        collection: str,
+        *,
+        replication_factor: int | None = None,
+        shards: int | None = None,
+        consistency: str | None = None,
+        embedding_model: str | None = None,
+    ) -> None:
+        """replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
+        ALL) to every query and insert; each defaults to the Settings the client was made with (connect).
+        `embedding_model`: the model whose query vectors this store is searched with; the first search checks
+        that the collection holds that model's vectors (see MODEL_NOTE) and raises L1Error if not."""
+        self.client = client
+        self.name = collection
+        self.embedding_model = embedding_model
+        self._model_checked = embedding_model is None
+        endpoint = endpoint_of(client)
+        self.replication_factor = replication_factor or (endpoint.replication_factor if endpoint else None)
+        self.shards = shards or (endpoint.shards if endpoint else None)
+        self.consistency = consistency or (endpoint.consistency if endpoint else None)
+        # Chunk hits fetched per wanted entry by near_vector: 1 until a search folds into fewer than k
+        # entries while more hits were there (entries with several chunks), then more, kept for the next search.
+        self.fold_factor = 1
+        # One handle for the store's life: it is only the name and settings (no server call), and making one
+        # per query cost about 0.2 ms of each.
+        handle = client.collections.use(collection)
+        self.collection: Any = handle.with_consistency_level(ConsistencyLevel(self.consistency)) if self.consistency else handle
+
+    # --- schema -------------------------------------------------------------------------------------
+    def ensure_collection(self, model: str | None = None) -> str | None:
+        """Create the collection (its description naming `model`, the embedding model of its vectors), or bring
+        an existing one's filter settings in line (see FILTER_STRATEGY); returns what was changed on an
+        existing collection, or None."""
+        if self.client.collections.exists(self.name):
+            return self.migrate_filter_settings()
+
+        def text(n: str, **kw: Any) -> Property:
+            return Property(name=n, data_type=DataType.TEXT, **kw)
+
+        placement: dict[str, Any] = {}
+        if self.replication_factor:
+            placement["replication_config"] = Configure.replication(factor=self.replication_factor)
+        if self.shards:
+            placement["sharding_config"] = Configure.sharding(desired_count=self.shards)
+        if model:
+            placement["description"] = description_for(model)
+        self.client.collections.create(
+            self.name,
+            **placement,
+            vector_config=Configure.Vectors.self_provided(
+                vector_index_config=Configure.VectorIndex.hnsw(
+                    distance_metric=VectorDistances.COSINE,
+                    filter_strategy=VectorFilterStrategy(FILTER_STRATEGY),
+                    flat_search_cutoff=FLAT_SEARCH_CUTOFF,
+                )
+            ),
+            properties=[
+                text("entry_id", tokenization=Tokenization.FIELD, skip_vectorization=True),
+                Property(name="chunk_index", data_type=DataType.INT),
+                Property(name="chunk_count", data_type=DataType.INT),
+                text("content_hash", tokenization=Tokenization.FIELD),
+                text("title"),
+                text("category", tokenization=Tokenization.FIELD),
+                text("heading"),
+                Property(name="keywords", data_type=DataType.TEXT_ARRAY),
+                Property(name="entities", data_type=DataType.TEXT_ARRAY),
+                text("body"),
+                text("text"),
+            ],
+        )
+        return None
+
+    def filter_settings(self) -> tuple[str, int]:
+        """(filter strategy, flatSearchCutoff) of the existing collection's vector index."""
+        config = self.collection.config.get()
+        named = (config.vector_config or {}).get("default")
+        vic = named.vector_index_config if named is not None else config.vector_index_config
+        strategy = getattr(vic, "filter_strategy", None)
+        return str(getattr(strategy, "value", strategy)).lower(), int(getattr(vic, "flat_search_cutoff", 40_000))
+
+    def migrate_filter_settings(self) -> str | None:
+        """Set FILTER_STRATEGY and FLAT_SEARCH_CUTOFF on an existing collection made with others (both can be
+        changed in place, no re-index); returns what changed, for the caller to say, or None."""
+        have = self.filter_settings()
+        want = (FILTER_STRATEGY, FLAT_SEARCH_CUTOFF)
+        if have == want:
+            return None
+        self.collection.config.update(
+            vector_config=Reconfigure.Vectors.update(
+                name="default",
+                vector_index_config=Reconfigure.VectorIndex.hnsw(
+                    filter_strategy=VectorFilterStrategy(FILTER_STRATEGY), flat_search_cutoff=FLAT_SEARCH_CUTOFF
+                ),
+            )
+        )
+        return (
+            f"collection {self.name!r}: filter strategy {have[0]} -> {want[0]}, flatSearchCutoff {have[1]:,} -> {want[1]:,} "
+            "(changed in place: filtered search is no slower than unfiltered with these, see docs/benchmarks.md)"
+        )
+
+    def stored_model(self) -> str | None:
+        """The embedding model the existing collection says it holds (None: not recorded, or no collection)."""
+        if not self.client.collections.exists(self.name):
+            return None
+        return model_in(self.collection.config.get().description)
+
+    def _verify_model(self, timeout_s: float | None) -> None:
+        """Once, after a search the server answered: raise L1Error when the collection holds another embedding
+        model's vectors than this store's. A description that cannot be read leaves the check to the next search."""
+        try:
+            stored = self.stored_model() if timeout_s is None else call_within(self.stored_model, timeout_s)
+        except Exception:
+            return
+        if stored is not None and self.embedding_model is not None and stored != self.embedding_model:
+            raise L1Error(other_model_message(self.name, stored, self.embedding_model))
+        self._model_checked = True
+
+    def schema_current(self) -> bool:
+        """False when the collection exists with another version's fields (no lexical fields)."""
+        if not self.client.collections.exists(self.name):
+            return True
+        have = {p.name for p in self.collection.config.get().properties}
+        return set(PROPERTIES) <= have
+
+    def drop(self) -> None:
+        """Delete the collection, and the ingest's manifest of it (retrieval.store.manifest)."""
+        for name in (self.name, f"{self.name}_Manifest"):
+            if self.client.collections.exists(name):
+                self.client.collections.delete(name)
+
+    # --- ingest -------------------------------------------------------------------------------------
+    def indexed_state(self) -> dict[str, tuple[str, int, int]]:
+        """entry_id -> (content_hash, chunks stored, chunk_count expected), read from the server."""
+        if not self.client.collections.exists(self.name):
+            return {}
+        seen: dict[str, list] = {}
+        for obj in self.collection.iterator(return_properties=["entry_id", "content_hash", "chunk_count"]):
+            p = obj.properties
+            state = seen.setdefault(p["entry_id"], [p["content_hash"], 0, int(p["chunk_count"] or 0)])
+            if state[0] == p["content_hash"]:
+                state[1] += 1
+            else:
+                state[0] = "mixed"
+        return {k: (v[0], v[1], v[2]) for k, v in seen.items()}
+
+    def indexed_entry_ids(self) -> set[str]:
+        return {k for k, (h, n, want) in self.indexed_state().items() if n == want}
+
+    # --- search -------------------------------------------------------------------------------------
+    def search(self, request: SearchRequest) -> list[Candidate]:
+        """Top `request.limit` entries of one query (SearchRequest), optionally filtered on one category. The
+        mode is the kind of Weaviate query: near_vector (the query vector), hybrid (Weaviate's fusion of BM25F
+        and the vector), or bm25 (BM25F over the lexical fields of each entry's card). Every candidate carries
+        the cosine similarity of the request's vector to its best chunk, when a vector is given.
+
+        `entries`: how many entries the searched part holds (the corpus's count under `category`), when the
+        caller knows it. A near_vector search then lets Weaviate group the chunk hits by entry and return
+        one per entry (less to send and fold: 2-3 ms instead of 5-7 for 20 entries), stopping at that many.
+        Without it the chunk hits come back whole, which tells by themselves when the collection is exhausted.
+
+        `cards_of`: search only the cards (chunk 0) of these entries, one hit each: the similarity of the
+        query to each card, for entries another query found (the lookup's BM25F-only results).
+
+        Returns within `timeout_s` (default: the query time-out `connect` gave the client) or raises
+        L1Error: weaviate-client retries a refused gRPC search with back-off for about 63 s, whatever
+        its time-out, so the call runs on a helper thread that is abandoned when time is up. After a
+        failure, the next search first checks that the port answers at all, and fails at once if not."""
+        if not isinstance(request, SearchRequest):
+            raise TypeError(f"KnowledgeStore.search takes a SearchRequest, not {type(request).__name__}")
+        mode, k, category, query_text = request.mode, request.limit, request.category, request.text
+        alpha, timeout_s, entries, cards_of = request.alpha, request.timeout_s, request.entries, request.cards_of
+        vector = request.vector
+        where = category_where(category)
+        if cards_of is not None:
+            if not cards_of:
+                return []
+            cards = Filter.by_property("entry_id").contains_any(list(cards_of)) & Filter.by_property("chunk_index").equal(0)
+            where = cards if where is None else where & cards
+            entries = None
+        meta = MetadataQuery(distance=True, score=True)
+        props = ["entry_id", "title", "category", "chunk_index", "text"]
+        endpoint = endpoint_of(self.client)
+        if timeout_s is None and endpoint is not None:
+            timeout_s = endpoint.timeout_s
+        failed = f"Weaviate {mode} query on '{self.name}' failed"
+        if (
+            endpoint is not None
+            and endpoint.suspect
+            and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0))
+        ):
+            raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
+
+        floats = None if vector is None else list(map(float, vector))  # once, even when the search asks again
+
+        group_to = entries if mode == "near_vector" else None  # the known entry count, when near_vector groups by it
+        by_entry = None if group_to is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
+
+        def query(limit: int):
+            q = self.collection.query
+            if mode == "hybrid":
+                return q.hybrid(
+                    query=query_text,
+                    vector=floats,
+                    alpha=alpha,
+                    limit=limit,
+                    filters=where,
+                    query_properties=list(LEXICAL_FIELDS),
+                    fusion_type=HybridFusion.RELATIVE_SCORE,
+                    return_metadata=meta,
+                    return_properties=props,
+                    include_vector=True,
+                )
+            if mode == "bm25":
+                return q.bm25(
+                    query=query_text,
+                    query_properties=list(LEXICAL_FIELDS),
+                    limit=limit,
+                    filters=where,
+                    return_metadata=meta,
+                    return_properties=props,
+                    include_vector=floats is not None,
+                )
+            return q.near_vector(
+                near_vector=floats, limit=limit, filters=where, return_metadata=meta, return_properties=props, group_by=by_entry
+            )
+
+        # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
+        # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
+        # while the hits filled the limit, ask again with twice as many (near_vector keeps the factor).
+        factor = 1 if mode == "bm25" else OVERSAMPLE if mode == "hybrid" else self.fold_factor
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            limit = k * factor
+            try:
+                if deadline is None:
+                    res = query(limit)
+                else:
+                    res = call_within(functools.partial(query, limit), max(deadline - time.monotonic(), 0.05) + GRACE_S)
+            except Exception as exc:
+                if endpoint is not None:
+                    endpoint.suspect = True
+                loading = self.loading() if any(sign in str(exc).lower() for sign in LOADING_SIGNS) else None
+                raise L1Error(f"{failed}: {loading or _why(exc, timeout_s)}", unavailable=bool(loading)) from exc
+            if endpoint is not None:
+                endpoint.suspect = False
+            if not self._model_checked:
+                self._verify_model(timeout_s)
+            found = fold_chunks(res.objects, k=k, mode=mode, vector=floats)
+            if not found and (loading := self.loading()):  # not an empty answer: no answer yet
+                raise L1Error(f"{failed}: {loading}", unavailable=True)
+            exhausted = len(found) >= group_to if group_to is not None else len(res.objects) < limit
+            if len(found) >= k or exhausted or factor >= MAX_OVERSAMPLE:
+                return found
+            factor *= 2
+            if mode == "near_vector":
+                self.fold_factor = factor
+
+    def loading(self) -> str | None:
+        """Why the collection cannot be searched yet while its server answers (a restarted Weaviate loading
+        its shards), or None: it can be searched, or the server does not answer at all (down is not loading)."""
+        endpoint = endpoint_of(self.client)
+        if endpoint is not None and not port_open(endpoint.host, endpoint.grpc_port, 0.5):
+            return None
+        try:
+            if not self.client.is_ready():
+                return LOADING
+            if not self.client.collections.exists(self.name):
+                return None
+            statuses = {str(getattr(s.status, "value", s.status)).upper() for s in self.collection.config.get_shards()}
+        except Exception:
+            return None
+        return LOADING if "LOADING" in statuses else None
+
+    def count_chunks(self) -> int:
+        if not self.client.collections.exists(self.name):
+            return 0
+        return int(self.collection.aggregate.over_all(total_count=True).total_count or 0)
+
+
+def _why(exc: BaseException, timeout_s: float | None) -> str:
+    if isinstance(exc, TimedOut):
+        return f"timed out after {timeout_s:g} s (no answer; the server may be down or overloaded)"
+    text = f"{type(exc).__name__}: {exc}"
+    if "Deadline Exceeded" in text or "DEADLINE_EXCEEDED" in text:
+        return f"timed out after {timeout_s:g} s ({text})" if timeout_s else f"timed out ({text})"
+    return text
+
+
+def fold_chunks(
+    objects: Iterable[Any], *, k: int, mode: str = "near_vector", vector: Sequence[float] | None = None
+) -> list[Candidate]:
+    """Keep each entry's best chunk, in rank order (by the search's score); ties broken by entry id.
+    The similarity is 1 - distance for near_vector, else the cosine of `vector` to the returned chunk
+    vectors (stored vectors are normalised), the best of the entry's chunks."""
+    best: dict[str, Candidate] = {}
+    sims: dict[str, float] = {}
+    q = None if vector is None else np.asarray(vector, dtype=np.float32)
+    for obj in objects:
+        p = obj.properties
+        distance = obj.metadata.distance
+        if mode == "near_vector":
+            score = 1.0 - float(distance)
+            sim: float | None = score
+        else:
+            score = float(obj.metadata.score or 0.0)
+            stored = obj.vector.get("default") if isinstance(obj.vector, dict) else None
+            sim = None if q is None or stored is None else float(np.dot(q, np.asarray(stored, dtype=np.float32)))
+        entry_id = p["entry_id"]
+        if sim is not None:
+            sims[entry_id] = max(sims.get(entry_id, -1.0), sim)
+        cand = Candidate(
+            entry_id,
+            p["title"],
+            p["category"],
+            None if distance is None else float(distance),
+            score,
+            int(p["chunk_index"]),
+            p["text"],
+            sim,
+        )
+        if entry_id not in best or cand.score > best[entry_id].score:
+            best[entry_id] = cand
+    ranked = sorted(best.values(), key=lambda c: (-c.score, c.entry_id))[:k]
+    # near_vector: an entry's best chunk is its most similar one already (no copy to make)
+    return [c if c.similarity == sims.get(c.entry_id) else replace(c, similarity=sims.get(c.entry_id)) for c in ranked]
