@@ -119,7 +119,8 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
     m1.metric("Calls", f"{dash.total:,}", help=f"of {opts.total:,} stored")
     m2.metric("Fallbacks", f"{dash.fallbacks:,}")
     m3.metric("Fallback rate", "–" if dash.fallback_rate is None else f"{dash.fallback_rate:.0%}")
-    m4.metric("Median latency", "–" if dash.median_latency_ms is None else f"{dash.median_latency_ms:.0f} ms")
+    approx = " (≈)" if dash.quantiles_approximate else ""
+    m4.metric("Median latency" + approx, "–" if dash.median_latency_ms is None else f"{dash.median_latency_ms:.0f} ms")
     if dash.total == 0:
         st.info("No invocation matches these filters: widen them.", icon=":material/filter_alt_off:")
         return None
@@ -132,6 +133,7 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
         if dash.total > SAMPLE_CALLS:
             c2.caption(
                 f"Boxes drawn from {SAMPLE_CALLS:,} calls picked at random; the p50/p95 table below counts all {dash.total:,}."
+                + (" Quantiles approximate (within 0.5%), from the store's latency histogram." if approx else "")
             )
             c2.dataframe(dash.stage_latency, hide_index=True, width="stretch")
     c3, c4, c5 = st.columns(3)

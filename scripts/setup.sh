@@ -45,22 +45,18 @@ fi
 echo "embedding models ready in $(( $(now) - t0 )) s" >&2
 
 step "Weaviate server v$WEAVIATE_VERSION"
-BIN_NAME=$("$PYTHON" -c "from retrieval.store.weaviate_server import binary_name; print(binary_name('$WEAVIATE_VERSION'))")
+# Built from its Go module with one source patch, so that gRPC and the cluster data port can listen on 127.0.0.1
+# like every other port (retrieval/store/weaviate_build.py); the directory of the binary is named for the patch.
+BIN_PATH=$("$PYTHON" -m retrieval.store.weaviate_build path "$WEAVIATE_VERSION" "$BIN_DIR")
 if [ -n "${LOOKUP_WEAVIATE_URL:-}" ]; then
     echo "LOOKUP_WEAVIATE_URL is set: using that server, not building one" >&2
-elif [ -x "$BIN_DIR/$BIN_NAME" ]; then
-    echo "already built: $BIN_DIR/$BIN_NAME" >&2
+elif [ -x "$BIN_PATH" ]; then
+    echo "already built: $BIN_PATH" >&2
 else
     command -v go >/dev/null || { echo "error: Go is needed to build the Weaviate server (or set LOOKUP_WEAVIATE_URL)" >&2; exit 1; }
     t0=$(now)
-    build_dir=$(mktemp -d)
-    mkdir -p "$BIN_DIR"
-    CGO_ENABLED=0 GOBIN="$build_dir" GOFLAGS=-buildvcs=false \
-        go install -trimpath -ldflags="-s -w" "github.com/weaviate/weaviate/cmd/weaviate-server@v$WEAVIATE_VERSION"
-    mv "$build_dir/weaviate-server" "$BIN_DIR/$BIN_NAME.tmp"
-    mv "$BIN_DIR/$BIN_NAME.tmp" "$BIN_DIR/$BIN_NAME"
-    rmdir "$build_dir"
-    echo "built Weaviate in $(( $(now) - t0 )) s: $BIN_DIR/$BIN_NAME" >&2
+    "$PYTHON" -m retrieval.store.weaviate_build build "$WEAVIATE_VERSION" "$BIN_DIR" >/dev/null
+    echo "built Weaviate in $(( $(now) - t0 )) s: $BIN_PATH" >&2
 fi
 
 if [ "$want_browser" = 1 ]; then

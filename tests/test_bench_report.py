@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.bench.report import GOALS, ratios_and_goals
+from retrieval.bench.report import GOALS, _strategy_cell, ratios_and_goals
 
 OK = {
     "l0": 1.0,
@@ -90,3 +90,22 @@ def test_each_goal_carries_the_load_average_it_was_measured_at():
         2.5,
     )
     assert goals["filtered_over_unfiltered"]["loadavg"] == 2.75 and "loadavg" not in goals["model_load_s"]
+
+
+@pytest.mark.parametrize(
+    "figures, cell",
+    [
+        (None, "n/a"),
+        (
+            {"unfiltered_p50_ms": 4.0, "filtered_p50_ms": 5.0, "filtered_over_unfiltered": 1.25, "loadavg": 5.9},
+            "4.0 / 5.0, 1.25 (5.9)",
+        ),
+        (
+            {"unfiltered_p50_ms": 4.0, "filtered_p50_ms": 3.6, "filtered_over_unfiltered": 0.9, "loadavg": 2, "agreement": 0.97},
+            "4.0 / 3.6, 0.9 (2), top-k agreement 0.97",
+        ),
+    ],
+)
+def test_a_filter_strategy_row_shows_its_agreement_with_the_exact_search(figures, cell):
+    size = {"filter_strategies": {} if figures is None else {"acorn": figures}}
+    assert _strategy_cell("acorn", size) == cell

@@ -122,6 +122,9 @@ def test_node_env_forms_one_cluster(tmp_path):
     assert len({e["GO_PROFILING_PORT"] for e in envs}) == 3
     assert [e["RAFT_INTERNAL_RPC_PORT"] for e in envs] == ["8421", "8423", "8425"]
     assert {e["GO_PROFILING_DISABLE"] for e in envs} == {"true"}  # the profiler would listen on every interface
+    # every other listener on loopback: gossip and Raft, and gRPC and the data port through our build's patch
+    binds = ("CLUSTER_BIND_ADDR", "CLUSTER_ADVERTISE_ADDR", "GRPC_BIND_HOST", "CLUSTER_DATA_BIND_HOST")
+    assert {e[k] for e in envs for k in binds} == {"127.0.0.1"}
 
 
 # --- the state file ------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from retrieval.config import REPO_ROOT
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import LookupServices
 from retrieval.errors import EvalSetError
-from retrieval.evals.evaluation import CONFIGS, check_gates, parse_threshold, run_eval
+from retrieval.evals.evaluation import CONFIGS, run_eval
+from retrieval.evals.gates import check_gates, parse_threshold
 from retrieval.evals.report import metrics_text, render_html
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore

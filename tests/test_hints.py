@@ -1,6 +1,7 @@
 import pytest
 
 from retrieval.config import REPO_ROOT
+from retrieval.core import hints as hints_module
 from retrieval.core.corpus import Entry, load_corpus
 from retrieval.core.hints import MAX_MATCHES, L0Index, named_keys
 from retrieval.core.text import content_tokens
@@ -119,8 +120,11 @@ def _crowd(n: int) -> list[Entry]:
     ]
 
 
+@pytest.mark.parametrize("full_sort_up_to", [10**6, 0], ids=["sorted", "selected"])
 @pytest.mark.parametrize("query", ["latency", "latency alpha3", "latency on db", "svc004 latency", "nothing at all"])
-def test_a_capped_match_lists_the_best_and_keeps_every_domain_and_term(query):
+def test_a_capped_match_lists_the_best_and_keeps_every_domain_and_term(query, full_sort_up_to, monkeypatch):
+    """The same whether the cap sorts every candidate or selects the best without sorting (over FULL_SORT_UP_TO)."""
+    monkeypatch.setattr(hints_module, "FULL_SORT_UP_TO", full_sort_up_to)
     index = L0Index(_crowd(240))
     full = index.match(query, max_matches=10_000)
     capped = index.match(query, max_matches=7)

@@ -19,6 +19,7 @@ import pytest
 
 from retrieval.records.db_budget import DbBudget
 from retrieval.records.invocations import InvocationStore, chunk_bytes, insert_rows, spool_line, spool_table
+from retrieval.records.spool import spooled_chunks
 
 from .test_invocations import make_record
 
@@ -84,7 +85,7 @@ def test_the_spool_is_read_a_chunk_at_a_time(tmp_path):
     (tmp_path / "a.claimed").write_bytes(b"".join(lines[:25]))
     (tmp_path / "b.claimed").write_bytes(b"".join(lines[25:]))
     limit = 3 * len(lines[0])
-    chunks = list(InvocationStore._spooled_chunks([tmp_path / "a.claimed", tmp_path / "b.claimed"], limit))
+    chunks = list(spooled_chunks([tmp_path / "a.claimed", tmp_path / "b.claimed"], limit))
     assert [line for chunk in chunks for line in chunk] == lines
     assert all(sum(map(len, chunk)) < limit + max(map(len, lines)) for chunk in chunks)
     assert len(chunks) >= 40 // 4

@@ -17,7 +17,9 @@ from retrieval.core.lookup import LookupServices
 from retrieval.errors import LookupLabError, RunNotFound
 from retrieval.evals.evaluation import run_eval
 from retrieval.evals.sets import load_eval_set
-from retrieval.lab.runs import NO_MODEL, RunStore, code_version, history_rows, set_hash, settings_dict
+from retrieval.lab.run_provenance import code_version, set_hash, settings_dict
+from retrieval.lab.run_summary import NO_MODEL, history_rows
+from retrieval.lab.runs import RunStore
 from retrieval.lab.runs_cli import runs_table
 
 SAMPLE_EVAL = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"

@@ -17,16 +17,8 @@ from retrieval.evals.catalog import EvalSetFile, eval_set_files
 from retrieval.evals.evaluation import run_eval
 from retrieval.evals.sets import load_eval_set
 from retrieval.evals.tuning import parse_grid, stratified_folds
-from retrieval.lab.sweep import (
-    CaseSignals,
-    QueryKey,
-    check_folds,
-    fitting_eval_sets,
-    keys_for,
-    query_keys,
-    run_sweep,
-    sweep_sets,
-)
+from retrieval.lab.sweep import check_folds, fitting_eval_sets, run_sweep, sweep_sets
+from retrieval.lab.sweep_signals import CaseSignals, QueryKey, keys_for, query_keys
 from retrieval.store import indexing
 from retrieval.store.weaviate_store import Candidate
 

@@ -8,24 +8,20 @@ SIGTERM, wait 2 s, SIGKILL, all to the server's pid alone (not its process group
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from retrieval.config import REPO_ROOT, Settings
 from retrieval.store.weaviate_server import embedded_binary, port_open
 from tests.conftest import free_port
-from tests.helpers.mcp_process import serve_env
+from tests.helpers.mcp_process import ServedProcess, serve_env, stdio_client
 
-HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "lifecycle-agent", "version": "1"}}
+AGENT = "lifecycle-agent"
 GONE_WITHIN_S = 30.0  # a signalled Weaviate finishes its shutdown alone: generous, the machine is shared
 
 
@@ -59,82 +55,9 @@ def wait_until(predicate, timeout_s: float, step: float = 0.1) -> bool:
     return predicate()
 
 
-class RawStdio:
-    """A hand-written stdio client of a `serve` process: JSON lines in and out, stderr lines kept with times."""
-
-    def __init__(self, env: dict[str, str], *args: str, cwd: Path = REPO_ROOT) -> None:
-        self.t0 = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "retrieval", "serve", *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.lines: queue.Queue[tuple[float, dict]] = queue.Queue()
-        self.log: list[tuple[float, str]] = []
-        threading.Thread(target=self._read_out, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
-
-    def _read_out(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.put((time.monotonic() - self.t0, json.loads(line)))  # every stdout line is JSON
-
-    def _read_err(self) -> None:
-        for line in self.proc.stderr:
-            self.log.append((time.monotonic() - self.t0, line.decode(errors="replace").rstrip()))
-
-    @property
-    def stderr(self) -> str:
-        return "\n".join(text for _, text in self.log)
-
-    def logged_at(self, text: str) -> float | None:
-        return next((at for at, line in self.log if text in line), None)
-
-    def send(self, message: dict | bytes) -> None:
-        self.proc.stdin.write(message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def receive(self, timeout: float = 120.0) -> tuple[float, dict]:
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no answer within {timeout} s:\n{self.stderr}") from None
-
-    def initialize(self) -> float:
-        """Seconds from spawn to the initialize reply."""
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": HELLO})
-        at, reply = self.receive()
-        assert reply["result"]["serverInfo"]["name"] == "lookup-lab", reply
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return at
-
-    def call(self, i: int, name: str, arguments: dict) -> tuple[float, dict]:
-        self.send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
-        return self.receive()
-
-    def wait_ready(self, timeout: float = 180.0) -> None:
-        if not wait_until(lambda: self.logged_at("ready:") is not None or self.proc.poll() is not None, timeout):
-            raise AssertionError(f"not ready within {timeout} s:\n{self.stderr}")
-        assert self.proc.poll() is None, self.stderr
-
-    def close_like_the_typescript_sdk(self) -> str:
-        """Close stdin, 2 s, SIGTERM, 2 s, SIGKILL (to the server's pid). Returns the step that ended it."""
-        self.proc.stdin.close()
-        for step, then in (("stdin closed", signal.SIGTERM), ("SIGTERM", signal.SIGKILL)):
-            try:
-                self.proc.wait(timeout=2.0)
-                return step
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(then)
-        self.proc.wait(timeout=30)
-        return "SIGKILL"
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+def served(env: dict[str, str], *args: str) -> ServedProcess:
+    """`serve ARGS` with its stdin and stdout on pipes, as an agent host starts it."""
+    return ServedProcess(list(args), env, pipes=True)
 
 
 @pytest.fixture
@@ -144,9 +67,9 @@ def own(base_settings, tmp_path) -> Settings:
 
 
 def test_initialize_and_tools_list_are_answered_while_loading_and_an_early_call_is_told_so(own, tmp_path):
-    server = RawStdio(serve_env(own, tmp_path / "db.duckdb"), "--load-wait", "0.05")
+    server = served(serve_env(own, tmp_path / "db.duckdb"), "--load-wait", "0.05")
     try:
-        initialized = server.initialize()
+        initialized = server.initialize(AGENT)
         server.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         listed_at, listed = server.receive()
         assert [t["name"] for t in listed["result"]["tools"]] == ["lookup_knowledge", "read_entry"]
@@ -173,9 +96,9 @@ def test_initialize_and_tools_list_are_answered_while_loading_and_an_early_call_
 @pytest.mark.parametrize("when", ["1 s", "5 s", "ready"])
 def test_the_typescript_sdk_close_sequence_leaves_no_weaviate_behind(own, tmp_path, when):
     binary = embedded_binary(own).name
-    server = RawStdio(serve_env(own, tmp_path / "db.duckdb"))
+    server = served(serve_env(own, tmp_path / "db.duckdb"))
     try:
-        server.initialize()
+        server.initialize(AGENT)
         if when == "ready":
             server.wait_ready()
             assert weaviate_pids(binary, own.embedded_port), f"the server did not start its own Weaviate:\n{server.stderr}"
@@ -192,9 +115,9 @@ def test_the_typescript_sdk_close_sequence_leaves_no_weaviate_behind(own, tmp_pa
 
 def test_sigkill_of_the_server_takes_its_weaviate_down_too(own, tmp_path):
     binary = embedded_binary(own).name
-    server = RawStdio(serve_env(own, tmp_path / "db.duckdb"))
+    server = served(serve_env(own, tmp_path / "db.duckdb"))
     try:
-        server.initialize()
+        server.initialize(AGENT)
         assert wait_until(lambda: bool(weaviate_pids(binary, own.embedded_port)), 120), server.stderr
         ((pid, parent),) = weaviate_pids(binary, own.embedded_port)
         assert parent == server.proc.pid
@@ -212,12 +135,12 @@ import sys, time
 from retrieval.config import load_settings
 from retrieval.store.weaviate_server import DataDirLock
 import weaviate
-from retrieval.store.weaviate_server import EMBEDDED_ENV
+from retrieval.store.weaviate_server import EMBEDDED_ENV, embedded_binary
 s = load_settings()
 s.weaviate_data_dir.mkdir(parents=True, exist_ok=True)
 DataDirLock.acquire(s.weaviate_data_dir, s.embedded_port)
 # weaviate-client's own launch: no parent-death signal, as before issue 24
-client = weaviate.connect_to_embedded(version=s.weaviate_version, binary_path=str(s.weaviate_bin_dir),
+client = weaviate.connect_to_embedded(version=s.weaviate_version, binary_path=str(embedded_binary(s).parent),
     persistence_data_path=str(s.weaviate_data_dir), port=s.embedded_port, grpc_port=s.embedded_grpc_port,
     environment_variables=dict(EMBEDDED_ENV))
 print(client._connection.embedded_db.process.pid, flush=True)
@@ -236,9 +159,9 @@ def test_a_later_start_stops_and_replaces_an_orphan_of_ours(own, tmp_path):
         maker.kill()
         maker.wait()
         assert [p for p, _ in weaviate_pids(binary, own.embedded_port)] == [orphan]  # its owner is dead, it runs on
-        server = RawStdio(env)
+        server = served(env)
         try:
-            server.initialize()
+            server.initialize(AGENT)
             server.wait_ready()
             assert wait_until(lambda: orphan not in [p for p, _ in weaviate_pids(binary, own.embedded_port)], 30)
             (now,) = weaviate_pids(binary, own.embedded_port)
@@ -256,9 +179,9 @@ def test_a_later_start_stops_and_replaces_an_orphan_of_ours(own, tmp_path):
 
 
 def test_an_unparseable_line_gets_a_parse_error_with_id_null_and_a_stderr_line(base_settings, weaviate_client, tmp_path):
-    server = RawStdio(serve_env(base_settings, tmp_path / "db.duckdb"))
+    server = served(serve_env(base_settings, tmp_path / "db.duckdb"))
     try:
-        server.initialize()
+        server.initialize(AGENT)
         server.send(b"{this is not json\n")
         _, reply = server.receive()
         assert reply["id"] is None and reply["error"]["code"] == -32700, reply
@@ -275,17 +198,14 @@ def test_the_sdk_clients_own_start_and_close_leave_no_weaviate_behind(own, tmp_p
     """The Python SDK's stdio client: it spawns the server, initializes, and on leaving closes stdin, waits 2 s,
     then signals the whole process group."""
     import anyio
-    from mcp import Client, StdioServerParameters
-    from mcp.types import Implementation
 
     binary = embedded_binary(own).name
     env = serve_env(own, tmp_path / "db.duckdb")
-    params = StdioServerParameters(command=sys.executable, args=["-m", "retrieval", "serve"], env=env, cwd=str(REPO_ROOT))
     seen: dict[str, float] = {}
 
     async def talk():
         t0 = time.monotonic()
-        async with Client(params, mode="legacy", client_info=Implementation(name="sdk-lifecycle", version="1")) as client:
+        async with stdio_client(env, "sdk-lifecycle") as client:
             seen["initialized_s"] = time.monotonic() - t0
             answer = await client.call_tool("lookup_knowledge", {"query": "disk is full"})
             seen["weaviate"] = len(weaviate_pids(binary, own.embedded_port))
@@ -307,10 +227,10 @@ def test_sigterm_while_weaviate_starts_stops_the_server_and_its_weaviate(own, tm
     """SIGTERM as soon as the server's Weaviate shows in the process table: loading is under way."""
     binary = embedded_binary(own).name
     args = ["--transport", "http", "--port", str(free_port())] if transport == "http" else []
-    server = RawStdio(serve_env(own, tmp_path / "db.duckdb"), *args)
+    server = served(serve_env(own, tmp_path / "db.duckdb"), *args)
     try:
         if transport == "stdio":
-            server.initialize()
+            server.initialize(AGENT)
         assert wait_until(lambda: bool(weaviate_pids(binary, own.embedded_port)), 120), server.stderr
         assert server.logged_at("ready:") is None, "loading was over before the signal: the test proves nothing"
         t0 = time.monotonic()

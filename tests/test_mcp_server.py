@@ -4,12 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import duckdb
@@ -19,10 +16,18 @@ import pytest
 from retrieval.config import REPO_ROOT
 from retrieval.errors import ServeError
 from retrieval.serve.api import open_knowledge_lookup
-from retrieval.serve.serving import check_bind, is_loopback
+from retrieval.serve.http_transport import check_bind, is_loopback
 from retrieval.store.weaviate_server import port_open
 from tests.conftest import free_port
-from tests.helpers.mcp_process import ServedProcess, http_client, serve_env, stdio_client, stored_rows, wait_for_rows
+from tests.helpers.mcp_process import (
+    ServedProcess,
+    call_message,
+    http_client,
+    serve_env,
+    stdio_client,
+    stored_rows,
+    wait_for_rows,
+)
 
 QUERY = "Pod is crash looping and restarting"
 TOKEN = "t0k3n-for-the-tests-0123456789"
@@ -201,51 +206,23 @@ def test_stdio_initialize_names_the_session_and_closing_stdin_flushes_every_row(
 def test_stdio_over_pipes_answers_pipelined_calls_refuses_a_malformed_line_and_flushes_on_sigterm(settings, tmp_path):
     """Under an agent host stdin and stdout are pipes, which the server's event loop reads and writes itself."""
     db = tmp_path / "pipes.duckdb"
-    with open(tmp_path / "stderr.log", "wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "retrieval", "serve"],
-            cwd=REPO_ROOT,
-            env=serve_env(settings, db),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-        )
-    lines: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
-
-    def send(message: dict | bytes) -> None:
-        proc.stdin.write(message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n")
-        proc.stdin.flush()
+    proc = ServedProcess([], serve_env(settings, db), pipes=True)
 
     def receive() -> dict:
-        return json.loads(lines.get(timeout=120))  # every line on the wire is JSON: nothing stray reached it
-
-    def call(i: int, query: str) -> dict:
-        return {
-            "jsonrpc": "2.0",
-            "id": i,
-            "method": "tools/call",
-            "params": {"name": "lookup_knowledge", "arguments": {"query": query}},
-        }
+        return proc.receive()[1]  # every line on the wire is JSON: nothing stray reached it
 
     try:
-        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe-agent", "version": "1"}}
-        send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
-        assert receive()["result"]["serverInfo"]["name"] == "lookup-lab"
-        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        send(b"{this is not json\n")
+        proc.initialize("pipe-agent")
+        proc.send(b"{this is not json\n")
         parse_error = receive()
         assert parse_error["id"] is None and parse_error["error"]["code"] == -32700, parse_error
-        send(call(1, "disk is full on the database volume"))
-        send(call(2, "TLS certificate expires soon"))
+        proc.send(call_message(1, "lookup_knowledge", {"query": "disk is full on the database volume"}))
+        proc.send(call_message(2, "lookup_knowledge", {"query": "TLS certificate expires soon"}))
         answers = {m["id"]: m["result"] for m in (receive(), receive())}
         assert set(answers) == {1, 2} and not any(a.get("isError") for a in answers.values())
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0, (tmp_path / "stderr.log").read_text()
+        assert proc.stop(signal.SIGTERM) == 0, proc.stderr
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        proc.kill()
     rows = stored_rows(db)
     assert {r["id"] for r in rows} == {a["structuredContent"]["invocation_id"] for a in answers.values()}
     assert {r["session_tag"] for r in rows} == {"pipe-agent"}

@@ -7,16 +7,17 @@ import orjson
 import pytest
 
 from retrieval.core import lookup
-from retrieval.serve import api, mcp_server
+from retrieval.serve import api, mcp_tools
 from retrieval.serve.loading import Loading, StillLoading
-from retrieval.serve.mcp_server import chunk_excerpt, top_k_argument
+from retrieval.serve.mcp_server import chunk_excerpt
+from retrieval.serve.mcp_tools import top_k_argument
 from retrieval.serve.stdio_transport import parse_error_reply
 
 
 def test_the_limits_the_protocol_states_are_the_cores():
-    assert mcp_server.MAX_QUERY_CHARS == lookup.MAX_QUERY_CHARS
-    assert mcp_server.MAX_TOP_K == api.MAX_TOP_K
-    assert mcp_server.EXCERPT_CHARS == api.EXCERPT_CHARS
+    assert mcp_tools.MAX_QUERY_CHARS == lookup.MAX_QUERY_CHARS
+    assert mcp_tools.MAX_TOP_K == api.MAX_TOP_K
+    assert mcp_tools.EXCERPT_CHARS == api.EXCERPT_CHARS
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ def test_a_chunk_excerpt_is_the_chunks_own_text_without_the_title_line(text, ind
 
 def test_a_long_chunk_excerpt_is_cut_at_a_word():
     got = chunk_excerpt("Title\n" + "word " * 200, 1)
-    assert got.endswith("…") and len(got) <= mcp_server.EXCERPT_CHARS + 1 and "Title" not in got
+    assert got.endswith("…") and len(got) <= mcp_tools.EXCERPT_CHARS + 1 and "Title" not in got
 
 
 def test_a_line_that_is_not_json_gets_a_parse_error_with_id_null():
@@ -83,7 +84,8 @@ def test_the_protocol_modules_do_not_import_the_core():
     import sys
 
     code = (
-        "import sys, retrieval.serve.serve_cli, retrieval.serve.serving, retrieval.serve.mcp_server, retrieval.config;"
+        "import sys, retrieval.serve.serve_cli, retrieval.serve.serving, retrieval.serve.mcp_server, retrieval.serve.mcp_tools,"
+        " retrieval.serve.http_transport, retrieval.serve.stdio_transport, retrieval.config;"
         "print(sorted(m for m in ('weaviate', 'pandas', 'onnxruntime', 'retrieval.core.lookup', 'retrieval.serve.api') "
         "if m in sys.modules))"
     )

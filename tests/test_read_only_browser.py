@@ -27,7 +27,13 @@ from .test_browser import (  # noqa: F401  (browser and page are fixtures)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-LOOKUP_TABLES = {"tool_invocation", "invocation_keyword", "invocation_result"}  # what one recorded lookup writes
+LOOKUP_TABLES = {  # what one recorded lookup writes
+    "tool_invocation",
+    "invocation_keyword",
+    "invocation_result",
+    "invocation_hourly",
+    "invocation_histogram",
+}
 UNANSWERABLE = "eval_sets/sample-ops-unanswerable.yaml"  # 10 cases: a short run of every configuration
 
 

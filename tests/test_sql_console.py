@@ -204,7 +204,8 @@ def test_all_hostile_statements_in_a_row_leave_the_table_intact(db_path, tmp_pat
     assert not failures, f"these ran: {failures}"
     assert len(HOSTILE) >= 30
     assert after == before
-    assert after[0] == len(recs) and after[2] == ["invocation_keyword", "invocation_result", "tool_invocation"]
+    tables = ["invocation_histogram", "invocation_hourly", "invocation_keyword", "invocation_result", "tool_invocation"]
+    assert after[0] == len(recs) and after[2] == tables
     assert sorted(store.query("SELECT id FROM tool_invocation")["id"]) == sorted(r.id for r in recs)
     assert list(scratch.iterdir()) == []
 

@@ -4,6 +4,7 @@ import socket
 import pytest
 
 from retrieval.errors import L1Error, WeaviateSetupError
+from retrieval.store.weaviate_build import PATCH_TAG, check_patched
 from retrieval.store.weaviate_server import binary_name, connect, embedded_binary
 
 from .conftest import free_port
@@ -15,8 +16,11 @@ def test_binary_name_is_what_the_client_looks_for():
     assert binary_name("v1.38.11") == binary_name("1.38.11")
 
 
-def test_the_built_binary_is_in_place(base_settings):
-    assert embedded_binary(base_settings).is_file()
+def test_the_built_binary_is_in_place_and_patched(base_settings):
+    binary = embedded_binary(base_settings)
+    assert binary.is_file()
+    assert binary.parent == base_settings.weaviate_bin_dir / PATCH_TAG  # never an unpatched build beside it
+    check_patched(binary)
 
 
 def test_a_running_embedded_server_is_reused(base_settings, weaviate_client):

@@ -64,3 +64,27 @@ def write_results(result: dict[str, Any], out_dir: Path, name: str, log: Callabl
     result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
     log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
     return result
+
+
+def listening_pid(port: int) -> int | None:
+    """The pid of the local process listening on TCP `port` (Linux /proc), or None: the RSS of a Weaviate
+    given by URL, when it runs on this machine."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{parts[9]}]")
+    for proc in Path("/proc").iterdir() if inodes else ():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None

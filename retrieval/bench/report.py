@@ -74,7 +74,10 @@ def ratios_and_goals(
 
 def _strategy_cell(label: str, size: dict[str, Any]) -> str:
     f = size.get("filter_strategies", {}).get(label)
-    return "n/a" if f is None else "{unfiltered_p50_ms} / {filtered_p50_ms}, {filtered_over_unfiltered} ({loadavg})".format(**f)
+    if f is None:
+        return "n/a"
+    agree = "" if f.get("agreement") is None else f", top-k agreement {f['agreement']}"
+    return "{unfiltered_p50_ms} / {filtered_p50_ms}, {filtered_over_unfiltered} ({loadavg})".format(**f) + agree
 
 
 def _model_and_app_lines(result: dict[str, Any]) -> list[str]:

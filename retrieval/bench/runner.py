@@ -21,11 +21,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlparse
 
 from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import machine_info, pct, write_results
+from retrieval.bench.common import listening_pid, machine_info, pct, write_results
 from retrieval.bench.ports import free_port
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
 from retrieval.bench.store import bench_invocation_store
@@ -53,10 +54,15 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _server_rss_mb(client) -> dict[str, float] | None:
-    """Peak and current RSS of the embedded Weaviate server we started (None for a server by URL)."""
+def _server_rss_mb(client, url: str | None = None) -> dict[str, float] | None:
+    """Peak and current RSS of the embedded Weaviate server we started, or of the one at `url` when it listens
+    on this machine (None otherwise)."""
     db = getattr(getattr(client, "_connection", None), "embedded_db", None)  # weaviate-client internals
     pid = getattr(getattr(db, "process", None), "pid", None)
+    if pid is None and url:
+        parsed = urlparse(url)
+        if parsed.hostname in ("127.0.0.1", "localhost") and parsed.port:
+            pid = listening_pid(parsed.port)
     try:
         status = Path(f"/proc/{pid}/status").read_text() if pid else ""
     except OSError:
@@ -290,7 +296,7 @@ def bench_size(
         out["l1"].update(filtered_recall=recall["filtered_recall"], filtered_recall_detail=recall)
         load["l1"] = _load1()
     out["peak_rss_mb"] = peak_rss_mb()
-    out["weaviate_rss_mb"] = _server_rss_mb(client)
+    out["weaviate_rss_mb"] = _server_rss_mb(client, settings.weaviate_url)
     return out
 
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 TOOL_NAME = "lookup_knowledge"
+STAGES = ("l0", "embed", "l1", "fuse")  # the per-stage timings lookup_knowledge keeps in retrieval_details
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Run an eval set through four configurations on the same cases; metrics and significance through ranx."""
+"""Run an eval set through the configurations on the same cases: the EvalReport of metrics, significance
+(retrieval.evals.ranking_metrics), routing, support and latency figures, and each case's outcome."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,10 +17,10 @@ from retrieval.core.support import auc, support_model
 from retrieval.errors import EvalSetError
 from retrieval.evals.cases import CaseResult, ConfigOutcome
 from retrieval.evals.configs import CONFIGS, DEPTH, ConfigRun, run_case
+from retrieval.evals.ranking_metrics import METRICS, SMALL_SAMPLE, compute_metrics, compute_significance, ranx_runs
 from retrieval.evals.routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
 from retrieval.evals.sets import EvalSet
 
-METRICS = {"hit@1": "hit_rate@1", "recall@5": "recall@5", "mrr@10": "mrr@10", "ndcg@10": "ndcg@10"}
 # The routing and support figures of a configuration, in the order tables show them.
 ROUTING_FIGURES = (
     "filter_applied_rate",
@@ -30,8 +30,6 @@ ROUTING_FIGURES = (
     "correct_supported_rate",
     "unanswerable_unsupported_rate",
 )
-SMALL_SAMPLE = 30
-ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -101,66 +99,6 @@ def _outcome(r: ConfigRun, expected: dict[str, int]) -> ConfigOutcome:
     )
 
 
-def _ranx_runs(eval_set: EvalSet, runs: dict[str, list[ConfigRun]]):
-    from ranx import Qrels, Run
-
-    answerable = {c.id: c for c in eval_set.cases if c.answerable}
-    qrels = Qrels({cid: dict(c.expected) for cid, c in answerable.items()})
-    ranx_runs = {}
-    for name, case_runs in runs.items():
-        scores = {}
-        for r in case_runs:
-            if r.case_id in answerable:
-                n = len(r.ranking)
-                scores[r.case_id] = {entry_id: float(n - i) for i, entry_id in enumerate(r.ranking)}
-        ranx_runs[name] = Run(scores, name=name)
-    return qrels, ranx_runs
-
-
-def compute_metrics(qrels, ranx_runs: dict) -> dict[str, dict[str, float]]:
-    from ranx import evaluate
-
-    out = {}
-    for name, run in ranx_runs.items():
-        values = evaluate(qrels, run, list(METRICS.values()), make_comparable=True)
-        out[name] = {short: float(values[long]) for short, long in METRICS.items()}
-    return out
-
-
-def compute_significance(qrels, ranx_runs: dict, *, stat_test: str = "student") -> dict[str, Any]:
-    """Paired test between every two configurations, per metric: p-values and whether p < 0.05."""
-    from ranx import compare
-
-    names = list(ranx_runs)
-    if len(names) < 2:
-        return {"stat_test": stat_test, "alpha": ALPHA, "pairs": []}
-    report = compare(
-        qrels,
-        runs=[ranx_runs[n] for n in names],
-        metrics=list(METRICS.values()),
-        stat_test=stat_test,
-        max_p=ALPHA,
-        make_comparable=True,
-    ).to_dict()
-    pairs = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            for short, long in METRICS.items():
-                p = float(report[a]["comparisons"][b][long])
-                pairs.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "metric": short,
-                        "p_value": None if math.isnan(p) else p,
-                        "significant": (not math.isnan(p)) and p < ALPHA,
-                        "a_score": float(report[a]["scores"][long]),
-                        "b_score": float(report[b]["scores"][long]),
-                    }
-                )
-    return {"stat_test": stat_test, "alpha": ALPHA, "pairs": pairs}
-
-
 def run_eval(
     eval_set: EvalSet,
     services: LookupServices,
@@ -193,12 +131,12 @@ def run_eval(
             if progress:
                 progress(done, total)
     answerable = sum(c.answerable for c in eval_set.cases)
-    qrels, ranx_runs = _ranx_runs(eval_set, runs) if answerable else (None, {})
+    qrels, per_config = ranx_runs(eval_set, runs) if answerable else (None, {})
     warnings = []
     if answerable < SMALL_SAMPLE:
         warnings.append(f"only {answerable} answerable cases: significance tests are unreliable below {SMALL_SAMPLE}")
-    metrics = compute_metrics(qrels, ranx_runs) if answerable else {c: {m: float("nan") for m in METRICS} for c in configs}
-    significance = compute_significance(qrels, ranx_runs, stat_test=stat_test) if answerable else {"pairs": []}
+    metrics = compute_metrics(qrels, per_config) if answerable else {c: {m: float("nan") for m in METRICS} for c in configs}
+    significance = compute_significance(qrels, per_config, stat_test=stat_test) if answerable else {"pairs": []}
     entry_domains = {e.entry_id: e.domain for e in services.l0.entries.values()}
     cases_by_id = {c.id: c for c in eval_set.cases}
     routing: dict[str, dict[str, Any]] = {}
@@ -293,65 +231,3 @@ def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str,
             }
         )
     return out
-
-
-def parse_threshold(text: str) -> tuple[str, str, float]:
-    """'lookup:mrr@10=0.9' -> ('lookup', 'mrr@10', 0.9)."""
-    try:
-        left, value = text.split("=", 1)
-        config, metric = left.split(":", 1)
-        number = float(value)
-    except ValueError as exc:
-        raise EvalSetError(f"--min '{text}': expected CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9") from exc
-    if config not in CONFIGS or metric not in METRICS:
-        raise EvalSetError(f"--min '{text}': config must be one of {', '.join(CONFIGS)} and metric one of {', '.join(METRICS)}")
-    return config, metric, number
-
-
-def check_gates(
-    report: EvalReport, thresholds: Sequence[str], baseline: dict[str, Any] | None = None, eval_set: EvalSet | None = None
-) -> list[str]:
-    """Failures: thresholds not met, and configurations significantly worse than a saved baseline run."""
-    failures = []
-    for text in thresholds:
-        config, metric, want = parse_threshold(text)
-        if config not in report.metrics:
-            failures.append(f"{text}: configuration {config} was not run")
-            continue
-        got = report.metrics[config][metric]
-        if not got >= want:
-            failures.append(f"{config} {metric} = {got:.4f} is below the threshold {want}")
-    if baseline is not None and eval_set is not None:
-        failures.extend(_baseline_regressions(report, baseline, eval_set))
-    return failures
-
-
-def _baseline_regressions(report: EvalReport, baseline: dict[str, Any], eval_set: EvalSet) -> list[str]:
-    from ranx import Qrels, Run, compare
-
-    answerable = {c.id: c for c in eval_set.cases if c.answerable}
-    qrels = Qrels({cid: dict(c.expected) for cid, c in answerable.items()})
-    failures = []
-
-    def run_from(cases: list[dict[str, Any]], config: str, name: str):
-        scores = {}
-        for case in cases:
-            if case["id"] in answerable and config in case.get("configs", {}):
-                ranking = case["configs"][config]["ranking"]
-                scores[case["id"]] = {e: float(len(ranking) - i) for i, e in enumerate(ranking)}
-        return Run(scores, name=name) if scores else None
-
-    for config in report.configs:
-        old = run_from(baseline.get("cases", []), config, "baseline")
-        new = run_from([c.to_dict() for c in report.cases], config, "current")
-        if old is None or new is None:
-            continue
-        cmp = compare(
-            qrels, runs=[old, new], metrics=list(METRICS.values()), stat_test="student", max_p=ALPHA, make_comparable=True
-        ).to_dict()
-        for short, long in METRICS.items():
-            p = float(cmp["current"]["comparisons"]["baseline"][long])
-            before, after = cmp["baseline"]["scores"][long], cmp["current"]["scores"][long]
-            if after < before and not math.isnan(p) and p < ALPHA:
-                failures.append(f"{config} {short} fell from {before:.4f} to {after:.4f} against the baseline (p = {p:.4f})")
-    return failures

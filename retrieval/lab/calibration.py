@@ -20,8 +20,8 @@ from retrieval.config import Settings
 from retrieval.core.lookup import weights_of
 from retrieval.core.ranking import fuse
 from retrieval.core.support import SupportFeatures, SupportModel, auc, features_of, fit
-from retrieval.evals.evaluation import DEPTH
-from retrieval.lab.sweep import CaseSignals, query_keys
+from retrieval.evals.configs import DEPTH
+from retrieval.lab.sweep_signals import CaseSignals, query_keys
 
 CORRECT_SUPPORTED_TARGET = 0.90  # of hit@1
 UNANSWERABLE_UNSUPPORTED_TARGET = 0.85

@@ -28,7 +28,7 @@ def calibrate(
     from retrieval.evals.sets import load_eval_set
     from retrieval.lab.calibration import calibrate as fit_calibration
     from retrieval.lab.calibration import case_support
-    from retrieval.lab.sweep import query_keys
+    from retrieval.lab.sweep_signals import query_keys
     from retrieval.progress import progress_display
 
     try:

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from retrieval.errors import EvalSetError
-from retrieval.evals.evaluation import ALPHA, METRICS, SMALL_SAMPLE
-from retrieval.lab.runs import RunStore, RunSummary
+from retrieval.evals.ranking_metrics import ALPHA, METRICS, SMALL_SAMPLE
+from retrieval.lab.run_summary import RunSummary
+from retrieval.lab.runs import RunStore
 
 STAT_TEST = "paired t-test (scipy.stats.ttest_rel)"
 

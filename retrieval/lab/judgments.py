@@ -19,14 +19,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from retrieval.errors import EvalSetError
-from retrieval.evals.catalog import EvalSetFile, same_path
-from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
+from retrieval.evals.sets import EvalSet, load_eval_set
+from retrieval.lab.case_yaml import indented, insert_case, yaml_field
+from retrieval.lab.judgment_targets import JUDGED_LABEL, TargetSet, judged_set_files, new_set_path, target_sets
 
-JUDGED_LABEL = "judged/"  # how the app labels the sets of the judgments folder (Settings.judged_sets_dir)
-_SET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+# Where a judgment can go is judgment_targets' (the app imports it from here too).
+__all__ = [
+    "JUDGED_LABEL",
+    "AppendResult",
+    "Judgment",
+    "TargetSet",
+    "append_case",
+    "create_eval_set",
+    "judged_set_files",
+    "new_set_path",
+    "same_judgment",
+    "suggest_case_id",
+    "suggest_domain",
+    "target_sets",
+]
+
 _WORD = re.compile(r"[A-Za-z0-9]+")
 ID_WORDS = 5  # words of the query a generated case id is made of
 
@@ -69,40 +82,6 @@ class AppendResult:
         }
 
 
-@dataclass(frozen=True)
-class TargetSet:
-    """A known eval set a judgment can go to, and whether it fits the loaded corpus."""
-
-    label: str
-    path: Path
-    cases: int
-    fits: bool
-    error: str | None = None  # the set does not load: nothing can be appended to it
-
-
-def judged_set_files(directory: Path | str) -> list[EvalSetFile]:
-    """The eval sets in the judgments folder, labelled judged/<file name> (none when the folder is missing)."""
-    folder = Path(directory)
-    return [EvalSetFile(f"{JUDGED_LABEL}{p.name}", p) for p in sorted(folder.glob("*.yaml"))] if folder.is_dir() else []
-
-
-def target_sets(known_ids: Iterable[str], files: Iterable[EvalSetFile], corpus_dir: Path | str | None = None) -> list[TargetSet]:
-    """The eval sets `files` names, each with its case count and whether it fits the corpus of `known_ids`
-    (folder `corpus_dir`): every entry it expects is there, and a set expecting none names no other corpus."""
-    known = set(known_ids)
-    out = []
-    for f in files:
-        try:
-            loaded = load_eval_set(f.path)
-        except EvalSetError as exc:
-            out.append(TargetSet(f.label, f.path, 0, False, str(exc)))
-            continue
-        other = loaded.corpus_dir is not None and corpus_dir is not None and not same_path(loaded.corpus_dir, corpus_dir)
-        fits = corpus_fit(loaded, known).fits and not (other and not any(c.expected for c in loaded.cases))
-        out.append(TargetSet(f.label, f.path, len(loaded.cases), fits))
-    return out
-
-
 def suggest_case_id(query: str, existing: Iterable[str]) -> str:
     """CamelCase of the query's first words (`PodIsCrashLooping`), with -2, -3… until unique in `existing`."""
     taken = {str(e) for e in existing}
@@ -122,14 +101,6 @@ def suggest_domain(relevant_domains: Sequence[str | None], routed: str | None = 
     if len(found) == 1:
         return found.pop()
     return routed if not relevant_domains else None
-
-
-def new_set_path(name: str, directory: Path | str) -> Path:
-    """`<directory>/<name>.yaml`, for a set created in the app (the judgments folder). Refuses odd names."""
-    clean = name.strip().removesuffix(".yaml")
-    if not _SET_NAME.match(clean):
-        raise EvalSetError(f"set name {name!r}: use letters, digits, '.', '_' or '-' (up to 80), starting with a letter or digit")
-    return Path(directory) / f"{clean}.yaml"
 
 
 def same_judgment(eval_set: EvalSet, judgment: Judgment) -> str | None:
@@ -154,7 +125,7 @@ def append_case(path: Path | str, judgment: Judgment, *, known_ids: Iterable[str
         except OSError as exc:
             raise EvalSetError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
         case_id = _case_id(judgment, before, path)
-        new_text = _insert_case(text, _case_text(case_id, judgment), path)
+        new_text = insert_case(text, _case_text(case_id, judgment), path)
         after = _validated(path, new_text, case_id, judgment, known_ids, before=before)
         _replace(path, new_text.encode("utf-8"))
     return AppendResult(str(path), case_id, False, len(after.cases), after.name)
@@ -178,13 +149,15 @@ def create_eval_set(
     except OSError as exc:
         raise EvalSetError(f"{path}: folder {path.parent} cannot be made: {exc.strerror or exc}") from exc
     set_name = (name or path.stem).strip()
-    lines = [_field("name", set_name)]
-    lines.append(_field("description", description.strip() or f"Cases judged in Lookup Lab, from {datetime.now(UTC):%Y-%m-%d}."))
+    lines = [yaml_field("name", set_name)]
+    lines.append(
+        yaml_field("description", description.strip() or f"Cases judged in Lookup Lab, from {datetime.now(UTC):%Y-%m-%d}.")
+    )
     if corpus_dir is not None:
-        lines.append(_field("corpus", os.path.relpath(Path(corpus_dir).resolve(), path.parent.resolve())))
+        lines.append(yaml_field("corpus", os.path.relpath(Path(corpus_dir).resolve(), path.parent.resolve())))
     lines.append("cases:")
     case_id = judgment.case_id.strip() if judgment.case_id and judgment.case_id.strip() else suggest_case_id(judgment.query, ())
-    text = "\n".join(lines) + "\n" + _indent(_case_text(case_id, judgment), "  - ", "    ")
+    text = "\n".join(lines) + "\n" + indented(_case_text(case_id, judgment), "  - ", "    ")
     with _folder_lock(path):
         after = _validated(path, text, case_id, judgment, known_ids, before=None)
         try:
@@ -198,62 +171,18 @@ def create_eval_set(
 
 
 # --- the text ------------------------------------------------------------------------------------------------
-def _field(key: str, value: Any) -> str:
-    """`key: value` as YAML writes it on one line (quoted where needed; lists of ids in flow style)."""
-    if isinstance(value, list):
-        return f"{key}: {yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6).strip()}"
-    return yaml.safe_dump({key: value}, default_flow_style=False, allow_unicode=True, width=10**6).rstrip("\n")
-
-
 def _case_text(case_id: str, judgment: Judgment) -> list[str]:
-    lines = [_field("id", case_id), _field("query", judgment.query.strip()), _field("expected", list(judgment.relevant))]
+    lines = [
+        yaml_field("id", case_id),
+        yaml_field("query", judgment.query.strip()),
+        yaml_field("expected", list(judgment.relevant)),
+    ]
     if judgment.domain:
-        lines.append(_field("domain", judgment.domain))
+        lines.append(yaml_field("domain", judgment.domain))
     note = f"# judged {datetime.now(UTC):%Y-%m-%d %H:%M} UTC" + (
         f" from {' '.join(judgment.source.split())}" if judgment.source else ""
     )
     return [f"{lines[0]}  {note}", *lines[1:]]
-
-
-def _indent(lines: list[str], first: str, rest: str, newline: str = "\n") -> str:
-    return newline.join([first + lines[0], *(rest + line for line in lines[1:])]) + newline
-
-
-def _insert_case(text: str, case_lines: list[str], path: Path) -> str:
-    """`text` with the case added after the last item of its block list `cases:`; nothing else changes."""
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        raise EvalSetError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from exc
-    cases = next((v for k, v in (root.value if isinstance(root, yaml.MappingNode) else []) if k.value == "cases"), None)
-    if not isinstance(cases, yaml.SequenceNode) or not cases.value:
-        raise EvalSetError(f"{path}: field 'cases' must be a non-empty list")
-    if cases.flow_style:
-        raise EvalSetError(f"{path}: field 'cases' is a flow list ([...]): write it as a block list (- id: ...) to append")
-    newline = "\r\n" if "\r\n" in text else "\n"
-    lines = text.splitlines(keepends=True)
-    first, last = cases.value[0], cases.value[-1]
-    dash = lines[first.start_mark.line].find("-")
-    if dash < 0 or dash >= first.start_mark.column:
-        raise EvalSetError(f"{path}: field 'cases': cannot find where its items start")
-    item = first.start_mark.column
-    # After the last item's last line of content: its end mark stands at the next token, past trailing
-    # blank lines and comments, which stay where they are (after the new case).
-    end = last.end_mark.line if last.end_mark.column == 0 else last.end_mark.line + 1
-    end = min(end, len(lines))
-    while end - 1 > last.start_mark.line and (not lines[end - 1].strip() or _outer_comment(lines[end - 1], item)):
-        end -= 1
-    head = "".join(lines[:end])
-    if head and not head.endswith(("\n", "\r")):
-        head += newline
-    block = _indent(case_lines, " " * dash + "-" + " " * (item - dash - 1), " " * item, newline)
-    return head + block + "".join(lines[end:])
-
-
-def _outer_comment(line: str, item: int) -> bool:
-    """A comment line no deeper than the item's keys: not the text of a block scalar (always deeper)."""
-    body = line.lstrip(" ")
-    return body.startswith("#") and len(line) - len(body) <= item
 
 
 # --- validation and writing ------------------------------------------------------------------------------------

@@ -4,26 +4,26 @@ the DuckDB file the invocations use (opened for a moment, with retry on the lock
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
-import subprocess
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
 import pandas as pd
 
-from retrieval.config import EVAL_SETTINGS, REPO_ROOT, SECRET_SETTINGS, Settings, db_budget
+from retrieval.config import Settings, db_budget
 from retrieval.errors import RunNotFound, StoreError
 from retrieval.evals.evaluation import EvalReport
 from retrieval.evals.sets import EvalSet
+from retrieval.lab.run_provenance import code_version, new_run_id, run_settings, set_hash
+from retrieval.lab.run_summary import HISTORY_METRICS, NO_MODEL, RunSummary, history_rows
 from retrieval.records.db_budget import connect_retrying
+
+# RunSummary and its history table live in run_summary; importers of this module find them here too.
+__all__ = ["HISTORY_METRICS", "NO_MODEL", "SCHEMA", "RunStore", "RunSummary", "history_rows"]
 
 T = TypeVar("T")
 
@@ -64,90 +64,6 @@ CREATE TABLE IF NOT EXISTS eval_run_case (
 """
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """One saved run: what ran (set, its content hash, corpus, settings, code) and its metrics per configuration."""
-
-    run_id: str
-    created_at: str  # ISO 8601, UTC
-    eval_set: str
-    set_hash: str
-    set_path: str | None
-    corpus: str | None
-    collection: str | None
-    settings: dict[str, Any]
-    code_version: str | None
-    source: str | None
-    configs: tuple[str, ...]
-    metrics: dict[str, dict[str, float | None]]
-    cases: int
-    answerable: int
-
-    @property
-    def embedding_model(self) -> str | None:
-        """The model the run embedded with; None for a run saved before the model was a setting."""
-        value = self.settings.get("embedding_model")
-        return str(value) if value else None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["configs"] = list(self.configs)
-        out["embedding_model"] = self.embedding_model
-        out["set"] = self.eval_set
-        out["time"] = self.created_at
-        return out
-
-
-def set_hash(eval_set: EvalSet) -> str:
-    """A hash of the cases' content (id, query, expected, domain): equal sets hash equal whatever the file's layout."""
-    canonical = json.dumps([c.to_dict() for c in eval_set.cases], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-
-@lru_cache(maxsize=1)
-def code_version() -> str | None:
-    """`git describe --always --dirty` of the repository when it is a git checkout, else the package version."""
-    try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty", "--tags"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-
-        return f"lookup-lab {version('lookup-lab')}"
-    except PackageNotFoundError:
-        return None
-
-
-def settings_dict(settings: Settings) -> dict[str, Any]:
-    """Every setting (paths as text), without secrets."""
-    out = {}
-    for f in dataclasses.fields(settings):
-        if f.name in SECRET_SETTINGS:
-            continue
-        value = getattr(settings, f.name)
-        out[f.name] = str(value) if isinstance(value, Path) else value
-    return out
-
-
-def run_settings(report: EvalReport, settings: Settings) -> dict[str, Any]:
-    """The settings saved with a run: every setting, with the model and the depth (top_k) the report says it ran
-    with (an eval ranks at least DEPTH entries, whatever the app's top_k), so a run's label, JSON and report agree."""
-    out = settings_dict(settings)
-    for name in ("embedding_model", "top_k"):
-        if report.settings.get(name):
-            out[name] = report.settings[name]
-    return out
-
-
 def _clean(value: Any) -> Any:
     """NaN becomes None, so the JSON is valid and readers see 'does not apply'."""
     if isinstance(value, float) and math.isnan(value):
@@ -155,11 +71,6 @@ def _clean(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     return value
-
-
-def new_run_id() -> str:
-    """Sortable and short enough to type: 20261201-102600-3fa2."""
-    return f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
 
 
 class RunStore:
@@ -315,30 +226,3 @@ def _summary(row: tuple) -> RunSummary:
         cases=int(data["cases"] or 0),
         answerable=int(data["answerable"] or 0),
     )
-
-
-NO_MODEL = "–"  # the model of a run saved before the model was a setting
-HISTORY_SETTINGS = EVAL_SETTINGS  # the retrieval-quality settings of a run, the model first
-HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate")
-
-
-def history_rows(runs: list[RunSummary], config: str = "lookup") -> list[dict[str, Any]]:
-    """One row per run for a history table or a trend chart: when, what, the main settings, one configuration's metrics."""
-    rows = []
-    for run in runs:
-        metrics = run.metrics.get(config) or {}
-        rows.append(
-            {
-                "run_id": run.run_id,
-                "time": run.created_at,
-                "set": run.eval_set,
-                "collection": run.collection,
-                **{k: run.settings.get(k) for k in HISTORY_SETTINGS},
-                "embedding_model": run.embedding_model or NO_MODEL,
-                **{m: metrics.get(m) for m in HISTORY_METRICS},
-                "cases": run.cases,
-                "code_version": run.code_version,
-                "source": run.source,
-            }
-        )
-    return rows

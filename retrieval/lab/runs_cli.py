@@ -11,10 +11,12 @@ import typer
 
 from retrieval.config import Settings, load_settings
 from retrieval.errors import LookupLabError
-from retrieval.evals.evaluation import METRICS, EvalReport
+from retrieval.evals.evaluation import EvalReport
+from retrieval.evals.ranking_metrics import METRICS
 from retrieval.evals.sets import EvalSet
 from retrieval.lab.compare import RunComparison, compare_runs
-from retrieval.lab.runs import HISTORY_SETTINGS, RunStore, RunSummary
+from retrieval.lab.run_summary import HISTORY_SETTINGS, RunSummary
+from retrieval.lab.runs import RunStore
 
 SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 SHOWN_SETTINGS = HISTORY_SETTINGS  # as the Runs page's history shows them

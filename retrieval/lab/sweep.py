@@ -8,7 +8,7 @@ query. The figures are those of `run_eval`'s `lookup` configuration at the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,104 +16,32 @@ from typing import Any
 import numpy as np
 
 from retrieval.config import Settings
-from retrieval.core.candidates import Candidate, L1Status
-from retrieval.core.hints import EntryMatch
-from retrieval.core.lookup import LookupServices, search_text
-from retrieval.core.pipeline import L1Query, judge, lookup_pipeline, rank, route, search_l1
-from retrieval.core.search_request import SearchMode
+from retrieval.core.candidates import L1Status
+from retrieval.core.lookup import LookupServices
+from retrieval.core.pipeline import judge, rank
 from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, same_path
-from retrieval.evals.evaluation import DEPTH
+from retrieval.evals.configs import DEPTH
 from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 from retrieval.evals.tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
-from retrieval.store.models import DEFAULT_MODEL
+from retrieval.lab.sweep_signals import CaseSignals, Progress, QueryKey, collect_signals, keys_for, point_settings, query_keys
 
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
-QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k", "embedding_model")  # the rest only re-rank or re-assess
+# The signals a sweep fetches are sweep_signals'; importers of this module find QueryKey, query_keys and keys_for here too.
+__all__ = [
+    "BestPoint",
+    "PointResult",
+    "QueryKey",
+    "SweepResult",
+    "case_figures",
+    "check_folds",
+    "fitting_eval_sets",
+    "keys_for",
+    "query_keys",
+    "run_sweep",
+    "sweep_sets",
+]
+
 METRIC_NAMES = ("mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate")
-
-
-@dataclass(frozen=True)
-class QueryKey:
-    """One kind of Weaviate query: near_vector, bm25 or hybrid (with its alpha), to a candidate depth, in the
-    collection of one embedding model (whose vector the query carries)."""
-
-    kind: SearchMode
-    depth: int
-    alpha: float | None = None
-    model: str = DEFAULT_MODEL
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", SearchMode(self.kind))
-
-    def query(self, settings: Settings) -> L1Query:
-        """The retriever of this key: the query fetches similarities whatever its kind (for the support estimate)."""
-        return L1Query(self.kind, self.depth, settings.hybrid_alpha if self.alpha is None else self.alpha)
-
-
-def query_keys(settings: Settings) -> tuple[QueryKey, ...]:
-    """The queries a lookup at these settings makes, as run_eval runs it (its top-k at least DEPTH)."""
-    pipeline = lookup_pipeline(settings.with_(top_k=max(DEPTH, settings.top_k)))
-    model = settings.embedding_model
-    return tuple(QueryKey(q.mode, q.depth, q.alpha if q.mode is SearchMode.HYBRID else None, model) for q in pipeline.queries)
-
-
-def point_settings(current: Settings, point: Mapping[str, Any]) -> Settings:
-    return current.with_(**point)
-
-
-@dataclass(frozen=True)
-class CaseSignals:
-    """What the lookup's fusion sees for one case, per query setting: L0 matches and the L1 candidates."""
-
-    set_name: str
-    case_id: str
-    relevant: frozenset[str]  # expected entries with a grade > 0; empty: unanswerable
-    l0: tuple[EntryMatch, ...]
-    found: Mapping[QueryKey, tuple[Candidate, ...]]
-    query: str = ""  # what was searched (search_text of the case's query)
-
-
-def collect_signals(
-    eval_set: EvalSet,
-    services: LookupServices,
-    settings: Settings,
-    keys: Sequence[QueryKey],
-    *,
-    progress: Progress | None = None,
-    other_models: Mapping[str, LookupServices] | None = None,
-) -> list[CaseSignals]:
-    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing. `services`
-    search with the settings' embedding model; keys of another model use `other_models[model]` (its embedder and
-    its collection)."""
-    by_model = {settings.embedding_model: services, **(other_models or {})}
-    ready = {}  # model -> (embedder, store)
-    for model in dict.fromkeys(k.model for k in keys):
-        use = by_model.get(model)
-        if use is None:
-            raise LookupLabError(f"the sweep varies embedding_model over {model}, but no collection of that model was given")
-        if use.store is None or use.embedder is None or not settings.l1_enabled:
-            raise LookupLabError(f"a sweep needs L1, which is unavailable: {use.l1_unavailable or 'L1 is off or not connected'}")
-        use.embedder.prime([search_text(c.query) for c in eval_set.cases])
-        ready[model] = (use.embedder, use.store)
-    out, total = [], len(eval_set.cases) * len(keys)
-    routed = lookup_pipeline(settings)  # the lookup's routing: L1 filtered on the L0 domain when there is one
-    for i, case in enumerate(eval_set.cases):
-        query = search_text(case.query)
-        hints = services.l0.match(query)
-        category = route(hints, routed)
-        found = {}
-        for j, key in enumerate(keys):
-            embedder, store = ready[key.model]
-            vector = embedder.embed_query(query)
-            (found[key],) = search_l1(
-                store, (key.query(settings),), text=query, vector=vector, category=category, timeout_s=settings.l1_timeout_s
-            )
-            if progress:
-                progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
-        relevant = frozenset(e for e, g in case.expected.items() if g > 0)
-        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found, query))
-    return out
 
 
 def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, float, bool, bool]:
@@ -213,12 +141,6 @@ class SweepResult:
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per point: the swept settings, then the metrics (for tables and charts)."""
         return [{**p.settings, **p.metrics} for p in self.points]
-
-
-def keys_for(grid: Grid, current: Settings) -> tuple[QueryKey, ...]:
-    """Every distinct query of the grid's points and of the current settings, each once."""
-    wanted = [current, *(point_settings(current, p) for p in grid.points())]
-    return tuple(dict.fromkeys(k for s in wanted for k in query_keys(s)))
 
 
 def run_sweep(

@@ -69,7 +69,8 @@ def _run(
     from retrieval.errors import LookupLabError
     from retrieval.evals.sets import load_eval_set
     from retrieval.evals.tuning import parse_grid
-    from retrieval.lab.sweep import check_folds, keys_for, run_sweep
+    from retrieval.lab.sweep import check_folds, run_sweep
+    from retrieval.lab.sweep_signals import keys_for
     from retrieval.progress import progress_display
 
     started = time.perf_counter()
@@ -102,7 +103,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     """Every case's signals for `keys`, each set on the corpus it names (or `corpus`), ingesting what changed."""
     from retrieval.config import eval_set_corpus
     from retrieval.evals.sets import load_eval_set
-    from retrieval.lab.sweep import collect_signals
+    from retrieval.lab.sweep_signals import collect_signals
     from retrieval.services import open_embedder, open_runtime
     from retrieval.store import indexing
     from retrieval.store.weaviate_store import KnowledgeStore

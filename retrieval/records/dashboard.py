@@ -19,7 +19,11 @@ import pandas as pd
 from retrieval.errors import StoreError
 from retrieval.records.db_budget import duckdb_frames
 from retrieval.records.invocations import COLUMNS, STAGES, InvocationStore
+from retrieval.records.rollup import histogram_figures
 
+# Over every row of a bigger store, the page reads the rollups (retrieval.records.rollup): counts stay exact, the
+# latency quantiles come from 1%-wide histogram buckets (approximate, within 0.5%); up to this many rows it scans.
+EXACT_QUANTILES_UP_TO = 200_000
 SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
 # What people read first: when, what was asked, which layer answered, the top entry, how long; the id last.
 ROW_COLUMNS = (
@@ -104,6 +108,7 @@ class Dashboard:
     top_domains: pd.DataFrame  # domain, calls
     top_keywords: pd.DataFrame  # keyword, field, calls
     bucket: str  # minute | hour | day
+    quantiles_approximate: bool = False  # median and p50/p95 read from the rollup's histogram (within 0.5%)
 
     @property
     def fallback_rate(self) -> float | None:
@@ -157,19 +162,62 @@ def _one_row(cursor: duckdb.DuckDBPyConnection) -> tuple[Any, ...]:
     return row
 
 
+_LATENCY_COLUMNS = ["stage", "calls", "p50_ms", "p95_ms", "mean_ms"]
+Summary = tuple[int, int, float | None, datetime | None, datetime | None, pd.DataFrame]
+
+
+def _scanned_summary(con: duckdb.DuckDBPyConnection, where: str, params: list[Any]) -> Summary:
+    """The figures and exact per-stage p50/p95 of the matching rows, in one scan."""
+    aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
+    total, fallbacks, median, first, last, *figures = _one_row(
+        con.execute(
+            f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
+            f"{_UTC.format('max(created_at)')}, {aggregates} FROM tool_invocation WHERE {where}",
+            params,
+        )
+    )
+    latency = pd.DataFrame(
+        [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures), strict=True) if n],
+        columns=_LATENCY_COLUMNS,
+    )
+    return int(total), int(fallbacks), None if median is None else float(median), _aware(first), _aware(last), latency
+
+
+def _rollup_summary(con: duckdb.DuckDBPyConnection, exact_up_to: int) -> Summary | None:
+    """The same figures over every row from the rollups (exact counts, approximate quantiles, exact means), or
+    None when the store holds no more than `exact_up_to` rows (a scan of them is quick and exact)."""
+    total, fallbacks, first, last = _one_row(
+        con.execute(
+            f"SELECT coalesce(sum(calls), 0), coalesce(sum(fallbacks), 0), {_UTC.format('min(first_at)')}, "
+            f"{_UTC.format('max(last_at)')} FROM invocation_hourly"
+        )
+    )
+    if int(total) <= exact_up_to:
+        return None
+    figures = histogram_figures(con)
+    median = figures["latency"][1][0] if "latency" in figures else None
+    latency = pd.DataFrame(
+        [(s, figures[s][0], figures[s][1][0], figures[s][1][1], figures[s][2]) for s in STAGES if s in figures],
+        columns=_LATENCY_COLUMNS,
+    )
+    return int(total), int(fallbacks), median, _aware(first), _aware(last), latency
+
+
 def filter_options(store: InvocationStore) -> FilterOptions:
     def run(con: duckdb.DuckDBPyConnection) -> FilterOptions:
         def distinct(column: str) -> tuple[str, ...]:
             rows = con.execute(f"SELECT DISTINCT {column} FROM tool_invocation WHERE {column} IS NOT NULL ORDER BY 1").fetchall()
             return tuple(str(r[0]) for r in rows)
 
-        first, last, total = _one_row(
+        first, last, total = _one_row(  # the hourly rollup holds the exact first and last call and the count
             con.execute(
-                f"SELECT {_UTC.format('min(created_at)')}, {_UTC.format('max(created_at)')}, count(*) FROM tool_invocation"
+                f"SELECT {_UTC.format('min(first_at)')}, {_UTC.format('max(last_at)')}, coalesce(sum(calls), 0) "
+                "FROM invocation_hourly"
             )
         )
+        layers = con.execute("SELECT DISTINCT layer FROM invocation_hourly ORDER BY 1").fetchall()
         return FilterOptions(
-            distinct("layer"),
+            tuple(str(r[0]) for r in layers),
             distinct("domain"),
             distinct("status"),
             distinct("session_tag"),
@@ -182,40 +230,45 @@ def filter_options(store: InvocationStore) -> FilterOptions:
 
 
 def load_dashboard(
-    store: InvocationStore, flt: InvocationFilter, *, row_limit: int = 500, top_n: int = 10, bucket: str | None = None
+    store: InvocationStore,
+    flt: InvocationFilter,
+    *,
+    row_limit: int = 500,
+    top_n: int = 10,
+    bucket: str | None = None,
+    exact_up_to: int = EXACT_QUANTILES_UP_TO,
 ) -> Dashboard:
-    """Every frame of the Invocations page for one filter, over one connection."""
+    """Every frame of the Invocations page for one filter, over one connection. Over every row of a store with more
+    than `exact_up_to` rows, the figures come from the rollups (quantiles approximate: `quantiles_approximate`)."""
     where, params = flt.where()
 
     def run(con: duckdb.DuckDBPyConnection) -> Dashboard:
         def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
             return con.execute(sql, params + (extra or [])).df()
 
-        # One scan for the figures and the per-stage p50/p95 (they were two queries over every matching row).
-        aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
-        total, fallbacks, median, first, last, *figures = _one_row(
-            con.execute(
-                f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
-                f"{_UTC.format('max(created_at)')}, {aggregates} FROM tool_invocation WHERE {where}",
-                params,
-            )
-        )
+        summary = _rollup_summary(con, exact_up_to) if where == "TRUE" else None
+        if summary is None:
+            total, fallbacks, median, first, last, latency = _scanned_summary(con, where, params)
+        else:
+            total, fallbacks, median, first, last, latency = summary
         unit = bucket or pick_bucket(first, last)
         rows = df(
             f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?",
             [int(row_limit)],
         )
-        # One scan for both charts over time: calls per bucket and layer, and the fallbacks among them.
-        per_layer = df(
-            f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
-            f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
-            "GROUP BY ALL ORDER BY bucket, layer"
-        )
+        # Both charts over time in one read: calls per bucket and layer, and the fallbacks among them.
+        if where == "TRUE" and unit != "minute":
+            per_layer = df(
+                f"SELECT date_trunc('{unit}', hour) AS bucket, layer, CAST(sum(calls) AS BIGINT) AS calls, "
+                "CAST(sum(fallbacks) AS BIGINT) AS fallbacks FROM invocation_hourly GROUP BY ALL ORDER BY bucket, layer"
+            )
+        else:
+            per_layer = df(
+                f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
+                f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
+                "GROUP BY ALL ORDER BY bucket, layer"
+            )
         over_time = per_layer[["bucket", "layer", "calls"]].reset_index(drop=True)
-        latency = pd.DataFrame(
-            [(s, int(n), q[0], q[1], mean) for s, (n, q, mean) in zip(STAGES, _triples(figures), strict=True) if n],
-            columns=["stage", "calls", "p50_ms", "p95_ms", "mean_ms"],
-        )
         # The sample is taken of the filtered calls: USING SAMPLE beside a WHERE would sample before it.
         samples = df(
             f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
@@ -247,6 +300,7 @@ def load_dashboard(
             domains,
             keywords,
             unit,
+            summary is not None,
         )
 
     return _read(store, run)

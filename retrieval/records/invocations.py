@@ -1,245 +1,53 @@
 """The invocation store: every lookup_knowledge call as a `tool_invocation` row in a DuckDB file.
 
 DuckDB lets one process at a time hold the file (a writer blocks readers too). So nobody keeps it open:
-1. `record()` appends the row as one JSON line to this process's spool file and flushes it to the OS
-   before the answer is returned (a kill -9 of the process cannot lose it).
+1. `record()` appends the row as one JSON line to this process's spool file (retrieval.records.spool) and flushes
+   it to the OS before the answer is returned (a kill -9 of the process cannot lose it).
 2. `flush()` (on a background thread, and on demand) claims every finished spool file in the folder,
    its own and those of other or dead processes, opens the database for a moment with retry on the
    lock, and inserts the rows that are not in it yet (by id), a chunk of lines at a time, each chunk in one
-   transaction, so memory stays flat whatever the spool holds and a replay adds nothing twice.
+   transaction (retrieval.records.insert), so memory stays flat whatever the spool holds and a replay adds
+   nothing twice.
 
-Typed copies of what the dashboard reads often are written beside the JSON in the same transaction: the
-per-stage timings as columns of tool_invocation, and one row per matched L0 keyword (invocation_keyword)
-and per returned result (invocation_result). Unnesting the JSON of 1M rows took 20-80 s per dashboard
-query; the typed tables answer in well under 200 ms (see retrieval.bench.runner).
+The tables are retrieval.records.schema's; the dashboard's rollups are retrieval.records.rollup's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import duckdb
-import orjson
 import pandas as pd
-import pyarrow as pa
 
 from retrieval.config import db_budget
 from retrieval.core.record import InvocationRecord
 from retrieval.errors import StoreError
 from retrieval.records.db_budget import DbBudget, connect_retrying, duckdb_frames
+from retrieval.records.insert import chunk_bytes, insert_rows
+from retrieval.records.schema import COLUMNS, SCHEMA, STAGE_COLUMNS, STAGES, ensure_schema
+from retrieval.records.spool import Spool, spool_line, spool_table, spooled_chunks
+
+__all__ = [
+    "COLUMNS",
+    "SCHEMA",
+    "STAGES",
+    "STAGE_COLUMNS",
+    "InvocationStore",
+    "chunk_bytes",
+    "ensure_schema",
+    "insert_rows",
+    "routing_of",
+    "spool_line",
+    "spool_table",
+]
 
 T = TypeVar("T")
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tool_invocation (
-    id VARCHAR PRIMARY KEY,
-    created_at TIMESTAMPTZ NOT NULL,
-    tool_name VARCHAR NOT NULL,
-    input VARCHAR NOT NULL,
-    status VARCHAR NOT NULL,
-    layer VARCHAR NOT NULL,
-    latency_ms DOUBLE NOT NULL,
-    result JSON USING COMPRESSION zstd,
-    retrieval_details JSON USING COMPRESSION zstd,
-    error VARCHAR,
-    session_tag VARCHAR NOT NULL,
-    domain VARCHAR,
-    l1_status VARCHAR,
-    fallback BOOLEAN,
-    top_entry_id VARCHAR
-);
-"""
-COLUMNS = (
-    "id",
-    "created_at",
-    "tool_name",
-    "input",
-    "status",
-    "layer",
-    "latency_ms",
-    "result",
-    "retrieval_details",
-    "error",
-    "session_tag",
-    "domain",
-    "l1_status",
-    "fallback",
-    "top_entry_id",
-)
-STAGES = ("l0", "embed", "l1", "fuse")  # the per-stage timings lookup_knowledge keeps in retrieval_details
-STAGE_COLUMNS = tuple(f"{s}_ms" for s in STAGES)  # ... and typed copies of them in tool_invocation
-CHILD_SCHEMA = """
-CREATE TABLE IF NOT EXISTS invocation_keyword (
-    invocation_id VARCHAR NOT NULL,
-    term VARCHAR NOT NULL,
-    field VARCHAR,
-    weight DOUBLE
-);
-CREATE TABLE IF NOT EXISTS invocation_result (
-    invocation_id VARCHAR NOT NULL,
-    rank INTEGER NOT NULL,
-    entry_id VARCHAR NOT NULL,
-    domain VARCHAR,
-    source VARCHAR,
-    score DOUBLE
-);
-"""
-_KEYWORD_TYPE = '[{"term": "VARCHAR", "field": "VARCHAR", "weight": "DOUBLE"}]'
-_RESULT_TYPE = '[{"entry_id": "VARCHAR", "domain": "VARCHAR", "source": "VARCHAR", "score": "DOUBLE"}]'
-
-
-# The JSON columns are compressed with zstd: DuckDB's default for long strings (dictionary + FSST) took 15-80 s
-# to checkpoint 20k rows (12 KB of JSON each), zstd 1-5 s, in a smaller file. (A file written before keeps its own.)
-SPOOL_SCHEMA = pa.schema(
-    [
-        *((c, pa.string()) for c in ("id", "created_at", "tool_name", "input", "status", "layer")),
-        ("latency_ms", pa.float64()),
-        *((c, pa.string()) for c in ("result", "retrieval_details", "error", "session_tag", "domain", "l1_status")),
-        ("fallback", pa.bool_()),
-        ("top_entry_id", pa.string()),
-    ]
-)
-CHUNK_BYTES = (1 << 20, 32 << 20)  # an insert chunk's input: 1/32 of the memory budget, within these bounds
-
-
-def chunk_bytes(budget: DbBudget) -> int:
-    """The input bytes of one insert chunk: memory stays flat whatever the spool or table holds."""
-    return max(CHUNK_BYTES[0], min(CHUNK_BYTES[1], budget.memory_bytes // 32))
-
-
-def _stage_exprs(details: str) -> list[str]:
-    return [f"TRY_CAST(json_extract_string({details}, '$.timings_ms.{s}') AS DOUBLE)" for s in STAGES]
-
-
-def _derive_children(con: duckdb.DuckDBPyConnection, source: str) -> None:
-    """Insert the keyword and result rows of every invocation in `source` (a table or view with id,
-    retrieval_details and result, JSON or JSON text)."""
-    con.execute(
-        "INSERT INTO invocation_keyword SELECT id, k.term, k.field, k.weight FROM ("
-        f"SELECT id, unnest(from_json(json_extract(retrieval_details, '$.l0.matched_keywords'), '{_KEYWORD_TYPE}')) AS k "
-        f"FROM {source}) WHERE k.term IS NOT NULL"
-    )
-    con.execute(
-        "INSERT INTO invocation_result SELECT id, r.rank, r.item.entry_id, r.item.domain, r.item.source, r.item.score "
-        "FROM (SELECT id, unnest(list_transform(from_json(json_extract(result, '$.results'), "
-        f"'{_RESULT_TYPE}'), lambda x, i: {{'rank': i, 'item': x}})) AS r FROM {source}) WHERE r.item.entry_id IS NOT NULL"
-    )
-
-
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """All or nothing: COMMIT when the block ends, ROLLBACK if it raises (or the process is interrupted)."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
-
-
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    """Create the tables; bring a file written before the typed tables up to date (backfilled from the JSON)."""
-    with _transaction(con):
-        con.execute(SCHEMA)
-        have = {
-            r[0]
-            for r in con.execute(
-                "SELECT column_name FROM duckdb_columns() WHERE table_name = 'tool_invocation' AND schema_name = 'main'"
-            ).fetchall()
-        }
-        missing = [c for c in STAGE_COLUMNS if c not in have]
-        for column in missing:
-            con.execute(f"ALTER TABLE tool_invocation ADD COLUMN {column} DOUBLE")
-        if missing:
-            sets = ", ".join(f"{c} = {e}" for c, e in zip(STAGE_COLUMNS, _stage_exprs("retrieval_details"), strict=True))
-            con.execute(f"UPDATE tool_invocation SET {sets}")
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
-        con.execute(CHILD_SCHEMA)
-        if not {"invocation_keyword", "invocation_result"} <= tables:
-            con.execute("DELETE FROM invocation_keyword")
-            con.execute("DELETE FROM invocation_result")
-            _derive_children(con, "tool_invocation")
-
-
-def insert_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, *, max_bytes: int = CHUNK_BYTES[1]) -> int:
-    """Insert the rows (COLUMNS, JSON columns as text) whose id is not stored yet, with their typed stage
-    columns and child rows, a chunk of at most `max_bytes` at a time, each chunk in one transaction (a replay
-    adds nothing twice, so a chunk that fails leaves nothing half-done). Returns the rows added."""
-    added, start = 0, 0
-    per_row = max(1, rows.nbytes // max(1, rows.num_rows))
-    step = max(1, max_bytes // per_row)
-    while start < rows.num_rows:
-        added += _insert_chunk(con, rows.slice(start, step))
-        start += step
-    return added
-
-
-def _insert_chunk(con: duckdb.DuckDBPyConnection, chunk: pa.Table) -> int:
-    # INSERT OR IGNORE skips ids already stored (or repeated in the chunk) through the primary key's index;
-    # the timings are read from retrieval_details with one parse of it, not one per stage.
-    paths = ", ".join(f"'$.timings_ms.{s}'" for s in STAGES)
-    stage_values = [f"TRY_CAST(timings[{i}] AS DOUBLE)" for i in range(1, len(STAGES) + 1)]
-    con.register("incoming_chunk", chunk)
-    try:
-        with _transaction(con):
-            inserted = con.execute(
-                f"INSERT OR IGNORE INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
-                f"SELECT {', '.join(COLUMNS[:1])}, CAST(created_at AS TIMESTAMPTZ), {', '.join(COLUMNS[2:])}, "
-                f"{', '.join(stage_values)} FROM (SELECT *, json_extract_string(retrieval_details, [{paths}]) AS timings "
-                "FROM incoming_chunk) RETURNING id"
-            ).fetchall()
-            if len(inserted) == chunk.num_rows:
-                _derive_children(con, "incoming_chunk")
-            elif inserted:
-                con.register("inserted_ids", pa.table({"id": [r[0] for r in inserted]}))
-                _derive_children(
-                    con,
-                    "(SELECT * FROM incoming_chunk WHERE id IN (SELECT id FROM inserted_ids) "
-                    "QUALIFY row_number() OVER (PARTITION BY id) = 1)",
-                )
-                con.unregister("inserted_ids")
-    finally:
-        con.unregister("incoming_chunk")
-    return len(inserted)
-
-
-def spool_table(lines: list[bytes]) -> tuple[pa.Table, int]:
-    """Spool lines as an Arrow table of SPOOL_SCHEMA (JSON columns as text), and how many lines were cut short."""
-    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
-    bad = 0
-    for line in lines:
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            try:  # text orjson refuses (invalid UTF-8, escaped lone surrogates): json, then replacement characters
-                plain = json.dumps(json.loads(line.decode("utf-8", "replace")), ensure_ascii=False)
-                row = json.loads(plain.encode("utf-8", "replace"))
-            except json.JSONDecodeError:
-                bad += 1  # a line cut short by a crash mid-write: its answer was never returned
-                continue
-        for c in COLUMNS:
-            columns[c].append(row.get(c))
-    for c in ("result", "retrieval_details"):
-        columns[c] = [None if v is None else orjson.dumps(v, default=str).decode() for v in columns[c]]
-    return pa.Table.from_pydict(columns, schema=SPOOL_SCHEMA), bad
-
-
-def spool_line(rec: InvocationRecord) -> bytes:
-    """The record as one line of UTF-8 JSON. orjson takes a tenth of the time json.dumps took on the
-    request path; text it refuses (lone surrogates) goes through json with replacement characters."""
-    try:
-        return orjson.dumps(rec.to_dict(), default=str, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_APPEND_NEWLINE)
-    except (TypeError, orjson.JSONEncodeError):
-        return (json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n").encode("utf-8", "replace")
 
 
 def routing_of(details: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
@@ -253,29 +61,6 @@ def routing_of(details: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
     return tuple((details.get("l0") or {}).get("domains") or ()), applied
 
 
-# Shared by every InvocationStore of this process (there may be several on one file, e.g. one per
-# app session): one flush at a time per spool folder, and the spool files still being appended to.
-_PROCESS_LOCK = threading.Lock()
-_FLUSH_LOCKS: dict[Path, threading.Lock] = {}
-_ACTIVE_SPOOLS: set[tuple[Path, str]] = set()  # (resolved spool folder, file name)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A killed process that its parent has not reaped yet (a zombie) still answers kill(pid, 0),
-    # but it will never write its spool again: count it as dead so its rows are adopted now.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc (not Linux) or it just went away: the next flush looks again
-    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
-
-
 class InvocationStore:
     """Records invocations without holding the DuckDB file; reads with short-lived connections."""
 
@@ -286,16 +71,10 @@ class InvocationStore:
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.RLock()  # one DuckDB connection at a time in this process
         self._held = threading.local()  # the connection reading() holds for this thread
-        self._spool_lock = threading.Lock()
-        self._spool_file: IO[bytes] | None = None
-        self._spool_path: Path | None = None
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        self.spool_dir.mkdir(parents=True, exist_ok=True)
-        self._spool_key = self.spool_dir.resolve()
-        with _PROCESS_LOCK:  # one flush at a time per spool folder in this process (claim, insert, unlink)
-            self._flush_lock = _FLUSH_LOCKS.setdefault(self._spool_key, threading.Lock())
+        self.spool = Spool(self.spool_dir)
         self.with_connection(ensure_schema, read_only=False)
 
     # --- connections ------------------------------------------------------------------------------
@@ -361,71 +140,11 @@ class InvocationStore:
     # --- writing ----------------------------------------------------------------------------------
     def record(self, rec: InvocationRecord) -> None:
         """Append the row to this process's spool; durable against a process kill once this returns."""
-        line = spool_line(rec)
-        with self._spool_lock:
-            if self._spool_file is None:
-                path = self.spool_dir / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.jsonl"
-                with _PROCESS_LOCK:
-                    _ACTIVE_SPOOLS.add((self._spool_key, path.name))
-                self._spool_path = path
-                self._spool_file = open(path, "ab")  # noqa: SIM115 - stays open across records; _rotate closes it
-            self._spool_file.write(line)
-            self._spool_file.flush()
-
-    def _rotate(self) -> None:
-        with self._spool_lock:
-            if self._spool_file is not None and self._spool_path is not None:
-                self._spool_file.close()
-                self._spool_path.rename(self._spool_path.with_suffix(".ready"))
-                with _PROCESS_LOCK:
-                    _ACTIVE_SPOOLS.discard((self._spool_key, self._spool_path.name))
-                self._spool_file = self._spool_path = None
-
-    def _claim(self) -> list[Path]:
-        """Take every finished spool file, and the open ones of processes that died."""
-        claimed = []
-        me = os.getpid()
-        for path in sorted(self.spool_dir.iterdir()):
-            pid_text = path.name.split("-", 1)[0]
-            if path.suffix == ".claimed" and pid_text == str(me):
-                claimed.append(path)  # ours, left by a flush that could not reach the database
-                continue
-            if path.suffix == ".jsonl" and pid_text == str(me):
-                # Left by an earlier process that had our PID (PIDs are reused, e.g. PID 1 in a
-                # container). Checked under the process lock, so a file that a store of this process
-                # is appending to is never taken.
-                with _PROCESS_LOCK:
-                    if (self._spool_key, path.name) in _ACTIVE_SPOOLS:
-                        continue
-                    target = self._claim_one(path, me)
-            elif path.suffix == ".ready" or (
-                path.suffix in (".jsonl", ".claimed") and pid_text.isdigit() and not _pid_alive(int(pid_text))
-            ):
-                target = self._claim_one(path, me)
-            else:
-                continue
-            if target is not None:
-                claimed.append(target)
-        return claimed
-
-    def _claim_one(self, path: Path, me: int) -> Path | None:
-        target = self.spool_dir / f"{me}-{uuid.uuid4().hex[:8]}.claimed"
-        try:
-            path.rename(target)
-        except FileNotFoundError:
-            return None  # another process claimed it first
-        return target
+        self.spool.append(spool_line(rec))
 
     def pending(self) -> int:
         """Rows waiting in spool files (all processes)."""
-        n = 0
-        for path in self.spool_dir.glob("*"):
-            try:
-                with open(path, "rb") as fh:
-                    n += sum(1 for _ in fh)
-            except FileNotFoundError:
-                continue
-        return n
+        return self.spool.pending()
 
     def flush(self, timeout_s: float | None = None) -> int:
         """Move every spooled row into the database. Returns the rows read from spool."""
@@ -434,12 +153,12 @@ class InvocationStore:
         # twice and unlink them under each other (FileNotFoundError, which killed the flusher).
         if getattr(self._held, "con", None) is not None:
             return 0  # this thread reads inside reading(): a write would wait for its own connection
-        with self._flush_lock:
+        with self.spool.flush_lock:
             return self._flush(timeout_s)
 
     def _flush(self, timeout_s: float | None) -> int:
-        self._rotate()
-        files = self._claim()
+        self.spool.rotate()
+        files = self.spool.claim()
         if not files:
             return 0
         read = 0
@@ -447,7 +166,7 @@ class InvocationStore:
         def insert(con: duckdb.DuckDBPyConnection) -> None:
             nonlocal read
             read = 0
-            for lines in self._spooled_chunks(files, chunk_bytes(self.budget)):
+            for lines in spooled_chunks(files, chunk_bytes(self.budget)):
                 table, bad = spool_table(lines)
                 read += len(lines) - bad
                 if table.num_rows:
@@ -457,24 +176,6 @@ class InvocationStore:
         for path in files:
             path.unlink(missing_ok=True)
         return read
-
-    @staticmethod
-    def _spooled_chunks(files: list[Path], max_bytes: int) -> Iterator[list[bytes]]:
-        """The lines of the spool files, in lists of about `max_bytes`: memory does not grow with the spool."""
-        lines: list[bytes] = []
-        size = 0
-        for path in files:
-            with open(path, "rb") as fh:
-                for line in fh:
-                    if not line.strip():
-                        continue
-                    lines.append(line)
-                    size += len(line)
-                    if size >= max_bytes:
-                        yield lines
-                        lines, size = [], 0
-        if lines:
-            yield lines
 
     def start_background_flush(self, interval_s: float = 1.0) -> None:
         if self._flusher is not None:

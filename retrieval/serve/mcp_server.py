@@ -1,4 +1,4 @@
-"""lookup_knowledge as a Model Context Protocol server: the tools, their JSON schemas and the handlers.
+"""lookup_knowledge as a Model Context Protocol server: the handlers of its tools and resources, and their answers.
 
 - tool `lookup_knowledge(query, top_k?)`: results (entry id, title, domain, score, the signals that found it,
   an excerpt), relevance, layer, the L0 hints and the invocation id, as structured content and as JSON text;
@@ -8,8 +8,8 @@ A refused argument is a tool result with isError and a message naming the argume
 Every lookup is recorded with the MCP client's name (clientInfo.name) as its session tag, and every answered
 read_entry in table entry_read (retrieval.records.read_log). The services may still be opening (retrieval.serve.loading):
 initialize and tools/list are answered at once, a call waits for them up to a limit. The lookups
-run on worker threads, so calls from many clients are answered concurrently. Transports, signals and
-authentication are in retrieval.serve.serving.
+run on worker threads, so calls from many clients are answered concurrently. The tools' schemas and argument
+checks are in retrieval.serve.mcp_tools; transports, signals and authentication in retrieval.serve.serving.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import orjson
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from retrieval.errors import LookupLabError, QueryError
+from retrieval.errors import LookupLabError
 from retrieval.serve.loading import Loading
+from retrieval.serve.mcp_tools import ENTRY_URI, LOOKUP_INPUT, READ_INPUT, TOOLS, check_arguments, text_argument, top_k_argument
 
 if TYPE_CHECKING:
     from retrieval.core.lookup import LookupResult
@@ -36,87 +37,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("retrieval.serve.mcp_server")
 
-# The core's limits, restated so that the protocol is answered before the core (Weaviate's client, the model
-# runtime, pandas) is imported: tests/test_mcp_unit.py checks they are the core's.
-MAX_QUERY_CHARS = 2000  # retrieval.core.lookup.MAX_QUERY_CHARS
-MAX_TOP_K = 50  # retrieval.serve.api.MAX_TOP_K
-EXCERPT_CHARS = 280  # retrieval.serve.api.EXCERPT_CHARS
 SERVER_NAME = "lookup-lab"
-ENTRY_URI = "kb://entry/"
 UNNAMED_CLIENT = "mcp-unnamed-client"
 LIST_PAGE = 100
 WORKERS = 8  # lookups running at once; the embedder and DuckDB spool serialise their own parts
-
-LOOKUP_INPUT = {
-    "type": "object",
-    "properties": {
-        "query": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_QUERY_CHARS,
-            "description": "A question, an alert summary or keywords, in plain text.",
-        },
-        "top_k": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_TOP_K,
-            "description": "How many entries to return (default: the server's top_k setting).",
-        },
-    },
-    "required": ["query"],
-    "additionalProperties": False,
-}
-READ_INPUT = {
-    "type": "object",
-    "properties": {"entry_id": {"type": "string", "description": "An entry_id from a lookup_knowledge result."}},
-    "required": ["entry_id"],
-    "additionalProperties": False,
-}
-LOOKUP_OUTPUT = {
-    "type": "object",
-    "properties": {
-        "invocation_id": {"type": "string"},
-        "layer": {"type": "string", "description": "L0+L1, L0, L1 or none: which layers answered"},
-        "results": {"type": "array", "items": {"type": "object", "required": ["entry_id", "title", "domain", "score", "source"]}},
-        "relevance": {"type": "object", "required": ["semantic_support", "level", "reason"]},
-        "hints": {"type": "object", "description": "L0 hint data: matched titles, keywords (with field), domains, entities"},
-    },
-    "required": ["invocation_id", "layer", "results", "relevance", "hints"],
-}
-ENTRY_OUTPUT = {
-    "type": "object",
-    "properties": {"entry_id": {"type": "string"}, "text": {"type": "string"}},
-    "required": ["entry_id", "title", "domain", "text"],
-}
-
-TOOLS = [
-    types.Tool(
-        name="lookup_knowledge",
-        title="Look up the knowledge base",
-        input_schema=LOOKUP_INPUT,
-        output_schema=LOOKUP_OUTPUT,
-        annotations=types.ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-        description=(
-            "Search the operations knowledge base (runbooks) for entries that answer a question or an alert. "
-            "Returns ranked entries (entry_id, title, domain, score, source: L0 keyword match, L1 semantic match or "
-            f"both, and an excerpt of up to {EXCERPT_CHARS} characters), a relevance assessment (semantic_support: "
-            "false means nothing in the base is semantically close, so do not rely on the results), the layer "
-            "that answered, the L0 keyword hints and the invocation_id of the recorded call. Read a whole entry with read_entry."
-        ),
-    ),
-    types.Tool(
-        name="read_entry",
-        title="Read a knowledge base entry",
-        input_schema=READ_INPUT,
-        output_schema=ENTRY_OUTPUT,
-        annotations=types.ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-        description="The whole text of one knowledge base entry (markdown), with its title, domain, keywords and entities.",
-    ),
-]
 
 
 def client_name(ctx: ServerRequestContext) -> str:
@@ -127,37 +51,6 @@ def client_name(ctx: ServerRequestContext) -> str:
         return UNNAMED_CLIENT
     name = "".join(ch if ch.isprintable() else " " for ch in name).strip()[:100]
     return name or UNNAMED_CLIENT
-
-
-def _text_argument(tool: str, arguments: dict[str, Any], name: str) -> str:
-    value = arguments[name]
-    if not isinstance(value, str):
-        raise QueryError(f"{name} must be a string, got {type(value).__name__} {_short(value)}")
-    return value
-
-
-def top_k_argument(value: Any) -> Any:
-    """top_k as JSON Schema's `integer` reads it: 2.0 is the integer 2. Anything else is left to check_top_k."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _check_arguments(tool: str, arguments: dict[str, Any] | None, schema: dict[str, Any]) -> dict[str, Any]:
-    args = dict(arguments or {})
-    allowed = list(schema["properties"])
-    unknown = sorted(set(args) - set(allowed))
-    if unknown:
-        raise QueryError(f"unknown argument {', '.join(map(repr, unknown))}: {tool} takes {', '.join(allowed)}")
-    for name in schema["required"]:
-        if name not in args:
-            raise QueryError(f"the argument {name!r} is required ({tool} takes {', '.join(allowed)})")
-    return args
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
@@ -228,8 +121,8 @@ def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS,
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             if params.name == "lookup_knowledge":
-                args = _check_arguments(params.name, params.arguments, LOOKUP_INPUT)
-                query = _text_argument(params.name, args, "query")
+                args = check_arguments(params.name, params.arguments, LOOKUP_INPUT)
+                query = text_argument(params.name, args, "query")
                 top_k = top_k_argument(args.get("top_k"))
                 tag = client_name(ctx)
                 kb = await loading.get()
@@ -237,8 +130,8 @@ def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS,
                     lambda: _ok(lookup_payload(kb.lookup(query, top_k, session_tag=tag), kb)), limiter=limiter
                 )
             if params.name == "read_entry":
-                args = _check_arguments(params.name, params.arguments, READ_INPUT)
-                entry_id = _text_argument(params.name, args, "entry_id")
+                args = check_arguments(params.name, params.arguments, READ_INPUT)
+                entry_id = text_argument(params.name, args, "entry_id")
                 kb = await loading.get()
                 started = time.perf_counter()
                 payload = entry_payload(kb, entry_id)

@@ -1,19 +1,16 @@
-"""`python -m retrieval serve`: the MCP server's process: transports, signals and authentication.
+"""`python -m retrieval serve`: the MCP server's process: its transport, signals, loading and leaving.
 
 One process opens the services once (one model load, one Weaviate connection), in the background: the
 protocol is answered at once and calls wait for the services (retrieval.serve.loading). SIGTERM, SIGINT or stdin
 closing stops it at any moment: the calls in flight finish, the invocation spool is flushed into the DuckDB
 file, and an embedded Weaviate this process started is sent SIGTERM (one it merely reused is left running).
 Over HTTP it listens on 127.0.0.1 unless told otherwise; any other address needs a bearer token
-(LOOKUP_SERVER_TOKEN), and every request without it is answered 401.
+(LOOKUP_SERVER_TOKEN), and every request without it is answered 401 (retrieval.serve.http_transport).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import ipaddress
-import json
 import signal
 import socket
 from collections.abc import Callable
@@ -23,10 +20,22 @@ import anyio
 
 from retrieval.errors import ServeError
 from retrieval.records.read_log import ReadLog
+from retrieval.serve.http_transport import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    TOKEN_ENV,
+    bind_socket,
+    check_bind,
+    url_of,
+    uvicorn_server,
+)
 from retrieval.serve.loading import DEFAULT_WAIT_S, Loading
 from retrieval.serve.mcp_server import build_server
 from retrieval.serve.stdio_transport import stderr_log, stdio_streams
 from retrieval.store import shutdown
+
+# The HTTP transport is http_transport's; importers of this module find its TOKEN_ENV here too.
+__all__ = ["TOKEN_ENV", "TRANSPORTS", "serve"]
 
 if TYPE_CHECKING:  # the core loads in the background, after the protocol is up
     from retrieval.config import Settings
@@ -34,90 +43,8 @@ if TYPE_CHECKING:  # the core loads in the background, after the protocol is up
     from retrieval.store.embedding import Embedder
 
 TRANSPORTS = ("stdio", "http")
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-MCP_PATH = "/mcp"
-TOKEN_ENV = "LOOKUP_SERVER_TOKEN"
-MIN_TOKEN_CHARS = 16
-GRACEFUL_SHUTDOWN_S = 3  # open streams are closed after this on SIGTERM
 LOAD_DELAY_MAX_S = 2.0  # stdio: loading starts after the first reply is sent, or after this
 STOP_WAIT_S = 1.0  # how long leaving waits for the embedded Weaviate to exit (it then finishes alone)
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
-
-
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse a bind reachable from other machines without a token, and a token too short to be one."""
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ServeError(
-            f"{TOKEN_ENV} is {len(token)} characters: use at least {MIN_TOKEN_CHARS} "
-            "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')"
-        )
-    if not token and not is_loopback(host):
-        raise ServeError(
-            f"--host {host} is reachable from other machines: set {TOKEN_ENV} to a bearer token that "
-            f"clients must send (Authorization: Bearer <token>), or listen on {DEFAULT_HOST}"
-        )
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """Listen now, before the model loads, so that a taken port fails at once; early clients queue."""
-    if not 0 <= port <= 65535:
-        raise ServeError(f"--port {port} is not a TCP port (0-65535)")
-    # IPPROTO_TCP stated, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without
-    # it each answer waited ~40 ms for the client's delayed ACK (Nagle).
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-        sock.listen(512)
-    except OSError as exc:
-        sock.close()
-        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from None
-    return sock
-
-
-class BearerAuth:
-    """ASGI wrapper: every HTTP request must carry `Authorization: Bearer <token>`, or gets 401."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope["type"] == "http":
-            got = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
-            if not hmac.compare_digest(got, self.expected):
-                body = json.dumps(
-                    {"error": "unauthorized", "error_description": f"send Authorization: Bearer <the server's {TOKEN_ENV}>"}
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"www-authenticate", b'Bearer realm="lookup-lab"'),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
-
-
-def http_app(services: KnowledgeLookup | Loading, *, host: str, token: str | None) -> Any:
-    """The Starlette app serving streamable HTTP at /mcp (JSON responses; DNS-rebinding checks on loopback)."""
-    server = build_server(services, reads=ReadLog())
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True, host=host)
-    return BearerAuth(app, token) if token else app
 
 
 def serve(
@@ -255,32 +182,11 @@ async def _serve(
             else:
                 if sock is None:
                     raise ValueError("serving over HTTP needs a bound socket")
-                import uvicorn
-
-                config = uvicorn.Config(
-                    http_app(loading, host=host, token=token),
-                    log_level="warning",
-                    access_log=False,
-                    timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-                    lifespan="on",
-                )
-                web = state["uvicorn"] = _uvicorn_server(config)
-                log(f"listening: MCP over streamable HTTP at {_url(sock)}; loading the model and Weaviate")
-                tg.start_soon(load, lambda kb: f"ready: MCP over streamable HTTP at {_url(sock)} ({_describe(kb)})")
+                web = state["uvicorn"] = uvicorn_server(loading, host=host, token=token)
+                log(f"listening: MCP over streamable HTTP at {url_of(sock)}; loading the model and Weaviate")
+                tg.start_soon(load, lambda kb: f"ready: MCP over streamable HTTP at {url_of(sock)} ({_describe(kb)})")
                 await web.serve(sockets=[sock])
         tg.cancel_scope.cancel()  # the signal watcher and a load still running
-
-
-def _uvicorn_server(config: Any) -> Any:
-    """uvicorn.Server without its own signal handling: ours (in _serve) stops it, then the services are closed."""
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self):
-            yield
-
-    return Server(config)
 
 
 def _single(group: BaseExceptionGroup) -> BaseException:
@@ -288,11 +194,6 @@ def _single(group: BaseExceptionGroup) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
-
-
-def _url(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    return f"http://{f'[{host}]' if ':' in host else host}:{port}{MCP_PATH}"
 
 
 def _describe(kb: KnowledgeLookup) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import WeaviateSetupError
+from retrieval.store.weaviate_build import BIND_ENV, BIND_HOST
 
 STATE_FILE = "cluster.json"
 MAX_NODES = 9
@@ -39,9 +40,7 @@ NODE_ENV = {
     "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
     "QUERY_DEFAULTS_LIMIT": "20",
     "CLUSTER_IN_LOCALHOST": "true",  # without it Raft never forms on one machine ("no known peers")
-    "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
-    "CLUSTER_BIND_ADDR": "127.0.0.1",
-    "GO_PROFILING_DISABLE": "true",  # the profiler listens on every interface: off
+    **BIND_ENV,  # every port on 127.0.0.1 (gRPC and data port: our build's patch), the profiler off
 }
 
 
@@ -250,7 +249,7 @@ def start_node(state: ClusterState, name: str) -> ClusterState:
         )
     state.node_dir(node).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **node_env(node, state.nodes, state.data_dir)}
-    argv = [str(state.binary), "--host", "127.0.0.1", "--port", str(node.http_port), "--scheme", "http"]
+    argv = [str(state.binary), "--host", BIND_HOST, "--port", str(node.http_port), "--scheme", "http"]
     log = str(state.log_path(node))
     # posix_spawn, not Popen: the node outlives this process, and a collected Popen would warn that it still runs.
     pid = os.posix_spawn(

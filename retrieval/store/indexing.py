@@ -20,10 +20,11 @@ from weaviate.util import generate_uuid5
 from retrieval.core.chunking import Chunk, chunk_entry, heading_words, stored_hash
 from retrieval.core.corpus import Corpus, Entry
 from retrieval.errors import L1Error, StoreError
-from retrieval.store.collection_model import other_model_message
+from retrieval.store.collection_model import model_in, other_model_message
 from retrieval.store.index_health import unsearchable_chunks
 from retrieval.store.manifest import drop_manifest, read_manifest, write_manifest
 from retrieval.store.replicas import shortfall
+from retrieval.store.weaviate_store import PROPERTIES
 
 if TYPE_CHECKING:
     from retrieval.store.weaviate_store import KnowledgeStore
@@ -66,12 +67,14 @@ def ingest(
     """
     start = time.perf_counter()
     model = getattr(getattr(embedder, "spec", None), "name", None)  # None: vectors that are not a model's (bench)
-    existed = store.client.collections.exists(store.name)
-    stored_model = store.stored_model() if model and existed else None
+    # One look at the collection (None: there is none) tells both its model and whether its fields are current.
+    config = store.collection.config.get() if store.client.collections.exists(store.name) else None
+    stored_model = model_in(config.description) if model and config is not None else None
     if model and stored_model is not None and stored_model != model:
         raise StoreError(other_model_message(store.name, stored_model, model))
+    old_fields = config is not None and not set(PROPERTIES) <= {p.name for p in config.properties}
     # A collection made before the model was recorded may hold any model's vectors: it is rebuilt once.
-    rebuilt = not store.schema_current() or bool(model and existed and stored_model is None)
+    rebuilt = old_fields or bool(model and config is not None and stored_model is None)
     if rebuilt:
         store.drop()
     migrated = store.ensure_collection(model)

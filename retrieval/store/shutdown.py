@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,14 +62,14 @@ def started(port: int, server: Any) -> None:
 
 def owned_ports() -> list[int]:
     with _LOCK:
-        return sorted(p for p, own in _OWN.items() if own.owner_pid == os.getpid())
+        return sorted(own.port for own in _mine())
 
 
 def stop_own_servers(timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
     """Stop every server this process launched that still runs: SIGTERM, then SIGKILL after `timeout_s`.
     Returns the pids that were running. Safe to call more than once."""
     with _LOCK:
-        owned = [own for own in _OWN.values() if own.owner_pid == os.getpid()]
+        owned = _mine()
     stopped: list[int] = []
     for own in owned:
         stopped += stop_own_server(own.port, timeout_s)
@@ -81,13 +82,7 @@ def stop_own_server(port: int, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
         own = _OWN.pop(port, None)
     if own is None or own.owner_pid != os.getpid():
         return []
-    popen: subprocess.Popen | None = getattr(own.server, "process", None)
-    pids = set(_children_serving(own.binary, own.port))
-    if popen is not None and popen.poll() is None:
-        pids.add(popen.pid)
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
-        _signal(pid, signal.SIGCONT)  # a frozen (SIGSTOPped) server takes its SIGTERM only once it runs again
+    popen, pids = _tell_to_stop(own)
     deadline = time.monotonic() + timeout_s
     for pid in pids:
         if popen is not None and pid == popen.pid:
@@ -104,7 +99,7 @@ def stop_own_server(port: int, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
     if own.server is not None:
         with contextlib.suppress(Exception):  # the process is gone already: this is the client's bookkeeping
             own.server.stop()  # (and the data-directory lock)
-    return sorted(pids)
+    return pids
 
 
 def stop_own_servers_soon(wait_s: float) -> list[int]:
@@ -112,19 +107,12 @@ def stop_own_servers_soon(wait_s: float) -> list[int]:
     shutting down after that finishes alone (it has its signal), and the client's own stop no longer waits
     for it. For leaving within a host's deadline. Returns the pids signalled."""
     with _LOCK:
-        owned = [own for own in _OWN.values() if own.owner_pid == os.getpid()]
+        owned = _mine()
         for own in owned:
             _OWN.pop(own.port, None)
     pids: list[int] = []
     for own in owned:
-        popen: subprocess.Popen | None = getattr(own.server, "process", None)
-        mine = set(_children_serving(own.binary, own.port))
-        if popen is not None and popen.poll() is None:
-            mine.add(popen.pid)
-        for pid in mine:
-            _signal(pid, signal.SIGTERM)
-            _signal(pid, signal.SIGCONT)
-        pids += sorted(mine)
+        pids += _tell_to_stop(own)[1]
     deadline = time.monotonic() + wait_s
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -135,6 +123,22 @@ def stop_own_servers_soon(wait_s: float) -> list[int]:
                 own.server.process = None  # the client's stop() would wait for it: it is signalled already
                 own.server.stop()  # the client's bookkeeping and the data-directory lock
     return pids
+
+
+def _mine() -> list[_Own]:
+    """The servers this process launched (a forked child owns none of its parent's). Call holding _LOCK."""
+    return [own for own in _OWN.values() if own.owner_pid == os.getpid()]
+
+
+def _tell_to_stop(own: _Own) -> tuple[subprocess.Popen | None, list[int]]:
+    """SIGTERM one owned server's processes: the launched Popen while it runs, and children serving its port (a
+    launch a signal interrupted). Returns the Popen (None: not handed over yet) and the pids signalled, sorted."""
+    popen: subprocess.Popen | None = getattr(own.server, "process", None)
+    pids = set(_children_serving(own.binary, own.port))
+    if popen is not None and popen.poll() is None:
+        pids.add(popen.pid)
+    _terminate(pids)
+    return popen, sorted(pids)
 
 
 def exit_on_signals(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> None:
@@ -162,9 +166,7 @@ def _children_serving(binary: Path, port: int) -> list[int]:
 
 def stop_pids(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM (and SIGCONT) each process, then SIGKILL those still alive after `timeout_s`; waits until gone."""
-    for pid in pids:
-        _signal(pid, signal.SIGTERM)
-        _signal(pid, signal.SIGCONT)
+    _terminate(pids)
     deadline = time.monotonic() + timeout_s
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -174,6 +176,12 @@ def stop_pids(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     deadline = time.monotonic() + 5.0
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def _terminate(pids: Iterable[int]) -> None:
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)  # a frozen (SIGSTOPped) server takes its SIGTERM only once it runs again
 
 
 def _alive(pid: int) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -20,17 +19,14 @@ from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
 from retrieval.config import Settings
 from retrieval.errors import L1Error, WeaviateSetupError
 from retrieval.store import parent_death, shutdown
+from retrieval.store.weaviate_build import BIND_ENV, BIND_HOST, binary_path, client_file_name
 
 EMBEDDED_ENV = {
     "ENABLE_MODULES": "",
     "DISABLE_TELEMETRY": "true",
     "LOG_LEVEL": "error",
     "AUTOSCHEMA_ENABLED": "false",
-    "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
-    "CLUSTER_BIND_ADDR": "127.0.0.1",
-    # The profiler listens on *:6060 unless switched off. The gRPC and cluster-data ports are bound to every
-    # interface by the server itself (":%d" in v1.38.11, no setting): docs/operations.md, "Listening addresses".
-    "GO_PROFILING_DISABLE": "true",
+    **BIND_ENV,
 }
 
 
@@ -66,12 +62,13 @@ def endpoint_of(client) -> Endpoint | None:
 
 def binary_name(version: str) -> str:
     """The file name weaviate-client's embedded mode looks for in its binary_path."""
-    tag = "v" + version.lstrip("v")
-    return f"weaviate-{tag}-{hashlib.sha256(tag.encode('utf-8')).hexdigest()}"
+    return client_file_name(version)
 
 
 def embedded_binary(settings: Settings) -> Path:
-    return Path(settings.weaviate_bin_dir) / binary_name(settings.weaviate_version)
+    """The patched server binary scripts/setup.sh builds (retrieval/store/weaviate_build.py): in a directory of
+    LOOKUP_WEAVIATE_BIN_DIR named for the patch, never an unpatched one."""
+    return binary_path(settings.weaviate_bin_dir, settings.weaviate_version)
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -154,7 +151,7 @@ def _remote_grpc_port(settings: Settings) -> int:
 
 
 def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
-    host, port, grpc_port = "127.0.0.1", settings.embedded_port, settings.embedded_grpc_port
+    host, port, grpc_port = BIND_HOST, settings.embedded_port, settings.embedded_grpc_port
     with _starting(port):  # threads of one process: one checks-and-starts at a time, the others then reuse it
         orphans = orphan_pids(settings)
         if orphans:  # a server of ours whose owner died: stopped and replaced, never reused unowned
@@ -185,7 +182,8 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
                 with parent_death.output_to(data_dir / "server.log"):
                     return weaviate.connect_to_embedded(
                         version=settings.weaviate_version,
-                        binary_path=str(settings.weaviate_bin_dir),
+                        hostname=BIND_HOST,
+                        binary_path=str(binary.parent),
                         persistence_data_path=str(data_dir),
                         port=port,
                         grpc_port=grpc_port,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -39,41 +41,96 @@ def serve_env(settings: Settings, db_path: Path, **extra: str) -> dict[str, str]
     return env
 
 
-class ServedProcess:
-    """A server process; its stderr lines are collected; `wait_ready` waits for its 'ready:' line."""
+HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}}  # initialize's params, with a clientInfo
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+
+def call_message(i: int, name: str, arguments: dict) -> dict:
+    """A tools/call request with id `i`."""
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+class ServedProcess:
+    """`python -m retrieval serve ARGS` as a real subprocess: its stderr lines are kept with their time since the
+    spawn, `wait_ready` waits for its 'ready:' line. With `pipes` its stdin and stdout are pipes that a test
+    speaks JSON-RPC over, one JSON message a line (`send`, `receive`, `initialize`, `call`)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], *, pipes: bool = False) -> None:
+        self.t0 = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "retrieval", "serve", *args],
             cwd=REPO_ROOT,
             env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+            stdout=subprocess.PIPE if pipes else subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            text=True,
         )
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self.log: list[tuple[float, str]] = []
+        self._out: queue.Queue[tuple[float, bytes]] = queue.Queue()
+        self._readers = [threading.Thread(target=self._read_err, daemon=True)]
+        if pipes:
+            self._readers.append(threading.Thread(target=self._read_out, daemon=True))
+        for reader in self._readers:
+            reader.start()
 
-    def _read(self) -> None:
+    def _read_err(self) -> None:
         for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
+            self.log.append((time.monotonic() - self.t0, line.decode(errors="replace").rstrip()))
+
+    def _read_out(self) -> None:
+        for line in self.proc.stdout:
+            self._out.put((time.monotonic() - self.t0, line))
 
     @property
     def stderr(self) -> str:
-        return "\n".join(self.lines)
+        return "\n".join(text for _, text in self.log)
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
+    def logged_at(self, text: str) -> float | None:
+        """Seconds from the spawn to the first stderr line holding `text` (None: none yet)."""
+        return next((at for at, line in self.log if text in line), None)
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if any("ready:" in line for line in self.lines):
+            if self.logged_at("ready:") is not None:
                 return
             if self.proc.poll() is not None:
                 raise AssertionError(f"the server exited with {self.proc.returncode}:\n{self.stderr}")
             time.sleep(0.05)
         raise AssertionError(f"the server was not ready within {timeout} s:\n{self.stderr}")
 
+    # --- with pipes: JSON-RPC lines ---------------------------------------------------------------------------------
+    def send(self, message: dict | bytes) -> None:
+        self.proc.stdin.write(message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 120.0) -> tuple[float, dict]:
+        """(seconds from the spawn, the next message on stdout); every line on the wire must be JSON."""
+        try:
+            at, line = self._out.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no answer within {timeout} s:\n{self.stderr}") from None
+        return at, json.loads(line)
+
+    def initialize(self, client: str) -> float:
+        """initialize as `client`, then notifications/initialized; seconds from the spawn to the reply."""
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {**HELLO, "clientInfo": {"name": client, "version": "1"}},
+            }
+        )
+        at, reply = self.receive()
+        assert reply["result"]["serverInfo"]["name"] == "lookup-lab", reply
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return at
+
+    def call(self, i: int, name: str, arguments: dict) -> tuple[float, dict]:
+        self.send(call_message(i, name, arguments))
+        return self.receive()
+
+    # --- ending it ---------------------------------------------------------------------------------------------
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
@@ -85,7 +142,25 @@ class ServedProcess:
             stopped_by = signal.Signals(sig).name
             raise AssertionError(f"the server did not stop within {timeout} s of {stopped_by}:\n{self.stderr}") from exc
         finally:
-            self._reader.join(timeout=5)
+            for reader in self._readers:
+                reader.join(timeout=5)
+
+    def close_like_the_typescript_sdk(self) -> str:
+        """Close stdin, 2 s, SIGTERM, 2 s, SIGKILL (to the server's pid). Returns the step that ended it."""
+        self.proc.stdin.close()
+        for step, then in (("stdin closed", signal.SIGTERM), ("SIGTERM", signal.SIGKILL)):
+            try:
+                self.proc.wait(timeout=2.0)
+                return step
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(then)
+        self.proc.wait(timeout=30)
+        return "SIGKILL"
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 @asynccontextmanager

@@ -1,0 +1,119 @@
+"""`python -m retrieval eval`: an eval set through the configurations, its report, gates and saved run.
+`register(app)` adds the command to the CLI's typer app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from retrieval.config import eval_set_corpus, load_settings
+from retrieval.errors import LookupLabError
+from retrieval.lab.runs_cli import save_eval_run
+from retrieval.progress import progress_display
+from retrieval.store import indexing
+
+ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
+CorpusOpt = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `eval` command to the CLI."""
+    app.command("eval")(eval_cmd)
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def eval_cmd(
+    eval_set: Path = typer.Argument(..., help="eval set YAML"),
+    configs: str = typer.Option(
+        ",".join(("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")), help="comma-separated configurations"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
+    report: Path | None = typer.Option(None, "--report", help="write a self-contained HTML report"),
+    minimum: list[str] = typer.Option([], "--min", help="gate CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9 (repeatable)"),
+    baseline: Path | None = typer.Option(None, "--baseline", help="a saved --json result; fail on a significant regression"),
+    top_k: int | None = typer.Option(None, "--top-k", help="results per lookup (metrics look at 10 at least)"),
+    mode: str | None = typer.Option(None, "--mode", help="the lookup's mode: fusion, near_vector or hybrid"),
+    alpha: float | None = typer.Option(None, "--alpha", help="hybrid alpha"),
+    l0_weight: float | None = typer.Option(None, "--l0-weight", help="weight of L0 evidence in the lookup ranking"),
+    vector_weight: float | None = typer.Option(None, "--vector-weight", help="weight of the vector signal in the fusion"),
+    lexical_weight: float | None = typer.Option(None, "--lexical-weight", help="weight of the BM25F signal in the fusion"),
+    name_weight: float | None = typer.Option(None, "--name-weight", help="added for an entry the query names in full"),
+    support_threshold: float | None = typer.Option(
+        None, "--support-threshold", help="support estimate (0-1) that claims semantic support (default: the model's)"
+    ),
+    model: str | None = typer.Option(None, "--model", help="embedding model (python -m retrieval models lists them)"),
+    stat_test: str = typer.Option("student", "--stat-test", help="student (paired t-test) or fisher (randomization)"),
+    save: bool = typer.Option(True, "--save/--no-save", help="save the run in the DuckDB file (`runs` lists, `compare` diffs)"),
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
+) -> None:
+    """Run an eval set through the configurations; print metrics, significance and routing figures."""
+    from retrieval.evals.evaluation import run_eval
+    from retrieval.evals.gates import check_gates
+    from retrieval.evals.report import metrics_text, render_html
+    from retrieval.evals.sets import load_eval_set
+    from retrieval.services import open_runtime
+
+    try:
+        loaded = load_eval_set(eval_set)
+        settings = load_settings(
+            config_file=config,
+            corpus_dir=eval_set_corpus(corpus, loaded.corpus_dir),
+            top_k=top_k,
+            search_mode=mode,
+            hybrid_alpha=alpha,
+            l0_weight=l0_weight,
+            vector_weight=vector_weight,
+            lexical_weight=lexical_weight,
+            name_weight=name_weight,
+            support_threshold=support_threshold,
+            embedding_model=model,
+        )
+        baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None
+        runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
+    except (LookupLabError, OSError, json.JSONDecodeError) as exc:
+        _fail(exc)
+    try:
+        loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
+        if runtime.services.store is not None:
+            with progress_display() as show:
+                ingest_report = indexing.ingest(runtime.services.store, runtime.corpus, runtime.services.embedder, progress=show)
+            typer.echo(
+                f"collection {settings.collection}: {ingest_report.unchanged} unchanged, "
+                f"{ingest_report.added + ingest_report.updated} embedded",
+                err=True,
+            )
+        with progress_display() as show:
+            result = run_eval(
+                loaded,
+                runtime.services,
+                settings,
+                configs=[c.strip() for c in configs.split(",") if c.strip()],
+                stat_test=stat_test,
+                progress=lambda d, t: show("eval", d, t, "case runs"),
+            )
+        failures = check_gates(result, minimum, baseline_data, loaded)
+    except LookupLabError as exc:
+        _fail(exc)
+    finally:
+        runtime.close()
+    if report:
+        report.write_text(render_html(result), encoding="utf-8")
+        typer.echo(f"report written to {report}", err=True)
+    run_id = save_eval_run(result, loaded, settings) if save else None
+    if as_json:
+        typer.echo(json.dumps({**result.to_dict(), "run_id": run_id}, ensure_ascii=False, default=str))
+    else:
+        typer.echo(metrics_text(result) + (f"\nrun id: {run_id}" if run_id else "\nrun not saved"))
+    for failure in failures:
+        typer.echo(f"GATE FAILED: {failure}", err=True)
+    if failures:
+        raise typer.Exit(1)
+    if save and run_id is None:
+        raise typer.Exit(2)

@@ -1,0 +1,151 @@
+"""The tables of the invocation store: `tool_invocation` (one row per lookup, the JSON beside typed copies of what
+the dashboard reads), its child tables `invocation_keyword` and `invocation_result`, and bringing a file written
+by an earlier version up to date.
+
+Unnesting the JSON of 1M rows took 20-80 s per dashboard query; the typed columns and tables answer in well
+under 200 ms (see retrieval.bench.store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+import pyarrow as pa
+
+from retrieval.core.record import STAGES
+
+# The JSON columns are compressed with zstd: DuckDB's default for long strings (dictionary + FSST) took 15-80 s
+# to checkpoint 20k rows (12 KB of JSON each), zstd 1-5 s, in a smaller file. They are VARCHAR holding JSON text:
+# the text always comes from orjson/json (retrieval.records.spool), and the JSON type parsed all of it once more on
+# every insert to check it (a fifth of the insert's CPU). DuckDB's JSON operators (->, ->>, json_extract) read
+# VARCHAR as JSON. (A file written before keeps its own types, JSON included.)
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tool_invocation (
+    id VARCHAR PRIMARY KEY,
+    created_at TIMESTAMPTZ NOT NULL,
+    tool_name VARCHAR NOT NULL,
+    input VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    layer VARCHAR NOT NULL,
+    latency_ms DOUBLE NOT NULL,
+    result VARCHAR USING COMPRESSION zstd,
+    retrieval_details VARCHAR USING COMPRESSION zstd,
+    error VARCHAR,
+    session_tag VARCHAR NOT NULL,
+    domain VARCHAR,
+    l1_status VARCHAR,
+    fallback BOOLEAN,
+    top_entry_id VARCHAR
+);
+"""
+COLUMNS = (
+    "id",
+    "created_at",
+    "tool_name",
+    "input",
+    "status",
+    "layer",
+    "latency_ms",
+    "result",
+    "retrieval_details",
+    "error",
+    "session_tag",
+    "domain",
+    "l1_status",
+    "fallback",
+    "top_entry_id",
+)
+STAGE_COLUMNS = tuple(f"{s}_ms" for s in STAGES)  # ... and typed copies of them in tool_invocation
+CHILD_SCHEMA = """
+CREATE TABLE IF NOT EXISTS invocation_keyword (
+    invocation_id VARCHAR NOT NULL,
+    term VARCHAR NOT NULL,
+    field VARCHAR,
+    weight DOUBLE
+);
+CREATE TABLE IF NOT EXISTS invocation_result (
+    invocation_id VARCHAR NOT NULL,
+    rank INTEGER NOT NULL,
+    entry_id VARCHAR NOT NULL,
+    domain VARCHAR,
+    source VARCHAR,
+    score DOUBLE
+);
+"""
+KEYWORD_TYPE = '[{"term": "VARCHAR", "field": "VARCHAR", "weight": "DOUBLE"}]'
+RESULT_TYPE = '[{"entry_id": "VARCHAR", "domain": "VARCHAR", "source": "VARCHAR", "score": "DOUBLE"}]'
+
+SPOOL_SCHEMA = pa.schema(
+    [
+        *((c, pa.string()) for c in ("id", "created_at", "tool_name", "input", "status", "layer")),
+        ("latency_ms", pa.float64()),
+        *((c, pa.string()) for c in ("result", "retrieval_details", "error", "session_tag", "domain", "l1_status")),
+        ("fallback", pa.bool_()),
+        ("top_entry_id", pa.string()),
+    ]
+)
+
+
+def derive_children(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """Insert the keyword and result rows of every invocation in `source`: a table or query with `id` and the
+    JSON (or JSON text) of `keywords` (the L0 matched keywords) and `results` (the result's results list)."""
+    con.execute(
+        "INSERT INTO invocation_keyword SELECT id, k.term, k.field, k.weight FROM ("
+        f"SELECT id, unnest(from_json(keywords, '{KEYWORD_TYPE}')) AS k FROM {source}) WHERE k.term IS NOT NULL"
+    )
+    con.execute(
+        "INSERT INTO invocation_result SELECT id, r.rank, r.item.entry_id, r.item.domain, r.item.source, r.item.score "
+        f"FROM (SELECT id, unnest(list_transform(from_json(results, '{RESULT_TYPE}'), "
+        f"lambda e, i: {{'rank': i, 'item': e}})) AS r FROM {source}) WHERE r.item.entry_id IS NOT NULL"
+    )
+
+
+def children_source(table: str) -> str:
+    """A query over `table` (with id, result and retrieval_details) giving what derive_children reads."""
+    return (
+        "(SELECT id, json_extract(retrieval_details, '$.l0.matched_keywords') AS keywords, "
+        f"json_extract(result, '$.results') AS results FROM {table})"
+    )
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """All or nothing: COMMIT when the block ends, ROLLBACK if it raises (or the process is interrupted)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Create the tables; bring a file written before the typed tables up to date (backfilled from the JSON)."""
+    from retrieval.records.rollup import ensure_rollup  # the hourly rollup reads the tables made here
+
+    with transaction(con):
+        con.execute(SCHEMA)
+        have = {
+            r[0]
+            for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = 'tool_invocation' AND schema_name = 'main'"
+            ).fetchall()
+        }
+        missing = [c for c in STAGE_COLUMNS if c not in have]
+        for column in missing:
+            con.execute(f"ALTER TABLE tool_invocation ADD COLUMN {column} DOUBLE")
+        if missing:
+            exprs = [f"TRY_CAST(json_extract_string(retrieval_details, '$.timings_ms.{s}') AS DOUBLE)" for s in STAGES]
+            con.execute(
+                f"UPDATE tool_invocation SET {', '.join(f'{c} = {e}' for c, e in zip(STAGE_COLUMNS, exprs, strict=True))}"
+            )
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
+        con.execute(CHILD_SCHEMA)
+        if not {"invocation_keyword", "invocation_result"} <= tables:
+            con.execute("DELETE FROM invocation_keyword")
+            con.execute("DELETE FROM invocation_result")
+            derive_children(con, children_source("tool_invocation"))
+        ensure_rollup(con, tables)
