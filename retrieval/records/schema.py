@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from retrieval.core.record import STAGES
+from retrieval.records.rollup import ensure_rollup  # the rollups read the tables made here
 
 # The JSON columns are compressed with zstd: DuckDB's default for long strings (dictionary + FSST) took 15-80 s
 # to checkpoint 20k rows (12 KB of JSON each), zstd 1-5 s, in a smaller file. They are VARCHAR holding JSON text:
@@ -124,8 +125,6 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     """Create the tables; bring a file written before the typed tables up to date (backfilled from the JSON)."""
-    from retrieval.records.rollup import ensure_rollup  # the hourly rollup reads the tables made here
-
     with transaction(con):
         con.execute(SCHEMA)
         have = {
