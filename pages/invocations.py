@@ -14,6 +14,7 @@ from app_support.render import md
 from retrieval.errors import LookupLabError, SqlRefused
 from retrieval.records.dashboard import (
     SAMPLE_CALLS,
+    SAMPLE_VECTORS,
     InvocationFilter,
     details_for,
     export_frame,
@@ -132,7 +133,9 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
         c2.plotly_chart(charts.stage_latency(dash.stage_samples), width="stretch")
         if dash.total > SAMPLE_CALLS:
             c2.caption(
-                f"Boxes drawn from {SAMPLE_CALLS:,} calls picked at random; the p50/p95 table below counts all {dash.total:,}."
+                f"Boxes drawn from {SAMPLE_CALLS:,} calls picked at random"
+                + (f" within about {SAMPLE_VECTORS} random runs of 2,048 consecutive calls" if approx else "")
+                + f"; the p50/p95 table below counts all {dash.total:,}."
                 + (" Quantiles approximate (within 0.5%), from the store's latency histogram." if approx else "")
             )
             c2.dataframe(dash.stage_latency, hide_index=True, width="stretch")

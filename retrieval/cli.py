@@ -175,7 +175,9 @@ def bench(
         try:
             first = int(sizes.split(",")[0])
             log = lambda m: typer.echo(m, err=True)  # noqa: E731
-            figures = run_cluster_bench(_settings(config), nodes=cluster, size=first, queries=queries, out_dir=out_dir, log=log)
+            figures = run_cluster_bench(
+                _settings(config), nodes=cluster, size=first, queries=queries, out_dir=out_dir, log=log, vectors=vectors
+            )
         except (LookupLabError, ValueError) as exc:
             _fail(exc)
         typer.echo(json.dumps(figures, default=str) if as_json else figures["table"])

@@ -43,6 +43,9 @@ WEAVIATE_VERSION = "1.38.11"
 # hybrid: Weaviate's own hybrid query, fused with L0.
 SEARCH_MODES = ("fusion", "near_vector", "hybrid")
 CONSISTENCY_LEVELS = ("ONE", "QUORUM", "ALL")  # Weaviate's, for queries and ingest on a replicated collection
+# The vector index's compression (Weaviate's quantizers; issue 22 item 4, figures in docs/benchmarks.md).
+VECTOR_COMPRESSIONS = ("none", "rq", "pq", "bq", "sq")
+DEFAULT_VECTOR_COMPRESSION = "rq"
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class Settings:
     consistency: str | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
     db_memory_limit: str = DEFAULT_MEMORY_LIMIT  # every DuckDB connection's memory_limit (db_budget), e.g. 1GB, 512MB
     db_threads: int = DEFAULT_THREADS  # every DuckDB connection's threads
+    vector_compression: str = DEFAULT_VECTOR_COMPRESSION  # none | rq | pq | bq | sq: the collection's quantizer
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "embedding_model", spec_of(self.embedding_model).name)
@@ -110,6 +114,13 @@ class Settings:
                     f"consistency (LOOKUP_CONSISTENCY): {self.consistency!r} is not one of {', '.join(CONSISTENCY_LEVELS)}"
                 )
             object.__setattr__(self, "consistency", level)
+        compression = str(self.vector_compression).strip().lower()
+        if compression not in VECTOR_COMPRESSIONS:
+            raise ConfigError(
+                f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {self.vector_compression!r} is not one of "
+                f"{', '.join(VECTOR_COMPRESSIONS)}"
+            )
+        object.__setattr__(self, "vector_compression", compression)
         DbBudget(self.db_memory_limit, self.db_threads)  # ConfigError naming LOOKUP_DB_MEMORY_LIMIT / LOOKUP_DB_THREADS
 
     @property
@@ -177,6 +188,7 @@ ENV_NAMES = {
     "LOOKUP_CONSISTENCY": "consistency",
     "LOOKUP_DB_MEMORY_LIMIT": "db_memory_limit",
     "LOOKUP_DB_THREADS": "db_threads",
+    "LOOKUP_VECTOR_COMPRESSION": "vector_compression",
 }
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
@@ -288,6 +300,7 @@ NOT_QUALITY = frozenset(
         *("embedded_port", "embedded_grpc_port"),
         *("l1_timeout_s", "session_tag", "read_only", "replication_factor", "shards", "consistency"),  # how it runs
         *("db_memory_limit", "db_threads"),  # the DuckDB files' memory budget
+        "vector_compression",  # how the collection stores its vectors: fixed when it is made, so no sweep can vary it
     }
 )
 QUALITY_SETTINGS: tuple[str, ...] = tuple(f.name for f in fields(Settings) if f.name not in NOT_QUALITY)

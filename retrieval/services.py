@@ -42,7 +42,13 @@ def open_store(settings: Settings) -> tuple[WeaviateClient | None, KnowledgeStor
         client = connect(settings)
     except (L1Error, WeaviateSetupError) as exc:
         return None, None, str(exc)
-    return client, KnowledgeStore(client, settings.collection, embedding_model=settings.embedding_model), None
+    store = KnowledgeStore(
+        client,
+        settings.collection,
+        embedding_model=settings.embedding_model,
+        vector_compression=settings.vector_compression,
+    )
+    return client, store, None
 
 
 def open_embedder(settings: Settings) -> Embedder:

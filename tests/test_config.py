@@ -171,3 +171,21 @@ def test_quality_settings_are_the_fields_not_excluded_in_field_order():
     assert tuple(n for n in QUALITY_SETTINGS if n != "l1_enabled") == EVAL_SETTINGS
     assert SECRET_SETTINGS == ("weaviate_api_key",)
     assert list(SETTING_DEFAULTS) == names and SETTING_DEFAULTS["top_k"] == Settings().top_k
+
+
+# --- vector compression ---------------------------------------------------------------------------------------
+def test_vector_compression_is_a_setting_of_the_collection(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert Settings().vector_compression == "rq"
+    assert load_settings(env={"LOOKUP_VECTOR_COMPRESSION": " PQ "}).vector_compression == "pq"
+    assert "vector_compression" in NOT_QUALITY  # fixed when the collection is made: no sweep varies it
+
+
+@pytest.mark.parametrize("value", ["zstd", "int8", ""])
+def test_a_bad_vector_compression_names_the_variable_and_the_choices(value, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"LOOKUP_VECTOR_COMPRESSION"):
+        load_settings(env={"LOOKUP_VECTOR_COMPRESSION": value})
+    if value:
+        with pytest.raises(ConfigError, match=rf"'{value}' is not one of none, rq, pq, bq, sq"):
+            load_settings(env={"LOOKUP_VECTOR_COMPRESSION": value})

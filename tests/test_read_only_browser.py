@@ -33,6 +33,7 @@ LOOKUP_TABLES = {  # what one recorded lookup writes
     "invocation_result",
     "invocation_hourly",
     "invocation_histogram",
+    "invocation_keyword_count",
 }
 UNANSWERABLE = "eval_sets/sample-ops-unanswerable.yaml"  # 10 cases: a short run of every configuration
 

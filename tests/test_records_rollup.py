@@ -51,7 +51,9 @@ def rollup_counts(store: InvocationStore) -> dict[str, int]:
         "(SELECT sum(fallbacks) FROM invocation_hourly) AS hourly_fallbacks, "
         "(SELECT count(embed_ms) FROM tool_invocation) AS embed_rows, "
         "(SELECT sum(calls) FROM invocation_histogram WHERE metric = 'embed') AS embed_hist, "
-        "(SELECT sum(calls) FROM invocation_histogram WHERE metric = 'latency') AS latency_hist",
+        "(SELECT sum(calls) FROM invocation_histogram WHERE metric = 'latency') AS latency_hist, "
+        "(SELECT count(*) FROM invocation_keyword) AS keyword_rows, "
+        "(SELECT coalesce(sum(calls), 0) FROM invocation_keyword_count) AS keyword_counted",
         flush_first=False,
     )
     return {k: int(v) for k, v in frame.iloc[0].items()}
@@ -73,6 +75,7 @@ def test_rollups_count_every_row_once_through_replays_and_repeats(db_path):
     assert first["rows"] == first["hourly"] == first["latency_hist"] == 300
     assert first["fallback_rows"] == first["hourly_fallbacks"] == 75
     assert first["embed_rows"] == first["embed_hist"] == 200
+    assert first["keyword_rows"] == first["keyword_counted"] > 0
     # the same rows again (a replayed spool), with a repeat inside one chunk and two new rows: only those count
     new = records(302, seed=9)[300:]
     again, bad = spool_table([spool_line(r) for r in [*recs[:50], new[0], new[0], *recs[50:], new[1]]])
@@ -81,6 +84,7 @@ def test_rollups_count_every_row_once_through_replays_and_repeats(db_path):
     second = rollup_counts(store)
     assert second["rows"] == second["hourly"] == second["latency_hist"] == 302
     assert second["embed_rows"] == second["embed_hist"]
+    assert second["keyword_rows"] == second["keyword_counted"] > first["keyword_counted"]
 
 
 def test_a_file_from_before_the_rollups_is_filled_in(db_path):
@@ -97,8 +101,17 @@ def test_a_file_from_before_the_rollups_is_filled_in(db_path):
     counts = rollup_counts(store)
     assert counts["rows"] == counts["hourly"] == counts["latency_hist"] == 40
     assert counts["embed_rows"] == counts["embed_hist"] > 0
+    assert counts["keyword_rows"] == counts["keyword_counted"] > 0
     InvocationStore(db_path)  # a second open adds nothing
     assert rollup_counts(store) == counts
+    # the typed keyword lists are filled in too: a filtered page counts the same keywords as the keyword table
+    filtered = load_dashboard(store, InvocationFilter(layers=("L0",))).top_keywords
+    scan = store.query(
+        "SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword WHERE invocation_id IN "
+        "(SELECT id FROM tool_invocation WHERE layer = 'L0') GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT 10",
+        flush_first=False,
+    )
+    assert not filtered.empty and list(filtered.itertuples(index=False)) == list(scan.itertuples(index=False))
 
 
 @pytest.mark.parametrize("bucket", ["hour", "day"])
@@ -138,3 +151,58 @@ def test_filter_options_read_from_the_rollup_are_exact(db_path):
     times = sorted(datetime.fromisoformat(r.created_at) for r in recs)
     assert (opts.total, opts.first, opts.last) == (120, times[0], times[-1])
     assert opts.layers == ("L0", "L0+L1", "L1")
+
+
+def test_top_keywords_over_every_row_come_from_the_rollup_and_match_a_scan(db_path):
+    gen = random.Random(5)
+    terms = [f"term{n}" for n in range(40)]
+    recs = []
+    for i in range(900):
+        base = make_record(i)
+        picked = gen.sample(terms, 3)  # a few terms far more often than others, one of them without a field
+        keywords = [{"term": t, "field": gen.choice(["keywords", "title", None]), "weight": 1.0} for t in picked]
+        keywords.append({"term": "common", "field": None if i % 2 else "keywords", "weight": 0.5})
+        l0 = {**base.retrieval_details["l0"], "matched_keywords": keywords}
+        recs.append(replace(base, retrieval_details={**base.retrieval_details, "l0": l0}))
+    store = InvocationStore(db_path)
+    lines = [spool_line(r) for r in recs]
+    table, bad = spool_table(lines + lines[:100])  # a replay of some rows counts nothing twice
+    assert bad == 0
+    assert store.with_connection(lambda con: insert_rows(con, table, max_bytes=table.nbytes // 9), read_only=False) == 900
+    scan = store.query(
+        "SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword "
+        "GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT 15",
+        flush_first=False,
+    )
+    dash = load_dashboard(store, InvocationFilter(), top_n=15)
+    assert list(scan.itertuples(index=False)) == list(dash.top_keywords.itertuples(index=False))
+    assert dash.top_keywords.iloc[0]["keyword"] == "common" and int(dash.top_keywords["calls"].iloc[0]) == 450
+    top_two = dash.top_keywords.head(2)
+    assert list(top_two["keyword"]) == ["common", "common"] and top_two["field"].isna().sum() == 1
+
+
+def test_the_newest_rows_read_through_the_hourly_rollup_are_those_of_a_full_sort(db_path):
+    store = InvocationStore(db_path)
+    for rec in records(1200, seed=11):
+        store.record(rec)
+    store.flush()
+    for limit in (1, 7, 333, 1199, 1200, 5000):
+        dash = load_dashboard(store, InvocationFilter(), row_limit=limit)
+        full = store.query("SELECT id FROM tool_invocation ORDER BY created_at DESC, id LIMIT ?", [limit], flush_first=False)
+        assert len(dash.rows) == min(limit, 1200)
+        assert list(dash.rows["id"]) == list(full["id"]), limit
+
+
+def test_the_store_writes_small_row_groups(db_path):
+    from retrieval.records.schema import ROW_GROUP_ROWS
+
+    store = InvocationStore(db_path)
+    table, bad = spool_table([spool_line(r) for r in records(5000, seed=2)])
+    assert bad == 0
+    store.with_connection(lambda con: insert_rows(con, table), read_only=False)
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        groups = con.execute(
+            "SELECT row_group_id, max(start + count) - min(start) FROM pragma_storage_info('tool_invocation') "
+            "WHERE column_name = 'id' GROUP BY ALL"
+        ).fetchall()
+    assert len(groups) >= 5000 // ROW_GROUP_ROWS and max(rows for _, rows in groups) <= ROW_GROUP_ROWS

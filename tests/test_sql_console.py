@@ -21,6 +21,7 @@ import pytest
 from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
 from retrieval.errors import SqlRefused
 from retrieval.records.invocations import COLUMNS, STAGE_COLUMNS, InvocationStore
+from retrieval.records.schema import KEYWORDS_COLUMN
 from retrieval.records.sql_console import EXAMPLES, check_statement, run_readonly
 
 from .helpers.memory import reset_peak, status_kb
@@ -204,7 +205,14 @@ def test_all_hostile_statements_in_a_row_leave_the_table_intact(db_path, tmp_pat
     assert not failures, f"these ran: {failures}"
     assert len(HOSTILE) >= 30
     assert after == before
-    tables = ["invocation_histogram", "invocation_hourly", "invocation_keyword", "invocation_result", "tool_invocation"]
+    tables = [
+        "invocation_histogram",
+        "invocation_hourly",
+        "invocation_keyword",
+        "invocation_keyword_count",
+        "invocation_result",
+        "tool_invocation",
+    ]
     assert after[0] == len(recs) and after[2] == tables
     assert sorted(store.query("SELECT id FROM tool_invocation")["id"]) == sorted(r.id for r in recs)
     assert list(scratch.iterdir()) == []
@@ -234,7 +242,11 @@ def test_select_and_explain_run(db_path):
     assert run_readonly(store, "WITH x AS (SELECT * FROM tool_invocation WHERE fallback) SELECT count(*) AS n FROM x").frame["n"][
         0
     ] == sum(r.fallback for r in recs)
-    assert list(run_readonly(store, "DESCRIBE tool_invocation").frame["column_name"]) == list(COLUMNS + STAGE_COLUMNS)
+    assert list(run_readonly(store, "DESCRIBE tool_invocation").frame["column_name"]) == [
+        *COLUMNS,
+        *STAGE_COLUMNS,
+        KEYWORDS_COLUMN,
+    ]
 
 
 def test_values_come_back_as_stored(db_path):

@@ -206,3 +206,50 @@ def test_a_collection_made_before_the_model_was_recorded_is_rebuilt_once(store, 
     report = indexing.ingest(store, corpus, embedder)
     assert report.schema_rebuilt and store.stored_model() == embedder.spec.name
     assert not indexing.ingest(store, corpus, embedder).schema_rebuilt
+
+
+# --- vector compression (LOOKUP_VECTOR_COMPRESSION) ---------------------------------------------------------
+def test_a_new_collection_is_made_with_the_compression_asked_for(store):
+    from retrieval.config import DEFAULT_VECTOR_COMPRESSION
+
+    assert KnowledgeStore(store.client, store.name, vector_compression="rq").ensure_collection() is None
+    assert store.compression() == "rq"
+    store.drop()
+    assert KnowledgeStore(store.client, store.name, vector_compression="none").ensure_collection() is None
+    assert store.compression() == "none"
+    store.drop()
+    store.ensure_collection()  # no compression asked for: the default
+    assert store.compression() == DEFAULT_VECTOR_COMPRESSION
+
+
+def test_an_uncompressed_collection_is_compressed_in_place_with_a_message(store, embedder):
+    a = make_entry("x/A", "x", "alpha text about disks")
+    plain = KnowledgeStore(store.client, store.name, vector_compression="none")
+    indexing.ingest(plain, Corpus("mem", (a,)), embedder)
+    assert store.compression() == "none"
+    assert plain.ensure_collection() is None  # a store that asks for none leaves it as it is
+    rq = KnowledgeStore(store.client, store.name, vector_compression="rq")
+    report = indexing.ingest(rq, Corpus("mem", (a,)), embedder)
+    assert report.settings_migrated is not None and "vector compression none -> rq" in report.settings_migrated
+    assert store.compression() == "rq" and report.unchanged == 1  # in place: nothing embedded again
+    hits = rq.search(SearchRequest(NV, 5, embedder.embed_query("alpha disks")))
+    assert [h.entry_id for h in hits] == ["x/A"]
+    assert rq.ensure_collection() is None  # done once
+
+
+@pytest.mark.parametrize("want", ["bq", "none"])
+def test_a_compressed_collection_asked_for_another_compression_must_be_rebuilt(store, want):
+    from retrieval.errors import StoreError
+
+    KnowledgeStore(store.client, store.name, vector_compression="rq").ensure_collection()
+    other = KnowledgeStore(store.client, store.name, vector_compression=want)
+    with pytest.raises(StoreError, match=rf"rq compression.*asks for {want}.*ingest --rebuild.*LOOKUP_VECTOR_COMPRESSION=rq"):
+        other.ensure_collection()
+    assert store.compression() == "rq"  # left as it was
+
+
+def test_a_compression_weaviate_does_not_offer_is_refused_naming_the_variable(weaviate_client):
+    from retrieval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"LOOKUP_VECTOR_COMPRESSION.*'zstd'.*none, rq, pq, bq, sq"):
+        KnowledgeStore(weaviate_client, "TNeverMade", vector_compression="zstd")

@@ -1,10 +1,13 @@
 """`python -m retrieval bench --cluster N`: the same synthetic knowledge base on one Weaviate node and on an
-N-node cluster (replication factor N, N shards), side by side: lookup p50/p95, ingest rate, node RSS.
+N-node cluster (replication factor N, N shards: every node holds every shard, a full copy), side by side:
+lookup p50/p95 at consistency ONE and QUORUM, ingest rate, each node's RSS after ingest and after the lookups.
 
 Both servers are started here from the built binary (retrieval.store.cluster: the single node is a 1-node cluster
-with the same settings), on free ports with temporary data, and stopped at the end. Chunks are embedded
-once before either ingest, so both ingests time Weaviate's side only (chunking and inserts); lookups
-alternate between the two query by query, with every query vector cached, because the machine's load drifts.
+with the same settings), on free ports with temporary data, and stopped at the end. Chunk vectors are made
+once before either ingest (by the model, or with `vectors="synthetic"` by bench.vectors.SyntheticVectors),
+so both ingests time Weaviate's side only (chunking and inserts). Query vectors always come from the model,
+embedded before timing (as in the single-node synthetic bench). Lookups rotate query by query between the
+single node and the cluster at each consistency level, because the machine's load drifts.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ COLLECTION = "BenchCluster"
 class _Embedded:
     """The real model in front of a memo of chunk vectors: both ingests then reuse one embedding pass."""
 
-    def __init__(self, model: Embedder) -> None:
+    def __init__(self, model: Any) -> None:
         self.model = model
         self.memo: dict[str, np.ndarray] = {}
         self.tokenizer, self.max_tokens, self.dimensions = model.tokenizer, model.max_tokens, model.dimensions
@@ -67,6 +70,15 @@ def node_rss_mb(state: ClusterState) -> dict[str, dict[str, float]]:
     return out
 
 
+def vector_index(store: KnowledgeStore) -> str:
+    """The collection's vector index and compression as the server reports them, e.g. "hnsw, rq" (compression
+    changes RSS)."""
+    try:
+        return f"hnsw, {store.compression()}"
+    except Exception as exc:  # a figure's label: the bench goes on without it
+        return f"unknown ({exc})"
+
+
 def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
@@ -80,30 +92,46 @@ def run_cluster_bench(
     out_dir: Path = Path("bench/results"),
     log: Callable[[str], None] | None = None,
     seed: int | None = None,
+    vectors: str = "real",
+    consistencies: tuple[str, ...] = ("ONE", "QUORUM"),
 ) -> dict[str, Any]:
     """Measure one node against `nodes` nodes at `size` entries (one short body per entry, 40-80 words);
-    write `<date>-bench-cluster-<nodes>-<size>.md/.json` to `out_dir`; return the figures."""
+    write `<date>-bench-cluster-<nodes>-<size>[-synthetic-vectors].md/.json` to `out_dir`; return the figures.
+
+    The cluster is ingested at settings.consistency (QUORUM when unset) and searched at each of `consistencies`
+    (and at that one); its `lookup` holds the figures at the ingest's level, `lookup_by_consistency` all of them."""
     log = log or (lambda m: None)
     if nodes < 2 or size < 1 or queries < 1:
         raise ValueError(f"--cluster {nodes} must be at least 2, the size ({size}) and --queries ({queries}) at least 1")
+    if vectors not in ("real", "synthetic"):
+        raise ValueError(f"--vectors {vectors!r}: real or synthetic")
     started, load_start = time.perf_counter(), [round(x, 2) for x in os.getloadavg()]
     seed = int(time.time()) % 100_000 if seed is None else seed
     workdir = Path(tempfile.mkdtemp(prefix="lookup-bench-cluster-"))
     binary = embedded_binary(settings)
     consistency = settings.consistency or "QUORUM"
+    levels = list(dict.fromkeys([*(c.upper() for c in consistencies), consistency]))
     sides: dict[str, dict[str, Any]] = {}
+    runs: list[tuple[str, str | None, LookupServices, Settings]] = []  # (side, consistency, services, settings)
     clients: dict[str, Any] = {}
     states: dict[str, ClusterState] = {}
     try:
         corpus = synthetic.make_corpus(size, seed=seed + size, body=synthetic.SHORT)
-        model = _Embedded(Embedder(settings.embedding_model, model_dir=settings.model_dir))
+        embedder = Embedder(settings.embedding_model, model_dir=settings.model_dir)
+        synth = None
+        if vectors == "synthetic":
+            from retrieval.bench.vectors import SyntheticVectors
+
+            synth = SyntheticVectors(embedder, seed=seed)
+            log(synth.describe())
+        model = _Embedded(synth or embedder)
         texts = [c.text for e in corpus.entries for c in chunk_entry(e, model.tokenizer, model.max_tokens)]
-        log(f"embedding {len(texts)} chunks of {size} entries once (load {_load()})")
+        log(f"making the vectors of {len(texts)} chunks of {size} entries once ({vectors}; load {_load()})")
         t0 = time.perf_counter()
         model.embed(texts)
         embed_s = time.perf_counter() - t0
         look_q = synthetic.make_queries(list(corpus.entries), queries, seed=seed * 31 + size)
-        model.model.prime(look_q)
+        embedder.prime(look_q)  # query vectors from the model, cached before any lookup is timed
         l0 = L0Index(corpus.entries)
         for label, count in (("single", 1), (f"cluster of {nodes}", nodes)):
             log(f"starting {label} (load {_load()})")
@@ -136,29 +164,52 @@ def run_cluster_bench(
                     "chunks_per_s": round(report.chunks_embedded / report.seconds, 1),
                     "load": [load_before, _load()],
                 },
-                "services": LookupServices(l0=l0, embedder=model.model, store=store),
-                "settings_obj": side,
-                "times": [],
+                "node_rss_mb_after_ingest": node_rss_mb(state),
+                "vector_index": vector_index(store),
             }
+            # one (store, settings) per consistency level the side is searched at; the single node has no levels
+            for level in levels if count > 1 else [None]:
+                lstore = KnowledgeStore(client, COLLECTION, consistency=level) if level else store
+                runs.append((label, level, LookupServices(l0=l0, embedder=embedder, store=lstore), side.with_(consistency=level)))
             log(f"{label}: ingest {report.seconds:.1f} s (load {_load()})")
         labels = list(sides)
-        log(f"{queries} lookups on each, alternating (load {_load()})")
+        log(f"{queries} lookups on each of {len(runs)} (single, cluster at {', '.join(levels)}), rotating (load {_load()})")
         load_before = _load()
+        times: dict[tuple[str, str | None], list[float]] = {(label, level): [] for label, level, _, _ in runs}
+        statuses: dict[tuple[str, str | None], dict[str, int]] = {key: {} for key in times}
         for i, q in enumerate(look_q):
-            for label in labels if i % 2 == 0 else labels[::-1]:
-                s = sides[label]
+            for label, level, services, side_settings in runs[i % len(runs) :] + runs[: i % len(runs)]:
                 t0 = time.perf_counter()
-                r = lookup_knowledge(q, s["services"], s["settings_obj"])
-                s["times"].append(((time.perf_counter() - t0) * 1000, r.l1.status))
+                r = lookup_knowledge(q, services, side_settings)
+                times[label, level].append((time.perf_counter() - t0) * 1000)
+                statuses[label, level][r.l1.status.value] = statuses[label, level].get(r.l1.status.value, 0) + 1
+        load_after = _load()
         for label in labels:
             s = sides[label]
-            ms = [t for t, _ in s.pop("times")]
-            s.pop("services")
-            s.pop("settings_obj")
-            s["lookup"] = {"p50_ms": pct(ms, 50), "p95_ms": pct(ms, 95), "queries": len(ms), "load": [load_before, _load()]}
+            figures = {
+                level: {
+                    "p50_ms": pct(ms, 50),
+                    "p95_ms": pct(ms, 95),
+                    "queries": len(ms),
+                    "l1_status": statuses[label, level],
+                    "load": [load_before, load_after],
+                }
+                for (lab, level), ms in times.items()
+                if lab == label
+            }
+            if s["nodes"] > 1:
+                s["lookup_by_consistency"] = figures
+                s["lookup"] = figures[consistency]
+            else:
+                s["lookup"] = figures[None]
             s["node_rss_mb"] = node_rss_mb(states[label])
+            s["rss_total_mb"] = {
+                when: {k: round(sum(v[k] for v in s[key].values()), 1) for k in ("peak_mb", "now_mb")}
+                for when, key in (("after_ingest", "node_rss_mb_after_ingest"), ("after_lookups", "node_rss_mb"))
+            }
             s["pids"] = [n.pid for n in states[label].nodes]
         single, cluster = sides[labels[0]], sides[labels[1]]
+        p50 = single["lookup"]["p50_ms"]
         result: dict[str, Any] = {
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine_info(clients[labels[0]]),
@@ -166,11 +217,21 @@ def run_cluster_bench(
             "entries": size,
             "chunks": len(texts),
             "body_words": synthetic.SHORT.label,
+            "corpus_vectors": "real" if synth is None else synth.describe(),
+            "query_vectors": "the model's, embedded before timing",
             "embed_once_s": round(embed_s, 1),
+            "ingest_consistency": consistency,
             "sides": sides,
             "ratios": {
-                "lookup_p50_cluster_over_single": round(cluster["lookup"]["p50_ms"] / single["lookup"]["p50_ms"], 3),
+                "lookup_p50_cluster_over_single": round(cluster["lookup"]["p50_ms"] / p50, 3),
+                **{
+                    f"lookup_p50_cluster_{level}_over_single": round(f["p50_ms"] / p50, 3)
+                    for level, f in cluster["lookup_by_consistency"].items()
+                },
                 "ingest_rate_cluster_over_single": round(cluster["ingest"]["chunks_per_s"] / single["ingest"]["chunks_per_s"], 3),
+                "rss_peak_total_cluster_over_single": round(
+                    cluster["rss_total_mb"]["after_lookups"]["peak_mb"] / single["rss_total_mb"]["after_lookups"]["peak_mb"], 3
+                ),
             },
         }
         result["machine"].update(loadavg_start=load_start, loadavg_end=[round(x, 2) for x in os.getloadavg()])
@@ -183,33 +244,56 @@ def run_cluster_bench(
             stop_cluster(state.data_dir)
         shutil.rmtree(workdir, ignore_errors=True)
     result["table"] = render_cluster_table(result)
-    return write_results(result, Path(out_dir), f"bench-cluster-{nodes}-{size}", log)
+    name = f"bench-cluster-{nodes}-{size}" + ("" if vectors == "real" else "-synthetic-vectors")
+    return write_results(result, Path(out_dir), name, log)
 
 
 def render_cluster_table(result: dict[str, Any]) -> str:
     m, sides = result["machine"], result["sides"]
     labels = list(sides)
+    single = sides[labels[0]]
+    vectors = result.get("corpus_vectors", "real")
+    made = "embedded once" if vectors == "real" else "SYNTHETIC vectors (bench.vectors) made once"
     lines = [
         f"Lookup Lab cluster bench, {result['date']}: {m['cpu']}, {m['cores']} cores, Weaviate {m['weaviate_server']}; "
-        f"{result['entries']:,} synthetic entries ({result['body_words']} words, {result['chunks']:,} chunks, embedded once "
-        f"in {result['embed_once_s']} s); load average {m['loadavg_start']} at start, {m['loadavg_end']} at end. "
-        "Every node is a process of the same binary on this one machine, so the cluster shares its 2 cores.",
+        f"{result['entries']:,} synthetic entries ({result['body_words']} words, {result['chunks']:,} chunks, {made} "
+        f"in {result['embed_once_s']} s; query vectors from the model); load average {m['loadavg_start']} at start, "
+        f"{m['loadavg_end']} at end. Every node is a process of the same binary on this one machine, so the cluster "
+        "shares its cores. Lookups rotate query by query between the single node and the cluster at each level.",
         "",
         "| figure | " + " | ".join(labels) + " |",
         "|---" * (len(labels) + 1) + "|",
     ]
+
+    def rss(key: str) -> Callable[[dict[str, Any]], str]:
+        return lambda s: ", ".join(f"{n} {v['peak_mb']} ({v['now_mb']})" for n, v in s.get(key, {}).items())
+
+    def at(level: str) -> Callable[[dict[str, Any]], str]:
+        def cell(s: dict[str, Any]) -> str:
+            f = s.get("lookup_by_consistency", {}).get(level)
+            if f is None:
+                return "- (one replica)"
+            return f"{f['p50_ms']} / {f['p95_ms']} ({f['p50_ms'] / single['lookup']['p50_ms']:.2f}x)"
+
+        return cell
+
+    levels = list(next((s["lookup_by_consistency"] for s in sides.values() if "lookup_by_consistency" in s), {}))
     rows = [
         ("replication factor / shards / consistency", lambda s: " / ".join(str(v or "default") for v in s["settings"].values())),
+        ("vector index", lambda s: s.get("vector_index", "not recorded")),
         ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
+        *((f"lookup p50 / p95 ms at {level} (p50 over one node)", at(level)) for level in levels),
         ("lookup load average (start, end)", lambda s: s["lookup"]["load"]),
         (
-            "ingest entries/s, chunks/s (embedding excluded)",
-            lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}",
+            "ingest s, entries/s, chunks/s (vectors made before)",
+            lambda s: f"{s['ingest']['seconds']}, {s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}",
         ),
         ("ingest load average (start, end)", lambda s: s["ingest"]["load"]),
+        ("node RSS MB after ingest, peak (now)", rss("node_rss_mb_after_ingest")),
+        ("node RSS MB after lookups, peak (now)", rss("node_rss_mb")),
         (
-            "node RSS MB, peak (now)",
-            lambda s: ", ".join(f"{n} {v['peak_mb']} ({v['now_mb']})" for n, v in s["node_rss_mb"].items()),
+            "total RSS MB after lookups, peak (now)",
+            lambda s: "{peak_mb} ({now_mb})".format(**s["rss_total_mb"]["after_lookups"]) if "rss_total_mb" in s else "",
         ),
     ]
     lines += [f"| {label} | " + " | ".join(str(get(sides[k])) for k in labels) + " |" for label, get in rows]

@@ -289,11 +289,12 @@ def make_queries(entries: list[Entry], count: int, *, seed: int, exclude: set[st
 def invocation_rows(
     templates: pa.Table, n: int, *, seed: int, start_s: float, span_days: float = 30.0, offset: int = 0
 ) -> pa.Table:
-    """`n` tool_invocation rows: real recorded rows (`templates`) repeated, with new ids, times and tags."""
+    """`n` tool_invocation rows: real recorded rows (`templates`) repeated, with new ids, times and tags. Each id
+    leads with its call's millisecond, then `offset + i`: unique, and sorted in time as recorded ones (UUIDv7) are."""
     gen = np.random.default_rng(seed)
     picked = templates.take(pa.array(gen.integers(0, templates.num_rows, n)))
     times = np.sort(start_s + gen.random(n) * span_days * 86400.0)
-    ids = [f"{offset + i:032x}" for i in range(n)]
+    ids = [f"{int(t * 1000):012x}7{offset + i:019x}" for i, t in enumerate(times)]  # UUIDv7-like: time first
     tags = np.array([f"run-{i:02d}" for i in range(12)] + ["default"])[gen.integers(0, 13, n)]
     latency = np.round(gen.lognormal(np.log(25.0), 0.5, n), 3)
     cols = {

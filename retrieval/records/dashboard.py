@@ -19,12 +19,20 @@ import pandas as pd
 from retrieval.errors import StoreError
 from retrieval.records.db_budget import duckdb_frames
 from retrieval.records.invocations import COLUMNS, STAGES, InvocationStore
-from retrieval.records.rollup import histogram_figures
+from retrieval.records.rollup import histogram_figures, top_keywords_sql
+from retrieval.records.schema import KEYWORDS_COLUMN
 
 # Over every row of a bigger store, the page reads the rollups (retrieval.records.rollup): counts stay exact, the
 # latency quantiles come from 1%-wide histogram buckets (approximate, within 0.5%); up to this many rows it scans.
 EXACT_QUANTILES_UP_TO = 200_000
+# The first hour of the newest hours that together hold at least `?` calls (every hour, when the store holds fewer):
+# the newest rows are all at or after it, so the page's rows query skips the row groups before it (zone maps).
+_NEWEST_HOURS_SQL = (
+    "SELECT min(hour) FROM (SELECT hour, sum(calls) OVER (ORDER BY hour DESC) - calls AS newer FROM "
+    "(SELECT hour, sum(calls) AS calls FROM invocation_hourly GROUP BY hour)) WHERE newer < ?"
+)
 SAMPLE_CALLS = 2000  # calls drawn (at random, repeatably) for the per-stage distribution chart
+SAMPLE_VECTORS = 32  # over every row of a store past EXACT_QUANTILES_UP_TO, they are drawn from about this many vectors
 # What people read first: when, what was asked, which layer answered, the top entry, how long; the id last.
 ROW_COLUMNS = (
     "created_at",
@@ -39,6 +47,10 @@ ROW_COLUMNS = (
     "session_tag",
     "error",
     "id",
+)
+_MATCHED = "invocation_page_rows"  # the temp table of a filtered page's rows
+_MATCHED_COLUMNS = tuple(
+    dict.fromkeys([*ROW_COLUMNS, "latency_ms", "fallback", "layer", "domain", *(f"{s}_ms" for s in STAGES), KEYWORDS_COLUMN])
 )
 
 
@@ -166,14 +178,13 @@ _LATENCY_COLUMNS = ["stage", "calls", "p50_ms", "p95_ms", "mean_ms"]
 Summary = tuple[int, int, float | None, datetime | None, datetime | None, pd.DataFrame]
 
 
-def _scanned_summary(con: duckdb.DuckDBPyConnection, where: str, params: list[Any]) -> Summary:
-    """The figures and exact per-stage p50/p95 of the matching rows, in one scan."""
+def _scanned_summary(con: duckdb.DuckDBPyConnection, table: str) -> Summary:
+    """The figures and exact per-stage p50/p95 of the rows of `table`, in one scan."""
     aggregates = ", ".join(f"count({s}_ms), quantile_cont({s}_ms, [0.5, 0.95]), avg({s}_ms)" for s in STAGES)
     total, fallbacks, median, first, last, *figures = _one_row(
         con.execute(
             f"SELECT count(*), count(*) FILTER (WHERE fallback), median(latency_ms), {_UTC.format('min(created_at)')}, "
-            f"{_UTC.format('max(created_at)')}, {aggregates} FROM tool_invocation WHERE {where}",
-            params,
+            f"{_UTC.format('max(created_at)')}, {aggregates} FROM {table}"
         )
     )
     latency = pd.DataFrame(
@@ -243,21 +254,36 @@ def load_dashboard(
     where, params = flt.where()
 
     def run(con: duckdb.DuckDBPyConnection) -> Dashboard:
-        def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
-            return con.execute(sql, params + (extra or [])).df()
+        if where == "TRUE":
+            return _frames(con, "tool_invocation", every_row=True)
+        # A filter is read once: its rows (without the JSON) into a temp table that every frame then reads.
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {_MATCHED} AS SELECT {', '.join(_MATCHED_COLUMNS)} FROM tool_invocation WHERE {where}",
+            params,
+        )
+        try:
+            return _frames(con, _MATCHED, every_row=False)
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {_MATCHED}")
 
-        summary = _rollup_summary(con, exact_up_to) if where == "TRUE" else None
+    def _frames(con: duckdb.DuckDBPyConnection, table: str, *, every_row: bool) -> Dashboard:
+        def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
+            return con.execute(sql, extra or []).df()
+
+        summary = _rollup_summary(con, exact_up_to) if every_row else None
         if summary is None:
-            total, fallbacks, median, first, last, latency = _scanned_summary(con, where, params)
+            total, fallbacks, median, first, last, latency = _scanned_summary(con, table)
         else:
             total, fallbacks, median, first, last, latency = summary
         unit = bucket or pick_bucket(first, last)
+        # Over every row the newest rows lie in the newest hours that hold row_limit calls: only those are read.
+        newest = f"WHERE created_at >= ({_NEWEST_HOURS_SQL}) " if every_row else ""
         rows = df(
-            f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation WHERE {where} ORDER BY created_at DESC, id LIMIT ?",
-            [int(row_limit)],
+            f"SELECT {', '.join(ROW_COLUMNS)} FROM {table} {newest}ORDER BY created_at DESC, id LIMIT ?",
+            [int(row_limit)] * (2 if every_row else 1),
         )
         # Both charts over time in one read: calls per bucket and layer, and the fallbacks among them.
-        if where == "TRUE" and unit != "minute":
+        if every_row and unit != "minute":
             per_layer = df(
                 f"SELECT date_trunc('{unit}', hour) AS bucket, layer, CAST(sum(calls) AS BIGINT) AS calls, "
                 "CAST(sum(fallbacks) AS BIGINT) AS fallbacks FROM invocation_hourly GROUP BY ALL ORDER BY bucket, layer"
@@ -265,29 +291,35 @@ def load_dashboard(
         else:
             per_layer = df(
                 f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
-                f"count(*) FILTER (WHERE fallback) AS fallbacks FROM tool_invocation WHERE {where} "
-                "GROUP BY ALL ORDER BY bucket, layer"
+                f"count(*) FILTER (WHERE fallback) AS fallbacks FROM {table} GROUP BY ALL ORDER BY bucket, layer"
             )
         over_time = per_layer[["bucket", "layer", "calls"]].reset_index(drop=True)
-        # The sample is taken of the filtered calls: USING SAMPLE beside a WHERE would sample before it.
+        # Over every row of a big store the reservoir draws from whole vectors picked at random first (a system
+        # sample of about SAMPLE_VECTORS vectors of 2,048 rows): a scan of every row took 50-260 ms at 1M rows.
+        picked = ""
+        if summary is not None:
+            percent = min(100.0, 100.0 * SAMPLE_VECTORS * 2048 / max(int(total), 1))
+            picked = f" TABLESAMPLE {percent:.4f}% (system, 7)"
         samples = df(
             f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
-            f"FROM tool_invocation WHERE {where}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
+            f"FROM {table}{picked}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
             f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms"
         )
         fallback = per_layer.groupby("bucket", as_index=False, sort=True)[["calls", "fallbacks"]].sum()
         fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
         domains = df(
-            f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM tool_invocation "
-            f"WHERE {where} GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
+            f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM {table} "
+            "GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
             [int(top_n)],
         )
-        matching = "" if where == "TRUE" else f"WHERE invocation_id IN (SELECT id FROM tool_invocation WHERE {where}) "
-        keywords = df(
-            f"SELECT term AS keyword, field, count(*) AS calls FROM invocation_keyword {matching}"
-            "GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
-            [int(top_n)],
-        )
+        if every_row:  # the keyword rollup holds the counts
+            keywords = df(top_keywords_sql(), [int(top_n)])
+        else:  # the matching rows' own keyword lists
+            keywords = df(
+                f"SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM (SELECT unnest({KEYWORDS_COLUMN}) AS k "
+                f"FROM {table}) WHERE k.term IS NOT NULL GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
+                [int(top_n)],
+            )
         return Dashboard(
             int(total),
             int(fallbacks),

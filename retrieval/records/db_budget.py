@@ -81,9 +81,24 @@ def connect(
     read_only: bool = False,
     spill: bool = True,
     config: dict[str, Any] | None = None,
+    row_group_size: int | None = None,
 ) -> duckdb.DuckDBPyConnection:
-    """duckdb.connect with the budget; `config` adds options."""
-    return duckdb.connect(str(db_path), read_only=read_only, config={**budget.config(db_path, spill=spill), **(config or {})})
+    """duckdb.connect with the budget; `config` adds options. With `row_group_size` the file is attached with that
+    row group size (DuckDB takes it only on ATTACH, for the row groups this connection writes), under the name a
+    plain connect gives it, and used as the default catalog."""
+    options = {**budget.config(db_path, spill=spill), **(config or {})}
+    if row_group_size is None:
+        return duckdb.connect(str(db_path), read_only=read_only, config=options)
+    con = duckdb.connect(":memory:", config=options)
+    try:
+        name = Path(db_path).stem.replace('"', '""')
+        mode = ", READ_ONLY" if read_only else ""
+        con.execute(f'ATTACH ? AS "{name}" (ROW_GROUP_SIZE {int(row_group_size)}{mode})', [str(db_path)])
+        con.execute(f'USE "{name}"')
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def is_lock_error(exc: BaseException) -> bool:

@@ -13,7 +13,15 @@ import pyarrow as pa
 
 from retrieval.records.db_budget import DbBudget
 from retrieval.records.rollup import add_to_rollup
-from retrieval.records.schema import COLUMNS, STAGE_COLUMNS, STAGES, derive_children, transaction
+from retrieval.records.schema import (
+    COLUMNS,
+    KEYWORD_TYPE,
+    KEYWORDS_COLUMN,
+    STAGE_COLUMNS,
+    STAGES,
+    derive_children,
+    transaction,
+)
 
 CHUNK_BYTES = (1 << 20, 32 << 20)  # an insert chunk's input: 1/32 of the memory budget, within these bounds
 WAL_CHUNKS = 4  # chunks committed to the WAL between checkpoints
@@ -29,10 +37,10 @@ _STAGE_SQL = (
     "FROM incoming_chunk) QUALIFY row_number() OVER (PARTITION BY id) = 1"
 )
 _INSERT_SQL = (
-    f"INSERT OR IGNORE INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}) "
+    f"INSERT OR IGNORE INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}, {KEYWORDS_COLUMN}) "
     f"SELECT c.id, s.created_at, {', '.join(f'c.{col}' for col in COLUMNS[2:])}, "
-    f"{', '.join(f's.{col}' for col in STAGE_COLUMNS)} FROM incoming_chunk c JOIN {STAGED} s ON c.id IS NOT DISTINCT FROM s.id "
-    "RETURNING id"
+    f"{', '.join(f's.{col}' for col in STAGE_COLUMNS)}, from_json(s.keywords, '{KEYWORD_TYPE}') "
+    f"FROM incoming_chunk c JOIN {STAGED} s ON c.id IS NOT DISTINCT FROM s.id RETURNING id"
 )
 
 

@@ -30,7 +30,7 @@ from retrieval.core.record import InvocationRecord
 from retrieval.errors import StoreError
 from retrieval.records.db_budget import DbBudget, connect_retrying, duckdb_frames
 from retrieval.records.insert import chunk_bytes, insert_rows
-from retrieval.records.schema import COLUMNS, SCHEMA, STAGE_COLUMNS, STAGES, ensure_schema
+from retrieval.records.schema import COLUMNS, ROW_GROUP_ROWS, SCHEMA, STAGE_COLUMNS, STAGES, ensure_schema
 from retrieval.records.spool import Spool, spool_line, spool_table, spooled_chunks
 
 __all__ = [
@@ -114,6 +114,7 @@ class InvocationStore:
             read_only=read_only,
             spill=spill,
             config=config,
+            row_group_size=None if read_only else ROW_GROUP_ROWS,
         )
 
     @contextmanager

@@ -5,6 +5,8 @@ instead of scanning a million twice (once for the calls over time, once for the 
 - `invocation_histogram`: per metric (the latency and each stage's timing) the calls and their summed ms in
   log-spaced buckets 1% wide; a quantile read from it is the middle of its bucket, within 0.5% of the exact
   value (`approx_quantile`), and the mean is exact.
+- `invocation_keyword_count`: calls per matched keyword and field (exact; a missing field is stored as ''), the
+  page's top keywords over every row: a few hundred rows instead of grouping millions of keyword rows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from retrieval.core.record import STAGES
 METRICS = ("latency", *STAGES)  # latency_ms, then the stage columns l0_ms, embed_ms ...
 BUCKET_RATIO = 1.01  # each histogram bucket spans values within 1% of each other
 FLOOR_MS = 0.001  # timings below this (0 included) count in the bucket of 1 µs
-TABLES = ("invocation_hourly", "invocation_histogram")
+TABLES = ("invocation_hourly", "invocation_histogram", "invocation_keyword_count")
 ROLLUP_SCHEMA = """
 CREATE TABLE IF NOT EXISTS invocation_hourly (
     hour TIMESTAMPTZ NOT NULL,
@@ -36,6 +38,12 @@ CREATE TABLE IF NOT EXISTS invocation_histogram (
     calls BIGINT NOT NULL,
     total_ms DOUBLE NOT NULL,
     PRIMARY KEY (metric, bucket)
+);
+CREATE TABLE IF NOT EXISTS invocation_keyword_count (
+    term VARCHAR NOT NULL,
+    field VARCHAR NOT NULL,
+    calls BIGINT NOT NULL,
+    PRIMARY KEY (term, field)
 );
 """
 
@@ -71,13 +79,35 @@ def add_to_rollup(con: duckdb.DuckDBPyConnection, source: str) -> None:
     )
 
 
+def add_keyword_counts(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """Add the keyword rows of `source` (term, field; each of an invocation once) to invocation_keyword_count, in the
+    caller's transaction."""
+    con.execute(
+        f"INSERT INTO invocation_keyword_count SELECT term, coalesce(field, ''), count(*) FROM {source} GROUP BY ALL "
+        "ON CONFLICT (term, field) DO UPDATE SET calls = calls + excluded.calls"
+    )
+
+
+def top_keywords_sql() -> str:
+    """The page's top keywords over every row, from the rollup: keyword, field, calls, with one parameter (how many),
+    ordered as the scan of invocation_keyword orders them."""
+    return (
+        "SELECT term AS keyword, nullif(field, '') AS field, calls FROM invocation_keyword_count "
+        "ORDER BY calls DESC, keyword, field LIMIT ?"
+    )
+
+
 def ensure_rollup(con: duckdb.DuckDBPyConnection, tables_before: set[str]) -> None:
-    """Create the rollups; fill them from tool_invocation in a file written before they existed."""
+    """Create the rollups; fill them from tool_invocation and invocation_keyword in a file written before they
+    existed."""
     con.execute(ROLLUP_SCHEMA)
-    if not set(TABLES) <= tables_before:
+    if not {"invocation_hourly", "invocation_histogram"} <= tables_before:
         con.execute("DELETE FROM invocation_hourly")
         con.execute("DELETE FROM invocation_histogram")
         add_to_rollup(con, "tool_invocation")
+    if "invocation_keyword_count" not in tables_before:
+        con.execute("DELETE FROM invocation_keyword_count")
+        add_keyword_counts(con, "invocation_keyword")
 
 
 def histogram_figures(con: Any, quantiles: tuple[float, ...] = (0.5, 0.95)) -> dict[str, tuple[int, list[float], float]]:

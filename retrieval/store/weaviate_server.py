@@ -47,6 +47,7 @@ class Endpoint:
     replication_factor: int | None = None
     shards: int | None = None
     consistency: str | None = None
+    vector_compression: str | None = None
 
 
 _ENDPOINTS: weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint] = weakref.WeakKeyDictionary()
@@ -121,7 +122,12 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
 
 
 def _cluster(settings: Settings) -> dict:
-    return {"replication_factor": settings.replication_factor, "shards": settings.shards, "consistency": settings.consistency}
+    return {
+        "replication_factor": settings.replication_factor,
+        "shards": settings.shards,
+        "consistency": settings.consistency,
+        "vector_compression": settings.vector_compression,
+    }
 
 
 def _connect_url(settings: Settings) -> weaviate.WeaviateClient:

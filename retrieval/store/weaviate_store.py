@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,10 +22,11 @@ from weaviate.classes.config import (
 )
 from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
 
+from retrieval.config import DEFAULT_VECTOR_COMPRESSION, VECTOR_COMPRESSIONS
 from retrieval.core.candidates import Candidate
 from retrieval.core.deadline import TimedOut, call_within
 from retrieval.core.search_request import SearchMode, SearchRequest
-from retrieval.errors import L1Error
+from retrieval.errors import ConfigError, L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
 from retrieval.store.weaviate_server import endpoint_of, port_open
 
@@ -51,6 +52,51 @@ LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
 # 1.14-1.23x, filtered recall@10 0.984 against the exact ranking (bench 2026-12-02-082819, docs/benchmarks.md).
 FILTER_STRATEGY = "acorn"
 FLAT_SEARCH_CUTOFF = 1000
+# Vector compression (LOOKUP_VECTOR_COMPRESSION): the HNSW index's quantizer. PQ and SQ compress only once the
+# collection holds TRAINING_LIMIT objects (Weaviate's default is 100,000, which a knowledge base of a few thousand
+# chunks never reaches): 1,000 fits SQ's per-dimension ranges and PQ's 256 centroids per segment, and compresses
+# the shared corpora too. Figures in docs/benchmarks.md ("Vector compression").
+TRAINING_LIMIT = 1000
+REBUILD = "python -m retrieval ingest --rebuild"
+
+
+def quantizer_for(compression: str) -> Any:
+    """The Configure.VectorIndex.Quantizer of a compression ("none": none, so no server default applies)."""
+    q = Configure.VectorIndex.Quantizer
+    makers: dict[str, Callable[[], Any]] = {
+        "none": q.none,
+        "rq": q.rq,
+        "bq": q.bq,
+        "pq": lambda: q.pq(training_limit=TRAINING_LIMIT),
+        "sq": lambda: q.sq(training_limit=TRAINING_LIMIT),
+    }
+    if compression not in makers:
+        raise ConfigError(
+            f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {compression!r} is not one of {', '.join(VECTOR_COMPRESSIONS)}"
+        )
+    return makers[compression]()
+
+
+def _enabler(compression: str) -> Any:
+    """The Reconfigure.VectorIndex.Quantizer that turns `compression` on for an uncompressed index."""
+    q = Reconfigure.VectorIndex.Quantizer
+    makers: dict[str, Callable[[], Any]] = {
+        "rq": q.rq,
+        "bq": q.bq,
+        "pq": lambda: q.pq(training_limit=TRAINING_LIMIT),
+        "sq": lambda: q.sq(training_limit=TRAINING_LIMIT),
+    }
+    return makers[compression]()
+
+
+def compression_of(quantizer: Any) -> str:
+    """The compression (none, rq, pq, bq or sq) of a vector index config's `quantizer` (weaviate-client's _RQConfig ...)."""
+    if quantizer is None:
+        return "none"
+    name = type(quantizer).__name__.lower().strip("_").removesuffix("config")
+    return name if name in VECTOR_COMPRESSIONS else name or "unknown"
+
+
 SEARCH_KINDS = tuple(m.value for m in SearchMode)
 OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
 MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
@@ -77,11 +123,16 @@ class KnowledgeStore:
         shards: int | None = None,
         consistency: str | None = None,
         embedding_model: str | None = None,
+        vector_compression: str | None = None,
     ) -> None:
         """replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
         ALL) to every query and insert; each defaults to the Settings the client was made with (connect).
         `embedding_model`: the model whose query vectors this store is searched with; the first search checks
-        that the collection holds that model's vectors (see MODEL_NOTE) and raises L1Error if not."""
+        that the collection holds that model's vectors (see MODEL_NOTE) and raises L1Error if not.
+        `vector_compression` (none, rq, pq, bq, sq; Settings.vector_compression): the quantizer ensure_collection
+        makes the collection with, or turns on in an existing uncompressed one. None: the client's Settings' when
+        its endpoint carries them, else a new collection gets DEFAULT_VECTOR_COMPRESSION and an existing one is
+        left as it is."""
         self.client = client
         self.name = collection
         self.embedding_model = embedding_model
@@ -90,6 +141,9 @@ class KnowledgeStore:
         self.replication_factor = replication_factor or (endpoint.replication_factor if endpoint else None)
         self.shards = shards or (endpoint.shards if endpoint else None)
         self.consistency = consistency or (endpoint.consistency if endpoint else None)
+        self.vector_compression = vector_compression or (endpoint.vector_compression if endpoint else None)
+        if self.vector_compression is not None:
+            quantizer_for(self.vector_compression)  # ConfigError naming LOOKUP_VECTOR_COMPRESSION
         # Chunk hits fetched per wanted entry by near_vector: 1 until a search folds into fewer than k
         # entries while more hits were there (entries with several chunks), then more, kept for the next search.
         self.fold_factor = 1
@@ -101,10 +155,12 @@ class KnowledgeStore:
     # --- schema -------------------------------------------------------------------------------------
     def ensure_collection(self, model: str | None = None) -> str | None:
         """Create the collection (its description naming `model`, the embedding model of its vectors), or bring
-        an existing one's filter settings in line (see FILTER_STRATEGY); returns what was changed on an
-        existing collection, or None."""
+        an existing one's filter settings and vector compression in line (see FILTER_STRATEGY, migrate_compression);
+        returns what was changed on an existing collection, or None. Raises StoreError when the compression
+        cannot be changed in place."""
         if self.client.collections.exists(self.name):
-            return self.migrate_filter_settings()
+            changes = [self.migrate_compression(), self.migrate_filter_settings()]
+            return "; ".join(c for c in changes if c) or None
 
         def text(n: str, **kw: Any) -> Property:
             return Property(name=n, data_type=DataType.TEXT, **kw)
@@ -124,6 +180,7 @@ class KnowledgeStore:
                     distance_metric=VectorDistances.COSINE,
                     filter_strategy=VectorFilterStrategy(FILTER_STRATEGY),
                     flat_search_cutoff=FLAT_SEARCH_CUTOFF,
+                    quantizer=quantizer_for(self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
                 )
             ),
             properties=[
@@ -142,11 +199,46 @@ class KnowledgeStore:
         )
         return None
 
-    def filter_settings(self) -> tuple[str, int]:
-        """(filter strategy, flatSearchCutoff) of the existing collection's vector index."""
+    def _vector_index_config(self) -> Any:
         config = self.collection.config.get()
         named = (config.vector_config or {}).get("default")
-        vic = named.vector_index_config if named is not None else config.vector_index_config
+        return named.vector_index_config if named is not None else config.vector_index_config
+
+    def compression(self) -> str:
+        """The existing collection's vector compression: none, rq, pq, bq or sq."""
+        return compression_of(getattr(self._vector_index_config(), "quantizer", None))
+
+    def migrate_compression(self) -> str | None:
+        """Bring an existing collection's vector compression in line with `vector_compression` (None: leave it).
+        Weaviate turns a quantizer on in an uncompressed HNSW index in place (the vectors are compressed then,
+        no re-embedding); it cannot switch one quantizer for another or turn one off: then StoreError says to
+        rebuild the collection. Returns what changed, for the caller to say, or None."""
+        want = self.vector_compression
+        if want is None:
+            return None
+        have = self.compression()
+        if have == want:
+            return None
+        if have != "none":
+            raise StoreError(
+                f"collection {self.name!r} stores its vectors with {have} compression and LOOKUP_VECTOR_COMPRESSION "
+                f"asks for {want}: Weaviate cannot change a quantizer in place (only turn one on in an uncompressed "
+                f"index). Rebuild the collection with `{REBUILD}` (it drops it and embeds the corpus again), or set "
+                f"LOOKUP_VECTOR_COMPRESSION={have} to keep it."
+            )
+        self.collection.config.update(
+            vector_config=Reconfigure.Vectors.update(
+                name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(quantizer=_enabler(want))
+            )
+        )
+        return (
+            f"collection {self.name!r}: vector compression none -> {want} (turned on in place, no re-embedding; "
+            "LOOKUP_VECTOR_COMPRESSION, see docs/benchmarks.md)"
+        )
+
+    def filter_settings(self) -> tuple[str, int]:
+        """(filter strategy, flatSearchCutoff) of the existing collection's vector index."""
+        vic = self._vector_index_config()
         strategy = getattr(vic, "filter_strategy", None)
         return str(getattr(strategy, "value", strategy)).lower(), int(getattr(vic, "flat_search_cutoff", 40_000))
 
