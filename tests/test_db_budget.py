@@ -100,3 +100,21 @@ def test_the_console_never_gets_more_than_the_store(tmp_path):
     assert abs(limit_bytes(shown[0]) - 100 * 10**6) < 2**20 and shown[3] == "0 bytes"
     roomy = InvocationStore(tmp_path / "roomy.duckdb", budget=DbBudget("2GB", 1))
     assert abs(limit_bytes(run_readonly(roomy, SETTINGS_SQL).frame.iloc[0, 0]) - 256 * 10**6) < 2**20
+
+
+def test_a_connect_waits_while_a_store_writer_of_this_process_holds_the_file(tmp_path):
+    """A store writer attaches the file (for its row group size); DuckDB then refuses a plain connect to it in the same
+    process ("Unique file handle conflict") until the writer closes: connect_retrying waits for it, as for a lock."""
+    import threading
+
+    from retrieval.records.db_budget import connect_retrying
+
+    path, budget = tmp_path / "shared.duckdb", DbBudget("64MB", 1)
+    writer = connect(path, budget, row_group_size=2048)
+    writer.execute("CREATE TABLE t AS SELECT 1 AS i")
+    threading.Timer(0.5, writer.close).start()
+    reader = connect_retrying(path, budget, timeout_s=20, what="the run store")
+    try:
+        assert reader.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    finally:
+        reader.close()

@@ -102,9 +102,13 @@ def connect(
 
 
 def is_lock_error(exc: BaseException) -> bool:
-    """Another process holds the file (DuckDB's one-writer-process lock), or opened it with other options."""
+    """Another process holds the file (DuckDB's one-writer-process lock), or this process opened it with other
+    options, or attached it to another connection (a store writer, see connect's row_group_size)."""
     text = str(exc)
-    return "Could not set lock" in text or "Conflicting lock" in text or "different configuration" in text
+    return any(
+        sign in text
+        for sign in ("Could not set lock", "Conflicting lock", "different configuration", "Unique file handle conflict")
+    )
 
 
 def connect_retrying(
