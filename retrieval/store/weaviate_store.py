@@ -60,32 +60,22 @@ TRAINING_LIMIT = 1000
 REBUILD = "python -m retrieval ingest --rebuild"
 
 
-def quantizer_for(compression: str) -> Any:
-    """The Configure.VectorIndex.Quantizer of a compression ("none": none, so no server default applies)."""
-    q = Configure.VectorIndex.Quantizer
+def quantizer_for(compression: str, *, reconfigure: bool = False) -> Any:
+    """The quantizer of a compression ("none": none, so no server default applies): Configure's for a new
+    collection, or with `reconfigure` Reconfigure's, which turns it on in an uncompressed index (no "none")."""
+    q = Reconfigure.VectorIndex.Quantizer if reconfigure else Configure.VectorIndex.Quantizer
     makers: dict[str, Callable[[], Any]] = {
-        "none": q.none,
         "rq": q.rq,
         "bq": q.bq,
         "pq": lambda: q.pq(training_limit=TRAINING_LIMIT),
         "sq": lambda: q.sq(training_limit=TRAINING_LIMIT),
     }
+    if not reconfigure:
+        makers["none"] = Configure.VectorIndex.Quantizer.none
     if compression not in makers:
         raise ConfigError(
             f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {compression!r} is not one of {', '.join(VECTOR_COMPRESSIONS)}"
         )
-    return makers[compression]()
-
-
-def _enabler(compression: str) -> Any:
-    """The Reconfigure.VectorIndex.Quantizer that turns `compression` on for an uncompressed index."""
-    q = Reconfigure.VectorIndex.Quantizer
-    makers: dict[str, Callable[[], Any]] = {
-        "rq": q.rq,
-        "bq": q.bq,
-        "pq": lambda: q.pq(training_limit=TRAINING_LIMIT),
-        "sq": lambda: q.sq(training_limit=TRAINING_LIMIT),
-    }
     return makers[compression]()
 
 
@@ -228,7 +218,7 @@ class KnowledgeStore:
             )
         self.collection.config.update(
             vector_config=Reconfigure.Vectors.update(
-                name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(quantizer=_enabler(want))
+                name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(quantizer=quantizer_for(want, reconfigure=True))
             )
         )
         return (
