@@ -16,6 +16,9 @@ OK = {
     "rec": 0.5,
     "raw": 0.95,
     "dash": 150.0,
+    "page": 250.0,
+    "rows_s": 25_000,
+    "peak": 700.0,
     "load": 0.4,
     "rss": 450.0,
 }
@@ -29,6 +32,9 @@ OK = {
         ({"look": 14.0, "floor": 10.0}, False),
         ({"raw": 0.80}, False),
         ({"dash": 200.0}, False),
+        ({"page": 300.0}, False),
+        ({"rows_s": 19_999}, False),
+        ({"peak": 1501.0}, False),
         ({"load": 1.2}, False),
         ({"rss": 650.0}, False),
         ({"fil": 2.1}, False),  # filtered L1 slower than unfiltered (goal <= 1.0)
@@ -49,7 +55,13 @@ def test_goals_follow_the_figures(changes, met):
 
     ratios, goals = ratios_and_goals(
         {10: size(1.0), 100: size(values["l0"])},
-        {"query_max_ms": values["dash"]},
+        {
+            "query_max_ms": values["dash"],
+            "page_load_ms": values["page"],
+            "insert_rows_per_s": values["rows_s"],
+            "insert_peak_rss_mb": values["peak"],
+            "loadavg": [1.5, 1.0, 0.9],
+        },
         model_load_s=values["load"],
         app_rss_mb=values["rss"],
     )
@@ -58,6 +70,7 @@ def test_goals_follow_the_figures(changes, met):
     assert all(g["met"] for g in goals.values()) is met
     assert goals["model_load_s"] == {"value": values["load"], "goal": "<= 1.0", "met": values["load"] <= 1.0}
     assert goals["app_rss_mb"] == {"value": values["rss"], "goal": "<= 600.0", "met": values["rss"] <= 600.0}
+    assert goals["store_insert_rows_per_s"]["loadavg"] == 1.5  # the load as the insert ended
 
 
 def test_a_figure_not_measured_is_neither_met_nor_missed():

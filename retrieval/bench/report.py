@@ -15,6 +15,9 @@ GOALS = {  # name: (comparison, target)
     "reingest_s": ("<=", 30.0),
     "reingest_chunks_embedded": ("<=", 0),
     "dashboard_query_max_ms": ("<", 200.0),
+    "dashboard_page_load_ms": ("<", 300.0),  # the Invocations page's whole "all rows" load
+    "store_insert_rows_per_s": (">=", 20_000),  # the invocation store's insert of the bench's rows
+    "store_insert_peak_rss_mb": ("<=", 1500.0),
     "model_load_s": ("<=", 1.0),  # a fresh Embedder, files in the OS cache
     "app_rss_mb": ("<=", 600.0),  # the streamlit process after one lookup
 }
@@ -60,6 +63,9 @@ def ratios_and_goals(
         "filtered_recall": big["l1"].get("filtered_recall"),
         "reingest_chunks_embedded": max(s["ingest"]["reingest"]["chunks_embedded"] for s in sizes.values()),
         "dashboard_query_max_ms": store_fig["query_max_ms"] if store_fig else None,
+        "dashboard_page_load_ms": store_fig.get("page_load_ms") if store_fig else None,
+        "store_insert_rows_per_s": store_fig.get("insert_rows_per_s") if store_fig else None,
+        "store_insert_peak_rss_mb": store_fig.get("insert_peak_rss_mb") if store_fig else None,
         "model_load_s": model_load_s,
         "app_rss_mb": app_rss_mb,
     }
@@ -68,6 +74,8 @@ def ratios_and_goals(
         v = values[name]
         met = None if v is None else (v <= target if op == "<=" else v >= target if op == ">=" else v < target)
         load = big.get("loadavg", {}).get(GOAL_LOAD.get(name, ""))
+        if name.startswith("store_insert") and store_fig and store_fig.get("loadavg"):
+            load = store_fig["loadavg"][0]  # the load as the insert ended
         goals[name] = {"value": v, "goal": f"{op} {target}", "met": met, **({"loadavg": load} if load is not None else {})}
     return ratios, goals
 

@@ -25,8 +25,11 @@ from retrieval.bench import synthetic
 from retrieval.records.dashboard import InvocationFilter, details_for, filter_options, load_dashboard, result_for
 from retrieval.records.db_budget import DbBudget
 from retrieval.records.invocations import InvocationStore, chunk_bytes, insert_rows
+from retrieval.records.parts import with_parts
+from retrieval.records.schema import ROW_GROUP_ROWS
 
-GENERATE_ROWS = 5_000  # synthetic rows made at a time: ~60 MB of Arrow with 12 KB of JSON a row
+GENERATE_ROWS = 2 * ROW_GROUP_ROWS  # synthetic rows made at a time: ~110 MB of Arrow with 26 KB of JSON a row
+FLUSH_ROWS = 16 * GENERATE_ROWS  # rows inserted over one connection
 SPAN_DAYS = 30  # the synthetic rows' calls span the last month
 
 
@@ -87,7 +90,8 @@ QUERY_NAMES = (
     ("invocation_keyword", "top_keywords"),
     ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"),
     ("CAST(result AS VARCHAR) FROM", "result of one call"),
-    ("CREATE OR REPLACE TEMP TABLE", "filtered rows read once"),
+    ("TEMP TABLE invocation_page_ids", "filtered rows: their ids"),
+    ("TEMP TABLE invocation_page_rows", "filtered rows: their figures"),
     ("unnest(l0_keywords)", "top_keywords"),
     ("DROP TABLE", "drop the filtered rows"),
 )
@@ -108,32 +112,36 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _insert(rows: pa.Table, max_bytes: int, con: Any) -> int:
-    return insert_rows(con, rows, max_bytes=max_bytes)
-
-
 def insert_synthetic(db_path: Path, templates: pa.Table, rows: int, *, seed: int, budget: DbBudget) -> dict[str, Any]:
-    """`rows` synthetic rows (the templates repeated) into a new store, GENERATE_ROWS at a time, each batch over a
-    connection of its own (as one flush). `insert_rows_per_s` counts the store's time (open, insert_rows, close),
-    not the time spent making the synthetic rows (`generate_s`); `insert_wall_rows_per_s` counts both."""
+    """`rows` synthetic rows (the templates repeated) into a new store, FLUSH_ROWS over each connection (as one
+    flush of a spool that grew while the file was held), made GENERATE_ROWS at a time. `insert_rows_per_s` counts
+    the store's time (open, insert_rows, close), not the time spent making the synthetic rows (`generate_s`);
+    `insert_wall_rows_per_s` counts both."""
     store = InvocationStore(db_path, budget=budget)
+    templates = with_parts(templates)  # the typed parts a recorder takes from each row
     start_s = time.time() - SPAN_DAYS * 86400
     generate_s = 0.0
+
+    def flush(first: int, con: Any) -> None:
+        nonlocal generate_s
+        for offset in range(first, min(rows, first + FLUSH_ROWS), GENERATE_ROWS):
+            t1 = time.perf_counter()
+            count = min(GENERATE_ROWS, rows - offset)
+            batch = synthetic.invocation_rows(  # in the order they were recorded: each batch the next slice of the month
+                templates,
+                count,
+                seed=seed + offset,
+                start_s=start_s + SPAN_DAYS * 86400 * offset / rows,
+                span_days=SPAN_DAYS * count / rows,
+                offset=offset,
+            )
+            generate_s += time.perf_counter() - t1
+            insert_rows(con, batch, max_bytes=chunk_bytes(budget))
+            del batch
+
     t0, cpu0 = time.perf_counter(), time.process_time()
-    for offset in range(0, rows, GENERATE_ROWS):
-        t1 = time.perf_counter()
-        count = min(GENERATE_ROWS, rows - offset)
-        batch = synthetic.invocation_rows(  # in the order they were recorded: each batch the next slice of the month
-            templates,
-            count,
-            seed=seed + offset,
-            start_s=start_s + SPAN_DAYS * 86400 * offset / rows,
-            span_days=SPAN_DAYS * count / rows,
-            offset=offset,
-        )
-        generate_s += time.perf_counter() - t1
-        store.with_connection(functools.partial(_insert, batch, chunk_bytes(budget)), read_only=False)
-        del batch
+    for first in range(0, rows, FLUSH_ROWS):
+        store.with_connection(functools.partial(flush, first), read_only=False)
     wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - cpu0
     insert_s = wall_s - generate_s
     return {

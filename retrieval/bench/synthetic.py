@@ -314,4 +314,6 @@ def invocation_rows(
         "fallback": picked["fallback"],
         "top_entry_id": picked["top_entry_id"],
     }
+    for name in templates.column_names:  # the typed parts a recorder takes with each row (retrieval.records.parts)
+        cols.setdefault(name, picked[name])
     return pa.table(cols)

@@ -48,9 +48,21 @@ ROW_COLUMNS = (
     "error",
     "id",
 )
-_MATCHED = "invocation_page_rows"  # the temp table of a filtered page's rows
-_MATCHED_COLUMNS = tuple(
-    dict.fromkeys([*ROW_COLUMNS, "latency_ms", "fallback", "layer", "domain", *(f"{s}_ms" for s in STAGES), KEYWORDS_COLUMN])
+# A filtered page reads its rows in two steps: the row ids that match (the filter's columns alone), then what
+# the figures and charts read of those rows; the table shows the newest of them, read last. In one statement the
+# filter and every column were read together over all the row groups: 200-330 ms at 1M rows, where the steps take
+# 20, 80 and 7 ms.
+_MATCHED_IDS = "invocation_page_ids"
+_MATCHED = "invocation_page_rows"
+_MATCHED_COLUMNS = (
+    "id",
+    "created_at",
+    "layer",
+    "fallback",
+    "latency_ms",
+    "domain",
+    *(f"{s}_ms" for s in STAGES),
+    KEYWORDS_COLUMN,
 )
 
 
@@ -256,15 +268,20 @@ def load_dashboard(
     def run(con: duckdb.DuckDBPyConnection) -> Dashboard:
         if where == "TRUE":
             return _frames(con, "tool_invocation", every_row=True)
-        # A filter is read once: its rows (without the JSON) into a temp table that every frame then reads.
+        # A filter is read once: the matching rows' ids, then what every frame reads of them into a temp table.
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {_MATCHED} AS SELECT {', '.join(_MATCHED_COLUMNS)} FROM tool_invocation WHERE {where}",
+            f"CREATE OR REPLACE TEMP TABLE {_MATCHED_IDS} AS SELECT rowid AS row_id FROM tool_invocation WHERE {where}",
             params,
         )
         try:
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE {_MATCHED} AS SELECT rowid AS row_id, {', '.join(_MATCHED_COLUMNS)} "
+                f"FROM tool_invocation WHERE rowid IN (SELECT row_id FROM {_MATCHED_IDS})"
+            )
             return _frames(con, _MATCHED, every_row=False)
         finally:
             con.execute(f"DROP TABLE IF EXISTS {_MATCHED}")
+            con.execute(f"DROP TABLE IF EXISTS {_MATCHED_IDS}")
 
     def _frames(con: duckdb.DuckDBPyConnection, table: str, *, every_row: bool) -> Dashboard:
         def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
@@ -277,10 +294,15 @@ def load_dashboard(
             total, fallbacks, median, first, last, latency = summary
         unit = bucket or pick_bucket(first, last)
         # Over every row the newest rows lie in the newest hours that hold row_limit calls: only those are read.
-        newest = f"WHERE created_at >= ({_NEWEST_HOURS_SQL}) " if every_row else ""
+        # A filtered page's newest rows are read by their row ids.
+        newest = (
+            f"WHERE created_at >= ({_NEWEST_HOURS_SQL}) "
+            if every_row
+            else f"WHERE rowid IN (SELECT row_id FROM {table} ORDER BY created_at DESC, id LIMIT ?) "
+        )
         rows = df(
-            f"SELECT {', '.join(ROW_COLUMNS)} FROM {table} {newest}ORDER BY created_at DESC, id LIMIT ?",
-            [int(row_limit)] * (2 if every_row else 1),
+            f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation {newest}ORDER BY created_at DESC, id LIMIT ?",
+            [int(row_limit)] * 2,
         )
         # Both charts over time in one read: calls per bucket and layer, and the fallbacks among them.
         if every_row and unit != "minute":

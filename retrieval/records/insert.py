@@ -1,89 +1,109 @@
-"""Inserting invocation rows: Arrow tables of COLUMNS (JSON columns as text) into tool_invocation and its child
-tables, a chunk at a time, each chunk in one transaction, adding only ids not stored yet.
+"""Inserting invocation rows: Arrow tables of COLUMNS (JSON columns as text) with their typed parts
+(retrieval.records.parts) into tool_invocation and its child tables, a chunk at a time, each chunk in one
+transaction, adding only ids not stored yet.
 
-What a chunk costs is DuckDB reading 12-26 KB of JSON a row. Each JSON text is parsed once, into a small staged
-table (the stage timings, the matched keywords, the results list) that the typed columns, both child tables and
-the rollups are read from; before, the timings, the keywords and the results were each read from the JSON.
+The insert parses no JSON: the typed stage timings, keywords and results come with the rows (the spool's flush
+takes them from the lines it parses anyway), and the child tables and rollups are read from them. Before, DuckDB
+parsed each row's 12-26 KB of JSON text in the insert, a third of its time.
 """
 
 from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from retrieval.records.db_budget import DbBudget
+from retrieval.records.parts import with_parts
 from retrieval.records.rollup import add_to_rollup
 from retrieval.records.schema import (
     COLUMNS,
-    KEYWORD_TYPE,
     KEYWORDS_COLUMN,
+    RESULTS_PART,
+    ROW_GROUP_ROWS,
     STAGE_COLUMNS,
-    STAGES,
     derive_children,
     transaction,
 )
 
-CHUNK_BYTES = (1 << 20, 32 << 20)  # an insert chunk's input: 1/32 of the memory budget, within these bounds
-WAL_CHUNKS = 4  # chunks committed to the WAL between checkpoints
-STAGED = "invocation_staged"  # the temp table of one chunk's parsed parts
+CHUNK_BYTES = (1 << 20, 128 << 20)  # an insert chunk's input: 1/8 of the memory budget, within these bounds
+INCOMING = "incoming_chunk"  # the registered Arrow chunk
+INSERTED = "inserted_chunk"  # ... trimmed to the rows to add, when it repeats ids or holds stored ones
 
-# One parse of each JSON text; a chunk may repeat an id (a spool replayed), and the stage keeps one row of each.
-_STAGE_SQL = (
-    f"CREATE OR REPLACE TEMP TABLE {STAGED} AS SELECT id, created_at, layer, fallback, latency_ms, "
-    + ", ".join(f"TRY_CAST(parts[1]->>'{s}' AS DOUBLE) AS {s}_ms" for s in STAGES)
-    + ", parts[2] AS keywords, json_extract(result, '$.results') AS results FROM ("
-    "SELECT id, CAST(created_at AS TIMESTAMPTZ) AS created_at, layer, fallback, latency_ms, result, "
-    "json_extract(retrieval_details, ['$.timings_ms', '$.l0.matched_keywords']) AS parts "
-    "FROM incoming_chunk) QUALIFY row_number() OVER (PARTITION BY id) = 1"
+_ROW_SQL = (  # an incoming row as the tables and rollups read it
+    f"SELECT id, CAST(created_at AS TIMESTAMPTZ) AS created_at, {', '.join(COLUMNS[2:])}, "
+    f"{', '.join(STAGE_COLUMNS)}, {KEYWORDS_COLUMN}, {KEYWORDS_COLUMN} AS keywords, {RESULTS_PART} FROM {INCOMING}"
 )
-_INSERT_SQL = (
-    f"INSERT OR IGNORE INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}, {KEYWORDS_COLUMN}) "
-    f"SELECT c.id, s.created_at, {', '.join(f'c.{col}' for col in COLUMNS[2:])}, "
-    f"{', '.join(f's.{col}' for col in STAGE_COLUMNS)}, from_json(s.keywords, '{KEYWORD_TYPE}') "
-    f"FROM incoming_chunk c JOIN {STAGED} s ON c.id IS NOT DISTINCT FROM s.id RETURNING id"
+_INSERT_SQL = (  # a plain INSERT: INSERT OR IGNORE took twice its time (and wrote no row group straight to the file)
+    f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}, {KEYWORDS_COLUMN}) "
+    f"SELECT {', '.join(COLUMNS + STAGE_COLUMNS)}, {KEYWORDS_COLUMN} FROM {{source}}"
 )
+# The chunk's ids stored already (a spool replayed): ids lead with their call's time (UUIDv7), so the range skips
+# every row group of older calls by its zone map, and new rows cost a look at the newest group.
+_STORED_SQL = f"SELECT id FROM tool_invocation WHERE id BETWEEN ? AND ? AND id IN (SELECT id FROM {INCOMING})"
 
 
 def chunk_bytes(budget: DbBudget) -> int:
     """The input bytes of one insert chunk: memory stays flat whatever the spool or table holds."""
-    return max(CHUNK_BYTES[0], min(CHUNK_BYTES[1], budget.memory_bytes // 32))
+    return max(CHUNK_BYTES[0], min(CHUNK_BYTES[1], budget.memory_bytes // 8))
+
+
+def chunk_rows(per_row: int, max_bytes: int) -> int:
+    """The rows of one chunk: whole row groups when `max_bytes` holds one, since a transaction that fills a row
+    group writes it straight to the file, and a partly filled one goes through the WAL and is compressed again at
+    each checkpoint (4,500 rows/s against 19,000 for 26 KB rows)."""
+    fits = max(1, max_bytes // max(1, per_row))
+    return fits // ROW_GROUP_ROWS * ROW_GROUP_ROWS or fits
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, *, max_bytes: int = CHUNK_BYTES[1]) -> int:
-    """Insert the rows (COLUMNS, JSON columns as text) whose id is not stored yet, with their typed stage
-    columns and child rows, a chunk of at most `max_bytes` at a time, each chunk in one transaction (a replay
-    adds nothing twice, so a chunk that fails leaves nothing half-done). Returns the rows added."""
-    # Each commit of a chunk wrote its rows to the WAL, and every other one checkpointed: a checkpoint compresses
-    # the table's last row group (122,880 rows) anew, so the cost per row grew with the group. Checkpointing
-    # after several chunks' worth (an eighth of the budget with the default chunk) rewrites it less often.
-    con.execute(f"SET checkpoint_threshold = '{WAL_CHUNKS * max_bytes}B'")
+    """Insert the rows (COLUMNS, JSON columns as text, and the typed parts; a table without them has them read
+    from its JSON) whose id is not stored yet, with their child rows, a chunk of at most `max_bytes` at a time,
+    each chunk in one transaction (a replay adds nothing twice, so a chunk that fails leaves nothing half-done).
+    Returns the rows added."""
+    # A chunk of whole row groups is written to the file at its commit; only a part of a group (a flush's last
+    # rows) goes to the WAL, and a checkpoint compresses the table's last row group anew. Checkpointing after a
+    # chunk's worth of WAL (an eighth of the budget) instead of DuckDB's 16 MB rewrites that group less often.
+    con.execute(f"SET checkpoint_threshold = '{max_bytes}B'")
     con.execute(f"SET auto_checkpoint_skip_wal_threshold = {2**62}")
+    # A chunk's row groups are written by DuckDB's threads side by side (one record batch each) when the order of
+    # the rows within the chunk may change: ids and times order them where it matters.
+    con.execute("SET preserve_insertion_order = false")
     added, start = 0, 0
-    per_row = max(1, rows.nbytes // max(1, rows.num_rows))
-    step = max(1, max_bytes // per_row)
-    while start < rows.num_rows:
-        added += _insert_chunk(con, rows.slice(start, step))
-        start += step
+    step = chunk_rows(rows.nbytes // max(1, rows.num_rows), max_bytes)
+    try:
+        while start < rows.num_rows:
+            chunk = with_parts(rows.slice(start, step)).combine_chunks()
+            added += _insert_chunk(con, pa.Table.from_batches(chunk.to_batches(max_chunksize=ROW_GROUP_ROWS)))
+            start += step
+    finally:
+        con.execute("RESET preserve_insertion_order")
     return added
 
 
 def _insert_chunk(con: duckdb.DuckDBPyConnection, chunk: pa.Table) -> int:
-    # INSERT OR IGNORE skips ids already stored, and the second of an id repeated in the chunk, through the primary
-    # key's index; the stage holds one row per id, trimmed to the ids inserted before their children are written.
-    con.register("incoming_chunk", chunk)
+    # The rows to add are the chunk's, less the ids stored already and the second of an id it repeats; their
+    # children and rollups are read from the same rows.
+    con.register(INCOMING, chunk)
     try:
         with transaction(con):
-            con.execute(_STAGE_SQL)
-            inserted = con.execute(_INSERT_SQL).fetchall()
-            ((staged,),) = con.execute(f"SELECT count(*) FROM {STAGED}").fetchall()
-            if len(inserted) < staged:  # some were stored already: so are their children
-                con.register("inserted_ids", pa.table({"id": [r[0] for r in inserted]}))
-                con.execute(f"DELETE FROM {STAGED} WHERE id NOT IN (SELECT id FROM inserted_ids)")
-                con.unregister("inserted_ids")
-            if inserted:
-                derive_children(con, STAGED)
-                add_to_rollup(con, STAGED)
-            con.execute(f"DROP TABLE {STAGED}")
+            low, high = pc.min_max(chunk.column("id")).values()
+            stored = con.execute(_STORED_SQL, [low.as_py(), high.as_py()]).fetchall()
+            source, added = f"({_ROW_SQL})", chunk.num_rows
+            if stored or pc.count_distinct(chunk.column("id")).as_py() < chunk.num_rows:
+                con.register("stored_ids", pa.table({"id": pa.array([r[0] for r in stored], pa.string())}))
+                con.execute(
+                    f"CREATE OR REPLACE TEMP TABLE {INSERTED} AS SELECT * FROM {source} "
+                    "WHERE id NOT IN (SELECT id FROM stored_ids) QUALIFY row_number() OVER (PARTITION BY id) = 1"
+                )
+                con.unregister("stored_ids")
+                source = INSERTED
+                ((added,),) = con.execute(f"SELECT count(*) FROM {INSERTED}").fetchall()
+            if added:
+                con.execute(_INSERT_SQL.format(source=source))
+                derive_children(con, source)
+                add_to_rollup(con, source)
+            con.execute(f"DROP TABLE IF EXISTS {INSERTED}")
     finally:
-        con.unregister("incoming_chunk")
-    return len(inserted)
+        con.unregister(INCOMING)
+    return int(added)

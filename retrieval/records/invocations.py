@@ -167,11 +167,12 @@ class InvocationStore:
         def insert(con: duckdb.DuckDBPyConnection) -> None:
             nonlocal read
             read = 0
-            for lines in spooled_chunks(files, chunk_bytes(self.budget)):
+            max_bytes = chunk_bytes(self.budget)
+            for lines in spooled_chunks(files, max_bytes, ROW_GROUP_ROWS):
                 table, bad = spool_table(lines)
                 read += len(lines) - bad
                 if table.num_rows:
-                    insert_rows(con, table)
+                    insert_rows(con, table, max_bytes=max_bytes)
 
         self.with_connection(insert, read_only=False, timeout_s=timeout_s)
         for path in files:

@@ -87,6 +87,10 @@ CREATE TABLE IF NOT EXISTS invocation_result (
 KEYWORD_TYPE = '[{"term": "VARCHAR", "field": "VARCHAR", "weight": "DOUBLE"}]'
 RESULT_TYPE = '[{"entry_id": "VARCHAR", "domain": "VARCHAR", "source": "VARCHAR", "score": "DOUBLE"}]'
 
+RESULTS_PART = "results"  # an incoming row's results list (invocation_result's rows), typed
+PART_COLUMNS = (*STAGE_COLUMNS, KEYWORDS_COLUMN, RESULTS_PART)  # what an incoming row carries beside COLUMNS
+KEYWORD_STRUCT = pa.struct([("term", pa.string()), ("field", pa.string()), ("weight", pa.float64())])
+RESULT_STRUCT = pa.struct([("entry_id", pa.string()), ("domain", pa.string()), ("source", pa.string()), ("score", pa.float64())])
 SPOOL_SCHEMA = pa.schema(
     [
         *((c, pa.string()) for c in ("id", "created_at", "tool_name", "input", "status", "layer")),
@@ -94,33 +98,38 @@ SPOOL_SCHEMA = pa.schema(
         *((c, pa.string()) for c in ("result", "retrieval_details", "error", "session_tag", "domain", "l1_status")),
         ("fallback", pa.bool_()),
         ("top_entry_id", pa.string()),
+        # The parts the store reads out of the JSON, typed, taken from the parsed row (retrieval.records.parts): the
+        # insert copies them instead of parsing 12-26 KB of JSON text a row again in DuckDB.
+        *((c, pa.float64()) for c in STAGE_COLUMNS),
+        (KEYWORDS_COLUMN, pa.list_(KEYWORD_STRUCT)),
+        (RESULTS_PART, pa.list_(RESULT_STRUCT)),
     ]
 )
 
 
 def derive_children(con: duckdb.DuckDBPyConnection, source: str) -> None:
-    """Insert the keyword and result rows of every invocation in `source`: a table or query with `id` and the
-    JSON (or JSON text) of `keywords` (the L0 matched keywords) and `results` (the result's results list); the
-    keywords are counted in the keyword rollup too."""
+    """Insert the keyword and result rows of every invocation in `source`: a table or query with `id` and the typed
+    lists `keywords` (the L0 matched keywords, KEYWORD_STRUCT) and `results` (the result's results list,
+    RESULT_STRUCT; a result's rank is its place in the list); the keywords are counted in the keyword rollup too."""
     con.execute(
         "CREATE OR REPLACE TEMP TABLE chunk_keyword AS SELECT id AS invocation_id, k.term, k.field, k.weight FROM ("
-        f"SELECT id, unnest(from_json(keywords, '{KEYWORD_TYPE}')) AS k FROM {source}) WHERE k.term IS NOT NULL"
+        f"SELECT id, unnest(keywords) AS k FROM {source}) WHERE k.term IS NOT NULL"
     )
     con.execute("INSERT INTO invocation_keyword SELECT * FROM chunk_keyword")
     add_keyword_counts(con, "chunk_keyword")
     con.execute("DROP TABLE chunk_keyword")
     con.execute(
         "INSERT INTO invocation_result SELECT id, r.rank, r.item.entry_id, r.item.domain, r.item.source, r.item.score "
-        f"FROM (SELECT id, unnest(list_transform(from_json(results, '{RESULT_TYPE}'), "
-        f"lambda e, i: {{'rank': i, 'item': e}})) AS r FROM {source}) WHERE r.item.entry_id IS NOT NULL"
+        "FROM (SELECT id, unnest(list_transform(results, lambda e, i: {'rank': i, 'item': e})) AS r "
+        f"FROM {source}) WHERE r.item.entry_id IS NOT NULL"
     )
 
 
 def children_source(table: str) -> str:
-    """A query over `table` (with id, result and retrieval_details) giving what derive_children reads."""
+    """A query over `table` (with id, result and retrieval_details as JSON) giving what derive_children reads."""
     return (
-        "(SELECT id, json_extract(retrieval_details, '$.l0.matched_keywords') AS keywords, "
-        f"json_extract(result, '$.results') AS results FROM {table})"
+        f"(SELECT id, from_json(json_extract(retrieval_details, '$.l0.matched_keywords'), '{KEYWORD_TYPE}') AS keywords, "
+        f"from_json(json_extract(result, '$.results'), '{RESULT_TYPE}') AS results FROM {table})"
     )
 
 

@@ -19,7 +19,8 @@ import orjson
 import pyarrow as pa
 
 from retrieval.core.record import InvocationRecord
-from retrieval.records.schema import COLUMNS, SPOOL_SCHEMA
+from retrieval.records.parts import row_parts
+from retrieval.records.schema import COLUMNS, PART_COLUMNS, SPOOL_SCHEMA
 
 # Shared by every Spool of this process (there may be several stores on one file, e.g. one per app session):
 # one flush at a time per spool folder, and the spool files still being appended to.
@@ -38,8 +39,9 @@ def spool_line(rec: InvocationRecord) -> bytes:
 
 
 def spool_table(lines: list[bytes]) -> tuple[pa.Table, int]:
-    """Spool lines as an Arrow table of SPOOL_SCHEMA (JSON columns as text), and how many lines were cut short."""
-    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    """Spool lines as an Arrow table of SPOOL_SCHEMA (JSON columns as text, with their typed parts), and how many
+    lines were cut short. Each line's parsed JSON is let go as soon as its columns are taken: only text is held."""
+    columns: dict[str, list[Any]] = {c: [] for c in (*COLUMNS, *PART_COLUMNS)}
     bad = 0
     for line in lines:
         try:
@@ -51,15 +53,19 @@ def spool_table(lines: list[bytes]) -> tuple[pa.Table, int]:
             except json.JSONDecodeError:
                 bad += 1  # a line cut short by a crash mid-write: its answer was never returned
                 continue
+        for c, value in row_parts(row.get("result"), row.get("retrieval_details")).items():
+            columns[c].append(value)
         for c in COLUMNS:
-            columns[c].append(row.get(c))
-    for c in ("result", "retrieval_details"):
-        columns[c] = [None if v is None else orjson.dumps(v, default=str).decode() for v in columns[c]]
+            value = row.get(c)
+            if c in ("result", "retrieval_details") and value is not None:
+                value = orjson.dumps(value, default=str).decode()
+            columns[c].append(value)
     return pa.Table.from_pydict(columns, schema=SPOOL_SCHEMA), bad
 
 
-def spooled_chunks(files: list[Path], max_bytes: int) -> Iterator[list[bytes]]:
-    """The lines of the spool files, in lists of about `max_bytes`: memory does not grow with the spool."""
+def spooled_chunks(files: list[Path], max_bytes: int, rows_multiple: int = 1) -> Iterator[list[bytes]]:
+    """The lines of the spool files, in lists of about `max_bytes` (memory does not grow with the spool), each a
+    multiple of `rows_multiple` lines where that many fit (the store's row group: see retrieval.records.insert)."""
     lines: list[bytes] = []
     size = 0
     for path in files:
@@ -70,8 +76,10 @@ def spooled_chunks(files: list[Path], max_bytes: int) -> Iterator[list[bytes]]:
                 lines.append(line)
                 size += len(line)
                 if size >= max_bytes:
-                    yield lines
-                    lines, size = [], 0
+                    cut = len(lines) // rows_multiple * rows_multiple or len(lines)
+                    yield lines[:cut]
+                    lines = lines[cut:]
+                    size = sum(map(len, lines))
     if lines:
         yield lines
 

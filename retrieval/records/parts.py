@@ -1,0 +1,92 @@
+"""The typed parts of an invocation row that the store keeps beside its JSON: each stage's timing, the L0 matched
+keywords and the results list, read from the row's parsed `retrieval_details` and `result`.
+
+They are taken where the row is parsed anyway (the spool's flush reads every line with orjson), so the insert copies
+typed columns instead of having DuckDB parse 12-26 KB of JSON text a row again: a third of the insert's time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from retrieval.core.record import STAGES
+from retrieval.records.schema import KEYWORDS_COLUMN, PART_COLUMNS, RESULTS_PART, SPOOL_SCHEMA, STAGE_COLUMNS
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode() if isinstance(value, dict | list) else str(value)
+
+
+def _number(value: Any) -> float | None:
+    """As DuckDB's TRY_CAST(... AS DOUBLE) reads a JSON value: numbers and numeric text, else None."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _items(value: Any, keys: tuple[str, ...], numeric: str) -> list[dict[str, Any] | None] | None:
+    if not isinstance(value, list):
+        return None
+    return [
+        {k: _number(item.get(k)) if k == numeric else _text(item.get(k)) for k in keys} if isinstance(item, dict) else None
+        for item in value
+    ]
+
+
+def _loads(text: str | None) -> Any:
+    try:
+        return None if text is None else orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None  # not JSON: the row is stored as it is, without the parts
+
+
+def row_parts(result: Any, details: Any) -> dict[str, Any]:
+    """PART_COLUMNS of one row from its parsed `result` and `retrieval_details` (either may be None or malformed:
+    what is missing is None)."""
+    details = details if isinstance(details, dict) else {}
+    timings = details.get("timings_ms")
+    timings = timings if isinstance(timings, dict) else {}
+    l0 = details.get("l0")
+    keywords = l0.get("matched_keywords") if isinstance(l0, dict) else None
+    results = result.get("results") if isinstance(result, dict) else None
+    return {
+        **{column: _number(timings.get(stage)) for column, stage in zip(STAGE_COLUMNS, STAGES, strict=True)},
+        KEYWORDS_COLUMN: _items(keywords, ("term", "field", "weight"), "weight"),
+        RESULTS_PART: _items(results, ("entry_id", "domain", "source", "score"), "score"),
+    }
+
+
+def parts_table(results: list[Any], details: list[Any]) -> pa.Table:
+    """PART_COLUMNS of rows given their parsed `result` and `retrieval_details`."""
+    columns: dict[str, list[Any]] = {c: [] for c in PART_COLUMNS}
+    for result, detail in zip(results, details, strict=True):
+        for column, value in row_parts(result, detail).items():
+            columns[column].append(value)
+    return pa.Table.from_pydict(columns, schema=pa.schema([SPOOL_SCHEMA.field(c) for c in PART_COLUMNS]))
+
+
+def with_parts(rows: pa.Table) -> pa.Table:
+    """`rows` with PART_COLUMNS: as they are when the table has them all, else read from its JSON text columns."""
+    if all(c in rows.column_names for c in PART_COLUMNS):
+        return rows
+    kept = rows.drop_columns([c for c in PART_COLUMNS if c in rows.column_names])
+
+    def parsed(column: str) -> list[Any]:
+        return [_loads(v) for v in kept.column(column).to_pylist()]
+
+    parts = parts_table(parsed("result"), parsed("retrieval_details"))
+    for name in parts.column_names:
+        kept = kept.append_column(parts.field(name), parts.column(name))
+    return kept
