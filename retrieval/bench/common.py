@@ -6,12 +6,33 @@ import json
 import os
 import platform
 import socket
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+
+def paired_l1(
+    store: Any, vectors: Sequence[Any], categories: Sequence[str], *, k: int
+) -> tuple[list[float], list[float], list[set[str]], list[set[str]]]:
+    """Each query vector searched unfiltered and filtered on `categories[i % len(categories)]` (near_vector, k
+    entries), the order of the two alternating query by query: the ms of each unfiltered and filtered search, and
+    the entry ids each found, in query order."""
+    from retrieval.core.search_request import SearchMode, SearchRequest
+
+    ms: tuple[list[float], list[float]] = ([], [])
+    found: tuple[list[set[str]], list[set[str]]] = ([], [])
+    for i, vec in enumerate(vectors):
+        pair = ((0, None), (1, categories[i % len(categories)]))
+        for side, category in pair if i % 2 == 0 else pair[::-1]:
+            t0 = time.perf_counter()
+            hits = store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vec, category=category))
+            ms[side].append((time.perf_counter() - t0) * 1000)
+            found[side].append({h.entry_id for h in hits})
+    return ms[0], ms[1], found[0], found[1]
 
 
 def pct(values: Sequence[float], q: float) -> float | None:

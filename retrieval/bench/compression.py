@@ -30,14 +30,13 @@ from typing import Any
 import numpy as np
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import pct
+from retrieval.bench.common import paired_l1, pct
 from retrieval.bench.ports import free_port
 from retrieval.bench.runner import _exit_on_sigterm, _server_rss_mb
 from retrieval.bench.vectors import SyntheticVectors, filtered_recall
 from retrieval.config import VECTOR_COMPRESSIONS, Settings, load_settings
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
-from retrieval.core.search_request import SearchMode, SearchRequest
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.store.weaviate_server import connect
@@ -101,17 +100,8 @@ def measure_compression(
         out["rss_after_ingest_mb"] = _server_rss_mb(client)
         log(f"[{compression}] {len(qvecs)} queries, unfiltered and filtered")
         domains = sorted(synthetic.DOMAINS)
-        unf: list[float] = []
-        fil: list[float] = []
-        recalls: list[float] = []
-        for i, vec in enumerate(qvecs):
-            pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, domains[i % len(domains)]))
-            for sink, category in pair if i % 2 == 0 else pair[::-1]:
-                t1 = time.perf_counter()
-                hits = store.search(SearchRequest(SearchMode.NEAR_VECTOR, K, vec, category=category))
-                sink.append((time.perf_counter() - t1) * 1000)
-                if category is None:
-                    recalls.append(len({h.entry_id for h in hits} & exact[i]) / len(exact[i]))
+        unf, fil, found, _ = paired_l1(store, qvecs, domains, k=K)
+        recalls = [len(hits & exact[i]) / len(exact[i]) for i, hits in enumerate(found)]
         out["query_p50_ms"] = {"unfiltered": pct(unf, 50), "filtered": pct(fil, 50)}
         out["unfiltered_recall"] = round(float(np.mean(recalls)), 4) if recalls else None
         out["loadavg"]["queries"] = _load()

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import listening_pid, machine_info, pct, write_results
+from retrieval.bench.common import listening_pid, machine_info, paired_l1, pct, write_results
 from retrieval.bench.ports import free_port
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
 from retrieval.bench.store import bench_invocation_store
@@ -34,7 +34,6 @@ from retrieval.config import Settings, db_budget
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import LookupServices, lookup_knowledge
-from retrieval.core.search_request import SearchMode, SearchRequest
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
@@ -192,15 +191,8 @@ def bench_lookups(
         t0 = time.perf_counter()
         lookup_knowledge(q, services, settings)
         cached.append((time.perf_counter() - t0) * 1000)
-    unf: list[float] = []
-    fil: list[float] = []
-    for i, q in enumerate(queries):
-        vec = embedder.embed_query(q)  # cached by now: only L1 is timed
-        pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
-        for sink, category in pair if i % 2 == 0 else pair[::-1]:
-            t0 = time.perf_counter()
-            store.search(SearchRequest(SearchMode.NEAR_VECTOR, settings.top_k, vec, category=category))
-            sink.append((time.perf_counter() - t0) * 1000)
+    vectors = [embedder.embed_query(q) for q in queries]  # cached by now: only L1 is timed
+    unf, fil, _, _ = paired_l1(store, vectors, categories, k=settings.top_k)
     return {
         "lookup": {
             "p50_ms": pct(wall, 50),

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ import numpy as np
 from weaviate.classes.config import Reconfigure, VectorFilterStrategy
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import pct
+from retrieval.bench.common import paired_l1, pct
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
 from retrieval.core.search_request import SearchMode, SearchRequest
@@ -138,17 +137,7 @@ def filter_strategies(
     try:
         for label, strategy, cutoff, ef in STRATEGIES:
             _reconfigure(store, strategy, 40_000 if cutoff is None else cutoff, ef)
-            unf: list[float] = []
-            fil: list[float] = []
-            found: list[set[str]] = []
-            for i, vec in enumerate(vectors):
-                pair: tuple[tuple[list[float], str | None], ...] = ((unf, None), (fil, categories[i % len(categories)]))
-                for sink, category in pair if i % 2 == 0 else pair[::-1]:
-                    t0 = time.perf_counter()
-                    hits = store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vec, category=category))
-                    sink.append((time.perf_counter() - t0) * 1000)
-                    if category is not None:
-                        found.append({c.entry_id for c in hits})
+            unf, fil, _, found = paired_l1(store, vectors, categories, k=k)
             first = found if first is None else first
             shared = [len(a & b) / len(b) for a, b in zip(found, first, strict=True) if b]
             u, f = pct(unf, 50), pct(fil, 50)
