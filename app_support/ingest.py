@@ -115,6 +115,8 @@ def health_notice(ctx: resources.AppContext, health: IndexHealth, *, key: str) -
         elif st.button(f"Repair: index the {health.missing} missing entries again", key=key, type="primary") and run_ingest(ctx):
             st.session_state.pop(keys.LAST_LOOKUP, None)  # the Lookup page runs its query again on the repaired index
             st.rerun()
+    elif health.partition_behind:
+        st.warning(f"**{md(health.message)}**", icon=":material/call_split:")
 
 
 def show_last_result() -> None:

@@ -103,6 +103,10 @@ def test_health_messages():
     assert IndexHealth("loading", 48, reason="x").message.startswith("Weaviate is loading the index…")
     assert "3 of 48 entries are new or changed" in IndexHealth("out_of_date", 48, 0, 3).message
     assert IndexHealth("current", 48).message == "The index is current: all 48 entries indexed."
+    behind = IndexHealth("current", 48, partition_in_step=False)
+    assert behind.partition_behind and "per-domain partition is not in step" in behind.message
+    assert not IndexHealth("current", 48, partition_in_step=True).partition_behind
+    assert not IndexHealth("needs_repair", 48, 2, partition_in_step=False).partition_behind  # the repair says more
 
 
 @pytest.mark.parametrize(
@@ -234,7 +238,11 @@ def test_read_index_of_a_real_collection(weaviate_client, embedder, sample_corpu
         assert "1 of 2 entries are missing" in health.message
         report = indexing.ingest(store, corpus, embedder)
         assert (report.unchanged, report.updated) == (1, 1)
-        assert corpus_health(corpus, read_index(store)).state == "current"
+        health = corpus_health(corpus, read_index(store))
+        assert (health.state, health.partition_in_step, health.partition_behind) == ("current", True, False)
+        store.client.collections.delete(f"{store.name}_ByDomain")  # as an older version left it
+        health = corpus_health(corpus, read_index(store))
+        assert (health.state, health.partition_in_step, health.partition_behind) == ("current", False, True)
     finally:
         store.drop()
     none = read_index(None, "cannot reach 127.0.0.1:1")

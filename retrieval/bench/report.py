@@ -80,6 +80,13 @@ def ratios_and_goals(
     return ratios, goals
 
 
+def _recall_cell(l1: dict[str, Any]) -> str:
+    detail = l1.get("filtered_recall_detail") or {}
+    if l1.get("filtered_recall") is None:
+        return "n/a"
+    return f"{l1['filtered_recall']} ({detail.get('min', 'n/a')}; {detail.get('within_tie', 'n/a')})"
+
+
 def _strategy_cell(label: str, size: dict[str, Any]) -> str:
     f = size.get("filter_strategies", {}).get(label)
     if f is None:
@@ -137,8 +144,14 @@ def render_table(result: dict[str, Any]) -> str:
             lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}",
         ),
         ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
-        ("L1 unfiltered / filtered p50 ms", lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}"),
-        ("L1 filtered recall@k against the exact filtered ranking", lambda s: s["l1"].get("filtered_recall", "n/a")),
+        (
+            "L1 unfiltered / filtered p50 ms (filtered: the domain's tenant of the partition)",
+            lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}",
+        ),
+        (
+            "L1 filtered recall@k against the exact filtered ranking (min; within 0.002 of the k-th)",
+            lambda s: _recall_cell(s["l1"]),
+        ),
         ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
         ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
         ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
@@ -152,7 +165,7 @@ def render_table(result: dict[str, Any]) -> str:
     ]
     keys = list(sizes)
     for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):
-        rows.append((f"L1 unfiltered / filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
+        rows.append((f"L1 unfiltered / where-filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
     lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
     lines += ["", "| goal | value | target | met | load average (1 min) |", "|---|---|---|---|---|"]

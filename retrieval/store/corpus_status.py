@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -14,6 +14,7 @@ from retrieval.core.chunking import chunk_entry, stored_hash
 from retrieval.core.corpus import Corpus, Entry
 from retrieval.core.hints import L0Index
 from retrieval.store.index_health import unsearchable_chunks
+from retrieval.store.partition import is_in_step
 
 # indexed: in Weaviate with this content | stale: indexed from older content | partial: chunks missing
 # lost: its chunks are stored but the vector index lost some (a killed server) | missing: not in the collection
@@ -135,6 +136,7 @@ class IndexReading:
     lost: dict[str, int] = field(default_factory=dict)
     loading: str | None = None
     error: str | None = None
+    partition_in_step: bool | None = None  # the per-domain partition (retrieval.store.partition); None: not read
 
 
 def read_index(store, unavailable: str | None = None) -> IndexReading:
@@ -146,7 +148,7 @@ def read_index(store, unavailable: str | None = None) -> IndexReading:
         loading = store.loading()
         if loading:
             return IndexReading(None, loading=loading)
-        return IndexReading(store.indexed_state(), unsearchable_chunks(store))
+        return IndexReading(store.indexed_state(), unsearchable_chunks(store), partition_in_step=is_in_step(store))
     except Exception as exc:
         loading = store.loading()
         return IndexReading(None, loading=loading) if loading else IndexReading(None, error=f"{type(exc).__name__}: {exc}")
@@ -159,6 +161,12 @@ class IndexHealth:
     missing: int = 0  # entries the index lost (chunks gone, or not found by vector search): the repair redoes them
     to_update: int = 0  # new or changed entries, not damage: the next ingest adds them
     reason: str | None = None  # why loading or unknown
+    partition_in_step: bool | None = None  # False: searches on one domain use the where-filter until an ingest
+
+    @property
+    def partition_behind(self) -> bool:
+        """Indexed, but the per-domain partition is not in step: filtered searches are slower, not wrong."""
+        return self.partition_in_step is False and self.state in ("current", "out_of_date")
 
     @property
     def message(self) -> str:
@@ -173,11 +181,17 @@ class IndexHealth:
             return "Weaviate is loading the index… (the server has restarted and its shards are not loaded yet)"
         if self.state == "not_indexed":
             return f"Nothing is indexed yet: ingest the {m} entries of the corpus."
+        behind = (
+            " Its per-domain partition is not in step (made by an older version, or an ingest stopped midway): searches"
+            " on one domain use the slower where-filter until the next ingest rebuilds it, with no re-embedding."
+            if self.partition_behind
+            else ""
+        )
         if self.state == "out_of_date":
-            return f"The index is out of date: {self.to_update} of {m} entries are new or changed since the last ingest."
+            return f"The index is out of date: {self.to_update} of {m} entries are new or changed since the last ingest.{behind}"
         if self.state == "unknown":
             return f"The index state is unknown: {self.reason or 'L1 is not connected'}"
-        return f"The index is current: all {m} entries indexed."
+        return f"The index is current: all {m} entries indexed.{behind}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -186,6 +200,7 @@ class IndexHealth:
             "missing": self.missing,
             "to_update": self.to_update,
             "reason": self.reason,
+            "partition_in_step": self.partition_in_step,
             "message": self.message,
         }
 
@@ -213,4 +228,5 @@ def index_health(entry_states: Sequence[str], *, loading: str | None = None, err
 def corpus_health(corpus: Corpus, reading: IndexReading) -> IndexHealth:
     """index_health of `corpus` against what read_index found."""
     states = [index_state(e, reading.state, reading.lost) for e in corpus.entries]
-    return index_health(states, loading=reading.loading, error=reading.error)
+    health = index_health(states, loading=reading.loading, error=reading.error)
+    return replace(health, partition_in_step=reading.partition_in_step)

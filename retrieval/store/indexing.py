@@ -20,6 +20,7 @@ from weaviate.util import generate_uuid5
 from retrieval.core.chunking import Chunk, chunk_entry, heading_words, stored_hash
 from retrieval.core.corpus import Corpus, Entry
 from retrieval.errors import L1Error, StoreError
+from retrieval.store import partition
 from retrieval.store.collection_model import model_in, other_model_message
 from retrieval.store.index_health import unsearchable_chunks
 from retrieval.store.manifest import drop_manifest, read_manifest, write_manifest
@@ -44,7 +45,8 @@ class IngestReport:
     embed_seconds: float
     repaired_index: bool = False  # the vector index had lost chunks: the collection was rebuilt
     schema_rebuilt: bool = False  # made by an older version (other fields, or no model recorded): rebuilt
-    settings_migrated: str | None = None  # the collection had other filter settings: what was changed
+    # what was changed on an existing collection (filter settings, compression, its per-domain partition rebuilt)
+    settings_migrated: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -78,6 +80,7 @@ def ingest(
     if rebuilt:
         store.drop()
     migrated = store.ensure_collection(model)
+    partition.ensure_partition(store)
     manifest = read_manifest(store)
     if manifest is not None:  # what the last ingest stored, while the collection still holds exactly that
         state = {entry_id: (h, n, n) for entry_id, (h, n) in manifest.items()}
@@ -104,9 +107,11 @@ def ingest(
     if stale or todo:
         require_replicas(store)
         drop_manifest(store)  # from here until it is written again, the next ingest reads the chunks back
+        partition.mark(store, partition.BUILDING)  # and searches use the where-filter
     for i in range(0, len(stale), 200):
         ids = stale[i : i + 200]
         store.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
+    partition.delete_entries(store, stale)
     removed = len(set(state) - set(wanted))
     embed_seconds = 0.0
     chunks_done = 0
@@ -115,19 +120,22 @@ def ingest(
     stored = {e.entry_id: (state[e.entry_id][0], state[e.entry_id][2]) for e in corpus.entries if e.entry_id not in redone}
     if progress:
         progress("embedding", 0, total)
+    to_partition = partition.PartitionWriter(store)
     for i in range(0, total, batch_entries):
         batch = todo[i : i + batch_entries]
         chunks = [c for e in batch for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)]
         t0 = time.perf_counter()
         vectors = embedder.embed([c.text for c in chunks])
         embed_seconds += time.perf_counter() - t0
-        _insert(store, batch, chunks, vectors)
+        _insert(store, batch, chunks, vectors, to_partition)
         chunks_done += len(chunks)
         stored.update({e.entry_id: (stored_hash(e), sum(c.entry_id == e.entry_id for c in chunks)) for e in batch})
         if progress:
             progress("embedding", min(i + batch_entries, total), total)
+    to_partition.flush()
     if manifest is None or stale or todo:
         write_manifest(store, stored)
+    migrated = "; ".join(m for m in (migrated, sync_partition(store, repaired=repaired)) if m) or None
     return IngestReport(
         len(corpus.entries),
         added,
@@ -140,6 +148,22 @@ def ingest(
         repaired,
         rebuilt,
         migrated,
+    )
+
+
+def sync_partition(store: KnowledgeStore, *, repaired: bool = False) -> str | None:
+    """Mark the per-domain partition in step when every domain holds as many chunks in it as in the collection;
+    else, or when the collection's vector index had lost chunks (`repaired`: the partition's likely did too), copy
+    the collection's chunks into a new one. Returns what was done for the caller to say, or None."""
+    if not repaired and partition.in_step(store):
+        partition.mark(store, partition.IN_STEP)
+        return None
+    t0 = time.perf_counter()
+    copied = partition.rebuild(store)
+    why = "had lost chunks" if repaired else "was out of step (made by an older version, or an ingest stopped midway)"
+    return (
+        f"collection {store.name!r}: its per-domain partition {partition.partition_name(store.name)} {why}, so it was "
+        f"rebuilt: {copied:,} chunks copied with their vectors in {time.perf_counter() - t0:.1f} s, nothing embedded again"
     )
 
 
@@ -156,7 +180,13 @@ def require_replicas(store: KnowledgeStore) -> None:
         raise L1Error(short.message())
 
 
-def _insert(store: KnowledgeStore, entries: Sequence[Entry], chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+def _insert(
+    store: KnowledgeStore,
+    entries: Sequence[Entry],
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    to_partition: partition.PartitionWriter,
+) -> None:
     # insert_many is one synchronous gRPC call per slice; the client's batch context manager
     # (collection.batch.fixed_size) spent about 1 s on every exit, whatever the batch size.
     require_replicas(store)  # again for each batch: a node may die during a long ingest
@@ -192,3 +222,4 @@ def _insert(store: KnowledgeStore, entries: Sequence[Entry], chunks: Sequence[Ch
         if res.has_errors:
             first = next(iter(res.errors.values()))
             raise L1Error(f"Weaviate refused {len(res.errors)} chunk(s) during ingest, e.g.: {first.message}")
+    to_partition.add(objects)  # the same chunks for the per-domain partition, written as its tenants fill

@@ -28,6 +28,8 @@ from retrieval.core.deadline import TimedOut, call_within
 from retrieval.core.search_request import SearchMode, SearchRequest
 from retrieval.errors import ConfigError, L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
+from retrieval.store.partition import is_in_step as partition_in_step
+from retrieval.store.partition import partition_name, tenant_for
 from retrieval.store.weaviate_server import endpoint_of, port_open
 
 PROPERTIES = (
@@ -90,6 +92,7 @@ def compression_of(quantizer: Any) -> str:
 SEARCH_KINDS = tuple(m.value for m in SearchMode)
 OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
 MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
+PARTITION_RECHECK_S = 30.0  # how long a search trusts what it last read of the partition's state
 GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
 # What a query answers while a (re)started server loads its shards: the schema is not served yet.
 LOADING_SIGNS = ("could not find class", "non-existing index", "not ready", "is loading")
@@ -141,16 +144,31 @@ class KnowledgeStore:
         # per query cost about 0.2 ms of each.
         handle = client.collections.use(collection)
         self.collection: Any = handle.with_consistency_level(ConsistencyLevel(self.consistency)) if self.consistency else handle
+        # The per-domain partition (retrieval.store.partition): whether it is in step, as last read (None: not
+        # read, or longer ago than PARTITION_RECHECK_S), and a handle per tenant.
+        self._partition_read: tuple[float, bool] | None = None
+        self._tenants: dict[str, Any] = {}
+        self.partitioned = True  # False: filtered searches use the where-filter even so (the bench's strategy rows)
 
     # --- schema -------------------------------------------------------------------------------------
     def ensure_collection(self, model: str | None = None) -> str | None:
         """Create the collection (its description naming `model`, the embedding model of its vectors), or bring
         an existing one's filter settings and vector compression in line (see FILTER_STRATEGY, migrate_compression);
         returns what was changed on an existing collection, or None. Raises StoreError when the compression
-        cannot be changed in place."""
+        cannot be changed in place. The per-domain partition beside it (retrieval.store.partition) is the
+        ingest's to make and keep."""
         if self.client.collections.exists(self.name):
             changes = [self.migrate_compression(), self.migrate_filter_settings()]
             return "; ".join(c for c in changes if c) or None
+        self.create_collection(self.name, description=description_for(model) if model else None)
+        return None
+
+    def create_collection(
+        self, name: str, *, description: str | None = None, per_tenant: bool = False, compression: str | None = None
+    ) -> None:
+        """A collection of knowledge chunks named `name`: the PROPERTIES, self-provided vectors in an HNSW index
+        with `compression` (default: the store's), the store's replication and shards. `per_tenant`: multi-tenant
+        (one shard per tenant, so no shard count), for the per-domain partition."""
 
         def text(n: str, **kw: Any) -> Property:
             return Property(name=n, data_type=DataType.TEXT, **kw)
@@ -158,19 +176,21 @@ class KnowledgeStore:
         placement: dict[str, Any] = {}
         if self.replication_factor:
             placement["replication_config"] = Configure.replication(factor=self.replication_factor)
-        if self.shards:
+        if per_tenant:
+            placement["multi_tenancy_config"] = Configure.multi_tenancy(enabled=True)
+        elif self.shards:
             placement["sharding_config"] = Configure.sharding(desired_count=self.shards)
-        if model:
-            placement["description"] = description_for(model)
+        if description:
+            placement["description"] = description
         self.client.collections.create(
-            self.name,
+            name,
             **placement,
             vector_config=Configure.Vectors.self_provided(
                 vector_index_config=Configure.VectorIndex.hnsw(
                     distance_metric=VectorDistances.COSINE,
                     filter_strategy=VectorFilterStrategy(FILTER_STRATEGY),
                     flat_search_cutoff=FLAT_SEARCH_CUTOFF,
-                    quantizer=quantizer_for(self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
+                    quantizer=quantizer_for(compression or self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
                 )
             ),
             properties=[
@@ -187,7 +207,6 @@ class KnowledgeStore:
                 text("text"),
             ],
         )
-        return None
 
     def _vector_index_config(self) -> Any:
         config = self.collection.config.get()
@@ -277,10 +296,37 @@ class KnowledgeStore:
         return set(PROPERTIES) <= have
 
     def drop(self) -> None:
-        """Delete the collection, and the ingest's manifest of it (retrieval.store.manifest)."""
-        for name in (self.name, f"{self.name}_Manifest"):
+        """Delete the collection, its per-domain partition and the ingest's manifest of it (retrieval.store.manifest)."""
+        for name in (self.name, partition_name(self.name), f"{self.name}_Manifest"):
             if self.client.collections.exists(name):
                 self.client.collections.delete(name)
+        self.forget_partition()
+
+    # --- the per-domain partition -------------------------------------------------------------------
+    def forget_partition(self) -> None:
+        """Read the partition's state again at the next filtered search (the ingest calls this when it changes it)."""
+        self._partition_read = None
+        self._tenants = {}
+
+    def tenant_of(self, category: str) -> Any | None:
+        """The handle of `category`'s tenant in the per-domain partition when the partition is in step with the
+        collection (read at most every PARTITION_RECHECK_S), else None: search with the where-filter."""
+        now = time.monotonic()
+        if self._partition_read is None or now - self._partition_read[0] > PARTITION_RECHECK_S:
+            try:
+                ready = partition_in_step(self)
+            except Exception:  # cannot tell: the where-filter answers correctly either way
+                ready = False
+            self._partition_read = (now, ready)
+        if not self._partition_read[1]:
+            return None
+        tenant = tenant_for(category)
+        if tenant not in self._tenants:
+            handle = self.client.collections.use(partition_name(self.name)).with_tenant(tenant)
+            self._tenants[tenant] = (
+                handle.with_consistency_level(ConsistencyLevel(self.consistency)) if self.consistency else handle
+            )
+        return self._tenants[tenant]
 
     # --- ingest -------------------------------------------------------------------------------------
     def indexed_state(self) -> dict[str, tuple[str, int, int]]:
@@ -348,9 +394,22 @@ class KnowledgeStore:
 
         group_to = entries if mode == "near_vector" else None  # the known entry count, when near_vector groups by it
         by_entry = None if group_to is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
+        # A vector search on one domain goes to the domain's tenant of the partition, unfiltered (BM25F and hybrid
+        # stay on the collection: a tenant's term statistics are its domain's, which would change their scores).
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        tenant = None
+        if self.partitioned and mode == "near_vector" and category is not None and cards_of is None:
+            try:
+                tenant = (
+                    self.tenant_of(category)
+                    if deadline is None
+                    else call_within(functools.partial(self.tenant_of, category), float(timeout_s or 0.0))
+                )
+            except TimedOut:
+                tenant = None
 
         def query(limit: int):
-            q = self.collection.query
+            q = (self.collection if tenant is None else tenant).query
             if mode == "hybrid":
                 return q.hybrid(
                     query=query_text,
@@ -375,14 +434,18 @@ class KnowledgeStore:
                     include_vector=floats is not None,
                 )
             return q.near_vector(
-                near_vector=floats, limit=limit, filters=where, return_metadata=meta, return_properties=props, group_by=by_entry
+                near_vector=floats,
+                limit=limit,
+                filters=where if tenant is None else None,
+                return_metadata=meta,
+                return_properties=props,
+                group_by=by_entry,
             )
 
         # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
         # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
         # while the hits filled the limit, ask again with twice as many (near_vector keeps the factor).
         factor = 1 if mode == "bm25" else OVERSAMPLE if mode == "hybrid" else self.fold_factor
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             limit = k * factor
             try:
@@ -391,6 +454,10 @@ class KnowledgeStore:
                 else:
                     res = call_within(functools.partial(query, limit), max(deadline - time.monotonic(), 0.05) + GRACE_S)
             except Exception as exc:
+                if tenant is not None and "tenant" in str(exc).lower():
+                    tenant = None  # no tenant for this domain (the partition changed since it was read): the filter
+                    self.forget_partition()
+                    continue
                 if endpoint is not None:
                     endpoint.suspect = True
                 loading = self.loading() if any(sign in str(exc).lower() for sign in LOADING_SIGNS) else None
