@@ -84,9 +84,10 @@ def mark(store: KnowledgeStore, state: str) -> None:
     store.forget_partition()
 
 
-def _handle(store: KnowledgeStore) -> Any:
-    handle = store.client.collections.use(partition_name(store.name))
-    return handle.with_consistency_level(ConsistencyLevel(store.consistency)) if store.consistency else handle
+def handle(store: KnowledgeStore) -> Any:
+    """The partition collection's handle, at the store's consistency level."""
+    coll = store.client.collections.use(partition_name(store.name))
+    return coll.with_consistency_level(ConsistencyLevel(store.consistency)) if store.consistency else coll
 
 
 def write(store: KnowledgeStore, objects: Sequence[DataObject[Any, Any]]) -> None:
@@ -97,12 +98,12 @@ def write(store: KnowledgeStore, objects: Sequence[DataObject[Any, Any]]) -> Non
         by_tenant.setdefault(tenant_for(str(props["category"])), []).append(obj)
     if not by_tenant:
         return
-    handle = _handle(store)
-    missing = sorted(set(by_tenant) - set(handle.tenants.get()))
+    coll = handle(store)
+    missing = sorted(set(by_tenant) - set(coll.tenants.get()))
     if missing:
-        handle.tenants.create([Tenant(name=t) for t in missing])
+        coll.tenants.create([Tenant(name=t) for t in missing])
     for tenant, objs in by_tenant.items():
-        part = handle.with_tenant(tenant)
+        part = coll.with_tenant(tenant)
         for start in range(0, len(objs), WRITE_SLICE):
             try:
                 res = part.data.insert_many(objs[start : start + WRITE_SLICE])
@@ -143,9 +144,9 @@ def delete_entries(store: KnowledgeStore, entry_ids: Sequence[str]) -> None:
     """Delete these entries' chunks from every tenant (the caller need not know their domains)."""
     if not entry_ids:
         return
-    handle = _handle(store)
-    for tenant in handle.tenants.get():
-        part = handle.with_tenant(tenant)
+    coll = handle(store)
+    for tenant in coll.tenants.get():
+        part = coll.with_tenant(tenant)
         for start in range(0, len(entry_ids), DELETE_SLICE):
             part.data.delete_many(
                 where=Filter.by_property("entry_id").contains_any(list(entry_ids[start : start + DELETE_SLICE]))
@@ -164,8 +165,8 @@ def domain_counts(store: KnowledgeStore) -> dict[str, int]:
 
 def tenant_counts(store: KnowledgeStore) -> dict[str, int]:
     """Chunks per tenant as the partition holds them."""
-    handle = _handle(store)
-    counts = {t: int(handle.with_tenant(t).aggregate.over_all(total_count=True).total_count or 0) for t in handle.tenants.get()}
+    coll = handle(store)
+    counts = {t: int(coll.with_tenant(t).aggregate.over_all(total_count=True).total_count or 0) for t in coll.tenants.get()}
     return {t: n for t, n in counts.items() if n}
 
 

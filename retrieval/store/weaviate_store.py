@@ -28,6 +28,7 @@ from retrieval.core.deadline import TimedOut, call_within
 from retrieval.core.search_request import SearchMode, SearchRequest
 from retrieval.errors import ConfigError, L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
+from retrieval.store.partition import handle as partition_handle
 from retrieval.store.partition import is_in_step as partition_in_step
 from retrieval.store.partition import partition_name, tenant_for
 from retrieval.store.weaviate_server import endpoint_of, port_open
@@ -308,24 +309,26 @@ class KnowledgeStore:
         self._partition_read = None
         self._tenants = {}
 
-    def tenant_of(self, category: str) -> Any | None:
+    def tenant_of(self, category: str, timeout_s: float | None = None) -> Any | None:
         """The handle of `category`'s tenant in the per-domain partition when the partition is in step with the
-        collection (read at most every PARTITION_RECHECK_S), else None: search with the where-filter."""
+        collection (read at most every PARTITION_RECHECK_S, within `timeout_s`), else None: search with the
+        where-filter."""
         now = time.monotonic()
         if self._partition_read is None or now - self._partition_read[0] > PARTITION_RECHECK_S:
-            try:
-                ready = partition_in_step(self)
-            except Exception:  # cannot tell: the where-filter answers correctly either way
+            try:  # only the read goes on a helper thread: most searches find the state read already
+                ready = (
+                    partition_in_step(self)
+                    if timeout_s is None
+                    else call_within(functools.partial(partition_in_step, self), timeout_s)
+                )
+            except Exception:  # cannot tell (or no answer in time): the where-filter answers correctly either way
                 ready = False
             self._partition_read = (now, ready)
         if not self._partition_read[1]:
             return None
         tenant = tenant_for(category)
         if tenant not in self._tenants:
-            handle = self.client.collections.use(partition_name(self.name)).with_tenant(tenant)
-            self._tenants[tenant] = (
-                handle.with_consistency_level(ConsistencyLevel(self.consistency)) if self.consistency else handle
-            )
+            self._tenants[tenant] = partition_handle(self).with_tenant(tenant)
         return self._tenants[tenant]
 
     # --- ingest -------------------------------------------------------------------------------------
@@ -399,14 +402,7 @@ class KnowledgeStore:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         tenant = None
         if self.partitioned and mode == "near_vector" and category is not None and cards_of is None:
-            try:
-                tenant = (
-                    self.tenant_of(category)
-                    if deadline is None
-                    else call_within(functools.partial(self.tenant_of, category), float(timeout_s or 0.0))
-                )
-            except TimedOut:
-                tenant = None
+            tenant = self.tenant_of(category, timeout_s)
 
         def query(limit: int):
             q = (self.collection if tenant is None else tenant).query
