@@ -82,6 +82,12 @@ def quantizer_for(compression: str, *, reconfigure: bool = False) -> Any:
     return makers[compression]()
 
 
+def vector_index_config(config: Any) -> Any:
+    """The HNSW settings in a collection's config (its default named vector's, or the legacy single vector's)."""
+    named = (config.vector_config or {}).get("default")
+    return named.vector_index_config if named is not None else config.vector_index_config
+
+
 def compression_of(quantizer: Any) -> str:
     """The compression (none, rq, pq, bq or sq) of a vector index config's `quantizer` (weaviate-client's _RQConfig ...)."""
     if quantizer is None:
@@ -165,11 +171,18 @@ class KnowledgeStore:
         return None
 
     def create_collection(
-        self, name: str, *, description: str | None = None, per_tenant: bool = False, compression: str | None = None
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        per_tenant: bool = False,
+        compression: str | None = None,
+        ef_construction: int | None = None,
     ) -> None:
         """A collection of knowledge chunks named `name`: the PROPERTIES, self-provided vectors in an HNSW index
-        with `compression` (default: the store's), the store's replication and shards. `per_tenant`: multi-tenant
-        (one shard per tenant, so no shard count), for the per-domain partition."""
+        with `compression` (default: the store's) and `ef_construction` (default: Weaviate's, 128), the store's
+        replication and shards. `per_tenant`: multi-tenant (one shard per tenant, so no shard count), for the
+        per-domain partition."""
 
         def text(n: str, **kw: Any) -> Property:
             return Property(name=n, data_type=DataType.TEXT, **kw)
@@ -192,6 +205,7 @@ class KnowledgeStore:
                     filter_strategy=VectorFilterStrategy(FILTER_STRATEGY),
                     flat_search_cutoff=FLAT_SEARCH_CUTOFF,
                     quantizer=quantizer_for(compression or self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
+                    ef_construction=ef_construction,
                 )
             ),
             properties=[
@@ -210,9 +224,7 @@ class KnowledgeStore:
         )
 
     def _vector_index_config(self) -> Any:
-        config = self.collection.config.get()
-        named = (config.vector_config or {}).get("default")
-        return named.vector_index_config if named is not None else config.vector_index_config
+        return vector_index_config(self.collection.config.get())
 
     def compression(self) -> str:
         """The existing collection's vector compression: none, rq, pq, bq or sq."""
