@@ -93,10 +93,7 @@ def ensure_partition(store: KnowledgeStore) -> bool:
 
 def ef_construction(store: KnowledgeStore) -> int | None:
     """The efConstruction the existing partition's graphs are built with."""
-    from retrieval.store.weaviate_store import vector_index_config  # it imports this module
-
-    config = store.client.collections.use(partition_name(store.name)).config.get()
-    return getattr(vector_index_config(config), "ef_construction", None)
+    return getattr(store.vector_index_config(partition_name(store.name)), "ef_construction", None)
 
 
 def mark(store: KnowledgeStore, state: str) -> None:

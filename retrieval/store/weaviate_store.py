@@ -82,12 +82,6 @@ def quantizer_for(compression: str, *, reconfigure: bool = False) -> Any:
     return makers[compression]()
 
 
-def vector_index_config(config: Any) -> Any:
-    """The HNSW settings in a collection's config (its default named vector's, or the legacy single vector's)."""
-    named = (config.vector_config or {}).get("default")
-    return named.vector_index_config if named is not None else config.vector_index_config
-
-
 def compression_of(quantizer: Any) -> str:
     """The compression (none, rq, pq, bq or sq) of a vector index config's `quantizer` (weaviate-client's _RQConfig ...)."""
     if quantizer is None:
@@ -224,7 +218,13 @@ class KnowledgeStore:
         )
 
     def _vector_index_config(self) -> Any:
-        return vector_index_config(self.collection.config.get())
+        return self.vector_index_config(self.name)
+
+    def vector_index_config(self, name: str) -> Any:
+        """The HNSW settings of collection `name` (its default named vector's, or the legacy single vector's)."""
+        config = self.client.collections.use(name).config.get()
+        named = (config.vector_config or {}).get("default")
+        return named.vector_index_config if named is not None else config.vector_index_config
 
     def compression(self) -> str:
         """The existing collection's vector compression: none, rq, pq, bq or sq."""
