@@ -15,6 +15,22 @@ def test_default_model_loads_from_its_installed_files(embedder):
     assert embedder.load_s > 0
 
 
+def test_a_single_query_runs_on_threads_that_sleep_and_batches_on_threads_that_spin():
+    # spinning threads took the cores the lookup's Weaviate queries needed right after the query embedding;
+    # runs back to back (ingest, eval priming) are faster with them
+    fresh = Embedder()
+    key = "session.intra_op.allow_spinning"
+    assert fresh._single.get_session_options().get_session_config_entry(key) == "0"
+    assert fresh._batch is None  # a process that only looks up holds one session
+    single = fresh.embed_query("pod keeps restarting")
+    assert fresh._batch is None
+    fresh._cache.clear()
+    fresh.prime(["pod keeps restarting"])  # the same query, on the batch session
+    with pytest.raises(RuntimeError, match="does not have configuration"):  # onnxruntime's default: spinning
+        fresh._batch.get_session_options().get_session_config_entry(key)
+    assert np.allclose(fresh.embed_query("pod keeps restarting"), single, atol=1e-5)  # one model in both
+
+
 def test_vectors_are_normalised_and_meaningful(embedder):
     v = embedder.embed(["the pod keeps crashing", "container restarts in a loop", "quarterly revenue report"])
     assert v.shape == (3, 384)

@@ -7,6 +7,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from retrieval.errors import ModelError
 from retrieval.store.models import DEFAULT_MODEL, ModelSpec, locate, spec_of
 
 MODEL_INPUT_LIMIT = 512  # tokens: longer input makes these BERT-sized models fail in onnxruntime
+NO_SPINNING = ("session.intra_op.allow_spinning", "0")  # the session config entry that keeps idle threads asleep
 
 
 class Embedder:
@@ -25,29 +27,25 @@ class Embedder:
     def __init__(
         self, model: str | ModelSpec = DEFAULT_MODEL, *, model_dir: Path | None = None, cache_size: int = 4096, threads: int = 0
     ) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         started = time.perf_counter()
         self.spec = model if isinstance(model, ModelSpec) else spec_of(model)
-        files = locate(self.spec, model_dir)
+        self._files = locate(self.spec, model_dir)
+        self._threads = threads
         try:
-            self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
-            self._encoder = Tokenizer.from_file(str(files.tokenizer))
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.log_severity_level = 3
-            self._session = ort.InferenceSession(str(files.onnx), options, providers=["CPUExecutionProvider"])
+            self.tokenizer = Tokenizer.from_file(str(self._files.tokenizer))
+            self._encoder = Tokenizer.from_file(str(self._files.tokenizer))
         except Exception as exc:  # a damaged file: say which
-            raise ModelError(
-                f"embedding model {self.spec.name}: {files.onnx} or {files.tokenizer} cannot be loaded: {exc}"
-            ) from exc
+            raise ModelError(f"embedding model {self.spec.name}: {self._files.tokenizer} cannot be loaded: {exc}") from exc
+        self._single = self._open(spinning=False)
+        self._batch: Any = None  # opened by the first batch
         # Our own limits: MiniLM's tokenizer.json pads and truncates to 128 by itself.
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self._encoder.enable_truncation(MODEL_INPUT_LIMIT)
         self._encoder.enable_padding(pad_id=self._pad_id(), pad_token="[PAD]")
-        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._inputs = {i.name for i in self._single.get_inputs()}
         self.name = self.spec.name
         self.dimensions = self.spec.dimensions
         self.max_tokens = self.spec.max_tokens
@@ -56,17 +54,45 @@ class Embedder:
         self._cache_size = cache_size
         self.load_s = time.perf_counter() - started
 
+    def _open(self, *, spinning: bool) -> Any:
+        """An onnxruntime session of the model. Two are kept, as they serve two kinds of call:
+
+        - one query at a time (`embed_query`), with threads that sleep after each run. onnxruntime's threads
+          spin for a while after a run by default, and on 2 cores beside Weaviate that spinning took the cores
+          the lookup's L1 queries needed next: at 100k its L1 stage took 12.8-15.1 ms with spinning and
+          9.1-11.2 ms without, for an embedding 2 ms slower (docs/benchmarks.md, "Threads that sleep").
+        - batches (`embed`, `prime`), runs back to back, with spinning threads: 15.5-23.9 texts/s against
+          16.1-17.9 without. Opened at the first batch, so a process that only looks up holds one session."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self._threads
+        options.log_severity_level = 3
+        if not spinning:
+            options.add_session_config_entry(*NO_SPINNING)
+        try:
+            return ort.InferenceSession(str(self._files.onnx), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a damaged file: say which
+            raise ModelError(f"embedding model {self.spec.name}: {self._files.onnx} cannot be loaded: {exc}") from exc
+
+    def _batch_session(self) -> Any:
+        if self._batch is None:
+            self._batch = self._open(spinning=True)
+        return self._batch
+
     def _pad_id(self) -> int:
         pad = self.tokenizer.token_to_id("[PAD]")
         return 0 if pad is None else int(pad)
 
-    def _run(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised vectors of `texts` as they are (prefixes already added)."""
+    def _run(self, texts: Sequence[str], *, batch: bool = False) -> np.ndarray:
+        """Normalised vectors of `texts` as they are (prefixes already added), on the batch session or the
+        single query's (_open)."""
         encodings = self._encoder.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
+        session = self._batch_session() if batch else self._single
+        hidden = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
         if self.spec.pooling == "cls":
             pooled = hidden[:, 0, :]
         else:
@@ -88,13 +114,13 @@ class Embedder:
         for start in range(0, total, batch_size):
             picked = order[start : start + batch_size]
             with self._lock:
-                out[picked] = self._run([prefix + texts[i] for i in picked])
+                out[picked] = self._run([prefix + texts[i] for i in picked], batch=True)
             if progress:
                 progress(min(start + batch_size, total), total)
         return out
 
-    def _query_vectors(self, texts: Sequence[str]) -> np.ndarray:
-        return self._run([self.spec.query_prefix + t for t in texts])
+    def _query_vectors(self, texts: Sequence[str], *, batch: bool = False) -> np.ndarray:
+        return self._run([self.spec.query_prefix + t for t in texts], batch=batch)
 
     def embed_query(self, text: str) -> np.ndarray:
         """One query vector (with the model's query prefix), cached by text."""
@@ -117,9 +143,9 @@ class Embedder:
         todo = sorted(dict.fromkeys(t for t in texts if t not in self._cache), key=len)
         batch_size = 1 if self.spec.quantized else batch_size
         for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
+            group = todo[start : start + batch_size]
             with self._lock:
-                for text, vec in zip(batch, self._query_vectors(batch), strict=True):
+                for text, vec in zip(group, self._query_vectors(group, batch=True), strict=True):
                     self._remember(text, vec)
 
     def count_tokens(self, text: str) -> int:
