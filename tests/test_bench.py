@@ -57,11 +57,17 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
         full_bodies_up_to=40,
         raw_sample_chunks=60,
         seed=11,
+        quiet_max_s=10.0,
     )
     assert set(result["ratios"]) == {"l0_p50_growth", "lookup_over_floor", "filtered_over_unfiltered", "record_ms", "reingest_s"}
     for name, value in result["ratios"].items():
         assert isinstance(value, (int, float)) and math.isfinite(value), name
     assert set(result["sizes"]) == {"40", "200"}
+    paired = result["l0_paired"]  # L0 of both sizes timed side by side: the growth goal's figures
+    assert paired["sizes"] == [40, 200] and paired["queries"] == 8 and paired["passes"] >= 1
+    assert result["ratios"]["l0_p50_growth"] == round(paired["big_p50_ms"] / paired["small_p50_ms"], 3)
+    for fig in result["sizes"].values():  # the embedded server was watched until quiet before any timing
+        assert fig["server_quiet"]["cpu_share"] is not None and fig["server_quiet"]["quiet"] is not None
     assert result["sizes"]["40"]["body_words"] == "200-800" and result["sizes"]["200"]["body_words"] == "40-80"
     for fig in result["sizes"].values():
         assert fig["ingest"]["reingest"]["chunks_embedded"] == 0  # nothing re-embedded: a property, not a timing
@@ -82,6 +88,7 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert len(md) == 1 and len(js) == 1
     table = md[0].read_text(encoding="utf-8")
     assert "| goal |" in table and "| model_load_s |" in table and "| app_rss_mb |" in table
+    assert "L0 of 40 and 200 entries timed side by side" in table
     assert f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {app['rss_mb']} " in table
     saved = json.loads(js[0].read_text(encoding="utf-8"))
     assert {"machine", "sizes", "ratios", "model_load_s", "query_embed_p50_ms", "app_rss_mb"} <= set(saved)

@@ -73,6 +73,30 @@ def test_goals_follow_the_figures(changes, met):
     assert goals["store_insert_rows_per_s"]["loadavg"] == 1.5  # the load as the insert ended
 
 
+def test_l0_growth_is_the_side_by_side_timing_when_there_is_one():
+    def size(l0):
+        return {
+            "l0": {"p50_ms": l0},
+            "lookup": {"p50_ms": 10.0, "stages_p50_ms": {"record": 0.5}},
+            "floor": {"p50_ms": 9.0},
+            "l1": {"filtered_p50_ms": 2.0, "unfiltered_p50_ms": 2.0},
+            "ingest": {"over_raw": 1.0, "reingest": {"seconds": 1.0, "chunks_embedded": 0}},
+            "loadavg": {"l0": 3.0},
+        }
+
+    sizes = {10: size(0.5), 100: size(1.5)}  # apart: growth 3.0
+    ratios, goals = ratios_and_goals(sizes, None)
+    assert ratios["l0_p50_growth"] == 3.0 and goals["l0_p50_growth"]["met"] is False
+    paired = {"growth": 1.4, "loadavg": 0.7}
+    ratios, goals = ratios_and_goals(sizes, None, l0_paired=paired)
+    assert ratios["l0_p50_growth"] == 1.4 and goals["l0_p50_growth"] == {
+        "value": 1.4,
+        "goal": "<= 2.0",
+        "met": True,
+        "loadavg": 0.7,
+    }
+
+
 def test_a_figure_not_measured_is_neither_met_nor_missed():
     size = {
         "l0": {"p50_ms": 1.0},

@@ -109,3 +109,43 @@ def listening_pid(port: int) -> int | None:
         except OSError:
             continue
     return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU seconds process `pid` has used (Linux /proc), or None when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14 and 15)
+
+
+QUIET_BELOW = 0.1  # of a core: the server's CPU share under which it counts as quiet
+QUIET_WINDOW_S = 5.0
+
+
+def wait_for_quiet(
+    pid: int | None,
+    *,
+    below: float = QUIET_BELOW,
+    window_s: float = QUIET_WINDOW_S,
+    max_s: float = 180.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Wait until process `pid` (the Weaviate server, when it runs on this machine) uses less than `below` of a
+    core over `window_s`, or `max_s` has passed: after an ingest it goes on compacting and cleaning its index for a
+    minute or two, on the cores a timed query needs. Returns the wait, its last window's CPU share and whether it
+    ended quiet (None: no process to watch)."""
+    if pid is None or cpu_seconds(pid) is None:
+        return {"waited_s": 0.0, "cpu_share": None, "quiet": None}
+    t0 = time.monotonic()
+    share = None
+    while True:
+        c0, w0 = cpu_seconds(pid), time.monotonic()
+        sleep(window_s)
+        c1, w1 = cpu_seconds(pid), time.monotonic()
+        if c0 is None or c1 is None:  # the process went away
+            return {"waited_s": round(w1 - t0, 1), "cpu_share": share, "quiet": None}
+        share = round((c1 - c0) / max(w1 - w0, 1e-6), 3)
+        if share < below or w1 - t0 >= max_s:
+            return {"waited_s": round(w1 - t0, 1), "cpu_share": share, "quiet": share < below}

@@ -32,7 +32,7 @@ import numpy as np
 from retrieval.bench import synthetic
 from retrieval.bench.common import paired_l1, pct
 from retrieval.bench.ports import free_port
-from retrieval.bench.runner import _exit_on_sigterm, _server_rss_mb
+from retrieval.bench.runner import _exit_on_sigterm, _server_pid, _server_rss_mb
 from retrieval.bench.vectors import SyntheticVectors, filtered_recall
 from retrieval.config import VECTOR_COMPRESSIONS, Settings, load_settings
 from retrieval.core.chunking import chunk_entry
@@ -97,7 +97,7 @@ def measure_compression(
         out["chunks"] = report.chunks_embedded
         out["loadavg"]["ingest"] = _load()
         out["collection_compression"] = store.compression()  # what the server says it made
-        out["rss_after_ingest_mb"] = _server_rss_mb(client)
+        out["rss_after_ingest_mb"] = _server_rss_mb(_server_pid(client))
         log(f"[{compression}] {len(qvecs)} queries, unfiltered and filtered")
         domains = sorted(synthetic.DOMAINS)
         unf, fil, found, _ = paired_l1(store, qvecs, domains, k=K)
@@ -109,7 +109,7 @@ def measure_compression(
         recall = filtered_recall(store, corpus, vectors, qvecs, domains[:RECALL_CATEGORIES], k=K)
         out["filtered_recall"] = recall["filtered_recall"]
         out["filtered_recall_queries"] = recall["queries"]
-        out["rss_after_queries_mb"] = _server_rss_mb(client)
+        out["rss_after_queries_mb"] = _server_rss_mb(_server_pid(client))
         out["loadavg"]["end"] = _load()
     finally:
         client.close()  # stops the server

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from retrieval.bench.common import QUIET_BELOW, QUIET_WINDOW_S
+
 GOALS = {  # name: (comparison, target)
     "l0_p50_growth": ("<=", 2.0),
     "lookup_over_floor": ("<=", 1.3),
@@ -45,11 +47,14 @@ def ratios_and_goals(
     *,
     model_load_s: float | None = None,
     app_rss_mb: float | None = None,
+    l0_paired: dict[str, Any] | None = None,
 ) -> tuple[dict, dict]:
-    """The ratios, and every goal with its value and whether it is met (None: not measured in this run)."""
+    """The ratios, and every goal with its value and whether it is met (None: not measured in this run). L0's
+    growth is `l0_paired`'s (the smallest and the largest size timed side by side) when given, else the ratio of
+    the sizes' own p50s."""
     small, big = sizes[min(sizes)], sizes[max(sizes)]
     ratios = {
-        "l0_p50_growth": _ratio(big["l0"]["p50_ms"], small["l0"]["p50_ms"]),
+        "l0_p50_growth": l0_paired["growth"] if l0_paired else _ratio(big["l0"]["p50_ms"], small["l0"]["p50_ms"]),
         "lookup_over_floor": _ratio(big["lookup"]["p50_ms"], big["floor"]["p50_ms"]),
         "filtered_over_unfiltered": _ratio(big["l1"]["filtered_p50_ms"], big["l1"]["unfiltered_p50_ms"]),
         "record_ms": big["lookup"]["stages_p50_ms"]["record"],
@@ -74,6 +79,8 @@ def ratios_and_goals(
         v = values[name]
         met = None if v is None else (v <= target if op == "<=" else v >= target if op == ">=" else v < target)
         load = big.get("loadavg", {}).get(GOAL_LOAD.get(name, ""))
+        if name == "l0_p50_growth" and l0_paired:
+            load = l0_paired.get("loadavg")
         if name.startswith("store_insert") and store_fig and store_fig.get("loadavg"):
             load = store_fig["loadavg"][0]  # the load as the insert ended
         goals[name] = {"value": v, "goal": f"{op} {target}", "met": met, **({"loadavg": load} if load is not None else {})}
@@ -168,6 +175,26 @@ def render_table(result: dict[str, Any]) -> str:
         rows.append((f"L1 unfiltered / where-filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
     lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
+    paired = result.get("l0_paired")
+    if paired:
+        a, b = paired["sizes"]
+        lines += [
+            "",
+            f"L0 of {a:,} and {b:,} entries timed side by side ({paired['passes']} passes over {paired['queries']} queries, "
+            f"the l0_p50_growth goal): p50 {paired['small_p50_ms']} / {paired['big_p50_ms']} ms, "
+            f"p95 {paired['small_p95_ms']} / {paired['big_p95_ms']} ms.",
+        ]
+    quiet = {k: s["server_quiet"] for k, s in sizes.items() if (s.get("server_quiet") or {}).get("quiet") is not None}
+    if quiet:
+        lines += [
+            "",
+            f"Timing began once Weaviate used under {QUIET_BELOW} of a core over {QUIET_WINDOW_S:g} s after each ingest: "
+            + ", ".join(
+                f"{int(k):,} entries after {q['waited_s']} s ({'quiet' if q['quiet'] else 'NOT quiet'}, {q['cpu_share']})"
+                for k, q in quiet.items()
+            )
+            + ".",
+        ]
     lines += ["", "| goal | value | target | met | load average (1 min) |", "|---|---|---|---|---|"]
     lines += [
         f"| {name} | {g['value']} | {g['goal']} | {'yes' if g['met'] else 'n/a' if g['met'] is None else 'NO'} "

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import listening_pid, machine_info, paired_l1, pct, write_results
+from retrieval.bench.common import listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
 from retrieval.bench.ports import free_port
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
 from retrieval.bench.store import bench_invocation_store
@@ -42,6 +42,8 @@ from retrieval.store.weaviate_store import OVERSAMPLE, KnowledgeStore
 
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
 RECALL_K = 10  # filtered recall is measured at this depth at least (issue 22: recall@10 against the exact ranking)
+QUIET_MAX_S = 180.0  # longest wait for the server to go quiet after an ingest (it took about 2 min at 100k)
+L0_PASSES = 5  # times over the queries when L0 of the smallest and the largest size are timed side by side
 
 
 def _load1() -> float:
@@ -53,15 +55,20 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def _server_rss_mb(client, url: str | None = None) -> dict[str, float] | None:
-    """Peak and current RSS of the embedded Weaviate server we started, or of the one at `url` when it listens
-    on this machine (None otherwise)."""
+def _server_pid(client, url: str | None = None) -> int | None:
+    """The pid of the embedded Weaviate server we started, or of the one at `url` when it listens on this
+    machine (None otherwise)."""
     db = getattr(getattr(client, "_connection", None), "embedded_db", None)  # weaviate-client internals
     pid = getattr(getattr(db, "process", None), "pid", None)
     if pid is None and url:
         parsed = urlparse(url)
         if parsed.hostname in ("127.0.0.1", "localhost") and parsed.port:
             pid = listening_pid(parsed.port)
+    return pid
+
+
+def _server_rss_mb(pid: int | None) -> dict[str, float] | None:
+    """Peak and current RSS of the Weaviate server process `pid` (None: not on this machine)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text() if pid else ""
     except OSError:
@@ -233,9 +240,14 @@ def bench_size(
     run_id: str,
     log: Callable[[str], None],
     vectors: Any = None,
+    server_pid: int | None = None,
+    keep_l0: dict[int, tuple[L0Index, list[str]]] | None = None,
+    quiet_max_s: float = QUIET_MAX_S,
 ) -> dict[str, Any]:
     """One size; with `vectors` (a bench_vectors.SyntheticVectors) ingest stores synthetic chunk vectors, and
-    filtered L1 is also timed under each filter strategy."""
+    filtered L1 is also timed under each filter strategy. Nothing is timed before the Weaviate server
+    (`server_pid`, when it runs here) is quiet after the ingest (wait_for_quiet). `keep_l0[n]` gets the L0 index
+    and the lookup queries, for paired_l0_growth."""
     t0 = time.perf_counter()
     corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
     out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}
@@ -252,6 +264,10 @@ def bench_size(
     entries = list(corpus.entries)
     all_q = synthetic.make_queries(entries, 2 * queries, seed=seed * 31 + n)
     look_q, floor_q = all_q[0::2], all_q[1::2]
+    if keep_l0 is not None:
+        keep_l0[n] = (l0, look_q)
+    out["server_quiet"] = wait_for_quiet(server_pid, max_s=quiet_max_s)
+    log(f"[{n}] Weaviate quiet after {out['server_quiet']['waited_s']} s (CPU share {out['server_quiet']['cpu_share']})")
     times, matched = [], []
     for q in look_q:
         t1 = time.perf_counter()
@@ -288,8 +304,35 @@ def bench_size(
         out["l1"].update(filtered_recall=recall["filtered_recall"], filtered_recall_detail=recall)
         load["l1"] = _load1()
     out["peak_rss_mb"] = peak_rss_mb()
-    out["weaviate_rss_mb"] = _server_rss_mb(client, settings.weaviate_url)
+    out["weaviate_rss_mb"] = _server_rss_mb(server_pid)
     return out
+
+
+def paired_l0_growth(
+    small: tuple[L0Index, list[str]], big: tuple[L0Index, list[str]], *, passes: int = L0_PASSES
+) -> dict[str, Any]:
+    """L0 of the smallest and of the largest size timed side by side: each query of one, then the query of the
+    same number of the other (which goes first alternates), `passes` times over. Both see the same moment of a
+    noisy machine, as every other goal's pair does; each size's own loop in bench_size ran minutes apart."""
+    times: tuple[list[float], list[float]] = ([], [])
+    sides = (small, big)
+    for p in range(passes):
+        for i, pair in enumerate(zip(small[1], big[1], strict=False)):
+            for side in (0, 1) if (i + p) % 2 == 0 else (1, 0):
+                t0 = time.perf_counter()
+                sides[side][0].match(pair[side])
+                times[side].append((time.perf_counter() - t0) * 1000)
+    s50, b50 = pct(times[0], 50), pct(times[1], 50)
+    return {
+        "small_p50_ms": s50,
+        "small_p95_ms": pct(times[0], 95),
+        "big_p50_ms": b50,
+        "big_p95_ms": pct(times[1], 95),
+        "growth": round(b50 / s50, 3) if s50 and b50 is not None else None,
+        "passes": passes,
+        "queries": len(times[0]) // max(passes, 1),
+        "loadavg": _load1(),
+    }
 
 
 def _exit_on_sigterm() -> Callable[[], None]:
@@ -324,6 +367,7 @@ def run_bench(
     vectors: str = "real",
     embed_queries: int = 60,
     app: bool = True,
+    quiet_max_s: float = QUIET_MAX_S,
 ) -> dict[str, Any]:
     """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
 
@@ -386,6 +430,8 @@ def run_bench(
         recorder = InvocationStore(workdir / "invocations.duckdb", budget=db_budget(settings))
         recorder.start_background_flush()
         figures: dict[int, dict[str, Any]] = {}
+        server_pid = _server_pid(client, settings.weaviate_url)
+        keep_l0: dict[int, tuple[L0Index, list[str]]] = {}
         for n in sizes:
             body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
             names.append(f"Bench_{n}_{run_id}")
@@ -402,7 +448,15 @@ def run_bench(
                 run_id=run_id,
                 log=log,
                 vectors=synth,
+                server_pid=server_pid,
+                quiet_max_s=quiet_max_s,
+                keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
             )
+        l0_paired = None
+        if len(sizes) > 1:
+            log(f"L0 of {sizes[0]:,} and {sizes[-1]:,} entries side by side")
+            l0_paired = {"sizes": [sizes[0], sizes[-1]], **paired_l0_growth(keep_l0[sizes[0]], keep_l0[sizes[-1]])}
+        keep_l0.clear()  # the largest size's L0 index goes before the app's and the store's memory are measured
         kb_peak = peak_rss_mb()
         app_fig = app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log) if app else None
         recorder.flush()
@@ -413,7 +467,7 @@ def run_bench(
         )
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         ratios, goals = ratios_and_goals(
-            figures, store_fig, model_load_s=model["load_s"], app_rss_mb=(app_fig or {}).get("rss_mb")
+            figures, store_fig, model_load_s=model["load_s"], app_rss_mb=(app_fig or {}).get("rss_mb"), l0_paired=l0_paired
         )
         if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
             goals["ingest_over_raw"].update(value=None, met=None)
@@ -432,6 +486,7 @@ def run_bench(
             "app": app_fig or {"rss_mb": None, "why": "not asked for (app=False)"},
             "corpus_vectors": "real" if synth is None else synth.describe(),
             "sizes": {str(n): f for n, f in figures.items()},
+            "l0_paired": l0_paired,
             "ratios": ratios,
             "goals": goals,
             "invocation_store": store_fig,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from weaviate.classes.aggregate import GroupByAggregate
-from weaviate.classes.config import ConsistencyLevel
+from weaviate.classes.config import ConsistencyLevel, Reconfigure
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter
 from weaviate.classes.tenants import Tenant
@@ -36,14 +36,20 @@ TENANT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # Weaviate's rule for tenant n
 WRITE_SLICE = 500  # chunks per insert_many call
 DELETE_SLICE = 200  # entry ids per delete_many call
 COPY_BATCH = 2000  # chunks read from the collection before they are written to the partition
-# The tenants' HNSW graphs are built with twice Weaviate's default efConstruction (128). The ingest writes an
+# The tenants' HNSW graphs are built with three times Weaviate's default efConstruction (128). The ingest writes an
 # entry's chunks one after another, and graphs built from such runs of near neighbours find fewer of the true
 # ones: at 100k synthetic entries (tenants of 24k chunks, 300 queries, recall@10 against the exact ranking)
-# efConstruction 128 gave 0.952, 256 0.985, 384 and 512 0.995, searches 1.66, 1.81, 1.96 and 1.97 ms p50,
-# building the tenants 1.0, 1.9, 2.7 and 2.9 times as long. 256 buys most of that recall for 0.15 ms a search; the
-# 100k bench with it: filtered recall 0.993, filtered / unfiltered 1.02, ingest no slower (docs/benchmarks.md,
-# "Tenant graphs"). A partition made with another value is made again by the next ingest, which copies into it.
-EF_CONSTRUCTION = 256
+# efConstruction 128 gave 0.952, 256 0.985, 384 and 512 0.995, building the tenants 1.0, 1.9, 2.7 and 2.9 times
+# as long (docs/benchmarks.md, "Tenant graphs"). A partition made with another value is made again by the next
+# ingest, which copies into it.
+EF_CONSTRUCTION = 384
+# A search of a tenant looks at 6 candidates per result it asks for (Weaviate's dynamic ef: limit x factor, at
+# least 100), against the default 8 the collection keeps. A tenant's graph is a twentieth of the collection's, and
+# its better graph finds as much with fewer: at 100k synthetic entries, 600 queries paired with the unfiltered
+# search, 300 for recall, filtered / unfiltered p50 0.962 and 0.963 at recall 0.989 (factor 8: 0.99-1.02 at 0.990;
+# 5 with a floor of 64: 0.92-0.94 at 0.982). Below 17 results the floor of 100 decides, as before.
+# docs/benchmarks.md, "Fewer candidates in a tenant". Changed in place on an existing partition.
+DYNAMIC_EF_FACTOR = 6
 
 
 def partition_name(collection: str) -> str:
@@ -74,10 +80,17 @@ def is_in_step(store: KnowledgeStore) -> bool:
 def ensure_partition(store: KnowledgeStore) -> bool:
     """Make the partition (marked building) when there is none, or none built with EF_CONSTRUCTION (it is
     dropped: the ingest's end finds it out of step and copies the chunks into it), with the collection's own
-    vector compression; returns whether it was made."""
+    vector compression; set DYNAMIC_EF_FACTOR on one that has another. Returns whether it was made."""
     name = partition_name(store.name)
     if store.client.collections.exists(name):
-        if ef_construction(store) == EF_CONSTRUCTION:
+        config = store.vector_index_config(name)
+        if getattr(config, "ef_construction", None) == EF_CONSTRUCTION:
+            if getattr(config, "dynamic_ef_factor", None) != DYNAMIC_EF_FACTOR:
+                store.client.collections.use(name).config.update(
+                    vector_config=Reconfigure.Vectors.update(
+                        name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(dynamic_ef_factor=DYNAMIC_EF_FACTOR)
+                    )
+                )
             return False
         store.client.collections.delete(name)
         store.forget_partition()
@@ -87,6 +100,7 @@ def ensure_partition(store: KnowledgeStore) -> bool:
         per_tenant=True,
         compression=store.compression(),
         ef_construction=EF_CONSTRUCTION,
+        dynamic_ef_factor=DYNAMIC_EF_FACTOR,
     )
     return True
 
