@@ -168,7 +168,7 @@ def render_table(result: dict[str, Any]) -> str:
         ),
         ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
         ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
-        ("load average 1 min: start / ingest / L0 / lookups", lambda s: " / ".join(map(str, s.get("loadavg", {}).values()))),
+        ("load average 1 min, after each stage", lambda s: ", ".join(f"{k} {v}" for k, v in s.get("loadavg", {}).items())),
     ]
     keys = list(sizes)
     for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):

@@ -220,9 +220,6 @@ class KnowledgeStore:
             ],
         )
 
-    def _vector_index_config(self) -> Any:
-        return self.vector_index_config(self.name)
-
     def vector_index_config(self, name: str) -> Any:
         """The HNSW settings of collection `name` (its default named vector's, or the legacy single vector's)."""
         config = self.client.collections.use(name).config.get()
@@ -231,7 +228,7 @@ class KnowledgeStore:
 
     def compression(self) -> str:
         """The existing collection's vector compression: none, rq, pq, bq or sq."""
-        return compression_of(getattr(self._vector_index_config(), "quantizer", None))
+        return compression_of(getattr(self.vector_index_config(self.name), "quantizer", None))
 
     def migrate_compression(self) -> str | None:
         """Bring an existing collection's vector compression in line with `vector_compression` (None: leave it).
@@ -263,7 +260,7 @@ class KnowledgeStore:
 
     def filter_settings(self) -> tuple[str, int]:
         """(filter strategy, flatSearchCutoff) of the existing collection's vector index."""
-        vic = self._vector_index_config()
+        vic = self.vector_index_config(self.name)
         strategy = getattr(vic, "filter_strategy", None)
         return str(getattr(strategy, "value", strategy)).lower(), int(getattr(vic, "flat_search_cutoff", 40_000))
 
