@@ -146,14 +146,15 @@ def test_a_partition_searched_with_another_dynamic_ef_factor_is_changed_in_place
     a = make_entry("net/A", "network", "packets dropped")
     indexing.ingest(store, _corpus(a), embedder)
     config = store.vector_index_config(partition_name(store.name))
-    assert config.dynamic_ef_factor == partition.DYNAMIC_EF_FACTOR != 8
-    # an earlier version's partition: the same graphs, Weaviate's default factor
+    assert config.dynamic_ef_factor == partition.DYNAMIC_EF_FACTOR
+    other = partition.DYNAMIC_EF_FACTOR - 2
+    # a partition searched with another factor (as one version made it): the same graphs
     store.client.collections.use(partition_name(store.name)).config.update(
         vector_config=Reconfigure.Vectors.update(
-            name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(dynamic_ef_factor=8)
+            name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(dynamic_ef_factor=other)
         )
     )
-    assert store.vector_index_config(partition_name(store.name)).dynamic_ef_factor == 8
+    assert store.vector_index_config(partition_name(store.name)).dynamic_ef_factor == other
     report = indexing.ingest(store, _corpus(a), embedder)
     assert report.chunks_embedded == 0 and report.settings_migrated is None  # not made again: nothing to copy
     assert store.vector_index_config(partition_name(store.name)).dynamic_ef_factor == partition.DYNAMIC_EF_FACTOR
