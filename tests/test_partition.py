@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from weaviate.classes.config import Reconfigure
 
 from retrieval.core.corpus import Corpus
 from retrieval.core.search_request import SearchMode, SearchRequest
@@ -140,25 +139,6 @@ def test_the_writer_writes_a_tenant_once_it_fills_and_the_rest_on_flush(store, e
     assert partition.tenant_counts(store) == {"a": 3, "b": 2}
     writer.flush()  # nothing left: a second flush writes nothing again
     assert partition.tenant_counts(store) == {"a": 3, "b": 2}
-
-
-def test_a_partition_searched_with_another_dynamic_ef_factor_is_changed_in_place(store, embedder):
-    a = make_entry("net/A", "network", "packets dropped")
-    indexing.ingest(store, _corpus(a), embedder)
-    config = store.vector_index_config(partition_name(store.name))
-    assert config.dynamic_ef_factor == partition.DYNAMIC_EF_FACTOR
-    other = partition.DYNAMIC_EF_FACTOR - 2
-    # a partition searched with another factor (as one version made it): the same graphs
-    store.client.collections.use(partition_name(store.name)).config.update(
-        vector_config=Reconfigure.Vectors.update(
-            name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(dynamic_ef_factor=other)
-        )
-    )
-    assert store.vector_index_config(partition_name(store.name)).dynamic_ef_factor == other
-    report = indexing.ingest(store, _corpus(a), embedder)
-    assert report.chunks_embedded == 0 and report.settings_migrated is None  # not made again: nothing to copy
-    assert store.vector_index_config(partition_name(store.name)).dynamic_ef_factor == partition.DYNAMIC_EF_FACTOR
-    assert partition.tenant_counts(store) == {"network": 2} and partition.is_in_step(store)
 
 
 def test_a_partition_built_with_another_ef_construction_is_made_again_and_copied(store, embedder):

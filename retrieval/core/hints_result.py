@@ -107,19 +107,18 @@ def build_hints(
     keywords: dict[tuple[str, str], TermMatch] = {}  # by (match key, field)
     # Entries that hold the same terms share one tuple of them (L0Index._candidates): each tuple is read once,
     # which gives what reading every entry's would (the same first places, the same heaviest terms).
-    groups: dict[int, tuple[TermMatch, ...]] = {}
-    by_title: dict[int, bool] = {}
+    groups: dict[int, tuple[tuple[TermMatch, ...], bool]] = {}  # each tuple, and whether it holds a title term
     for m in matches:
-        if id(m.terms) not in groups:
-            groups[id(m.terms)] = m.terms
-            by_title[id(m.terms)] = any(t.field in ("title", "name") for t in m.terms)
-        if by_title[id(m.terms)] and m.title not in titles:
+        group = groups.get(id(m.terms))
+        if group is None:
+            group = groups[id(m.terms)] = (m.terms, any(t.field in ("title", "name") for t in m.terms))
+        if group[1] and m.title not in titles:
             titles.append(m.title)
         if m.domain.strip() and m.domain not in domains:
             domains.append(m.domain)
     if beyond is not None:
         domains.extend(d for d in beyond.domains if d not in domains)
-    for t in [t for terms in groups.values() for t in terms] + list(beyond.terms if beyond else ()):
+    for t in [t for terms, _ in groups.values() for t in terms] + list(beyond.terms if beyond else ()):
         if t.field == "entity" and t.term not in entities:
             entities.append(t.term)
         key = (t.key, t.field)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from weaviate.classes.aggregate import GroupByAggregate
-from weaviate.classes.config import ConsistencyLevel, Reconfigure
+from weaviate.classes.config import ConsistencyLevel
 from weaviate.classes.data import DataObject
 from weaviate.classes.query import Filter
 from weaviate.classes.tenants import Tenant
@@ -43,12 +43,6 @@ COPY_BATCH = 2000  # chunks read from the collection before they are written to 
 # as long (docs/benchmarks.md, "Tenant graphs"). A partition made with another value is made again by the next
 # ingest, which copies into it.
 EF_CONSTRUCTION = 384
-# A tenant is searched with Weaviate's dynamic ef (limit x this factor, at least 100), set explicitly and put back
-# in place on a partition that has another. Factor 6 measured 0.96 of the unfiltered search's time at recall 0.989
-# on a kept 100k base (factor 8: 0.99-1.02 at 0.990), but the two full bench runs with it gave filtered / unfiltered
-# 1.107 and 1.045 and one of them filtered recall 0.964 (min 0.0): no gain shown where the goal is judged, and a
-# recall risk. So the default 8 stays (docs/benchmarks.md, "Fewer candidates in a tenant").
-DYNAMIC_EF_FACTOR = 8
 
 
 def partition_name(collection: str) -> str:
@@ -79,17 +73,10 @@ def is_in_step(store: KnowledgeStore) -> bool:
 def ensure_partition(store: KnowledgeStore) -> bool:
     """Make the partition (marked building) when there is none, or none built with EF_CONSTRUCTION (it is
     dropped: the ingest's end finds it out of step and copies the chunks into it), with the collection's own
-    vector compression; set DYNAMIC_EF_FACTOR on one that has another. Returns whether it was made."""
+    vector compression. Returns whether it was made."""
     name = partition_name(store.name)
     if store.client.collections.exists(name):
-        config = store.vector_index_config(name)
-        if getattr(config, "ef_construction", None) == EF_CONSTRUCTION:
-            if getattr(config, "dynamic_ef_factor", None) != DYNAMIC_EF_FACTOR:
-                store.client.collections.use(name).config.update(
-                    vector_config=Reconfigure.Vectors.update(
-                        name="default", vector_index_config=Reconfigure.VectorIndex.hnsw(dynamic_ef_factor=DYNAMIC_EF_FACTOR)
-                    )
-                )
+        if ef_construction(store) == EF_CONSTRUCTION:
             return False
         store.client.collections.delete(name)
         store.forget_partition()
@@ -99,7 +86,6 @@ def ensure_partition(store: KnowledgeStore) -> bool:
         per_tenant=True,
         compression=store.compression(),
         ef_construction=EF_CONSTRUCTION,
-        dynamic_ef_factor=DYNAMIC_EF_FACTOR,
     )
     return True
 

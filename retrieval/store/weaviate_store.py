@@ -172,11 +172,9 @@ class KnowledgeStore:
         per_tenant: bool = False,
         compression: str | None = None,
         ef_construction: int | None = None,
-        dynamic_ef_factor: int | None = None,
     ) -> None:
         """A collection of knowledge chunks named `name`: the PROPERTIES, self-provided vectors in an HNSW index
-        with `compression` (default: the store's), `ef_construction` and `dynamic_ef_factor` (default: Weaviate's,
-        128 and 8), the store's
+        with `compression` (default: the store's) and `ef_construction` (default: Weaviate's, 128), the store's
         replication and shards. `per_tenant`: multi-tenant (one shard per tenant, so no shard count), for the
         per-domain partition."""
 
@@ -202,7 +200,6 @@ class KnowledgeStore:
                     flat_search_cutoff=FLAT_SEARCH_CUTOFF,
                     quantizer=quantizer_for(compression or self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
                     ef_construction=ef_construction,
-                    dynamic_ef_factor=dynamic_ef_factor,
                 )
             ),
             properties=[
