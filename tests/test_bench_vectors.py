@@ -72,6 +72,8 @@ def test_a_bench_run_on_synthetic_vectors_names_them(base_settings, weaviate_cli
     assert set(saved["sizes"]["30"]["filter_strategies"]) >= {"acorn", "sweeping"}
     assert saved["goals"]["ingest_over_raw"]["met"] is None
     assert saved["sizes"]["30"]["l1"]["filtered_recall"] == 1.0  # 30 entries: below the cutoff, an exact scan
+    # 4 lookups and 4 floor queries: 8 texts, 2 recall queries in each of the first three domains (all hold entries)
+    assert saved["sizes"]["30"]["l1"]["filtered_recall_detail"]["queries"] == 2 * 3
     assert saved["ratios"]["reingest_s"] == saved["sizes"]["30"]["ingest"]["reingest"]["seconds"]
     assert saved["goals"]["filtered_recall"]["met"] is True
     with pytest.raises(ValueError, match="real or synthetic"):
