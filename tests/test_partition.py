@@ -141,20 +141,28 @@ def test_the_writer_writes_a_tenant_once_it_fills_and_the_rest_on_flush(store, e
     assert partition.tenant_counts(store) == {"a": 3, "b": 2}
 
 
-def test_a_partition_built_with_another_ef_construction_is_made_again_and_copied(store, embedder):
+@pytest.mark.parametrize(
+    ("earlier", "graph"),
+    [({}, (128, 32)), ({"ef_construction": partition.EF_CONSTRUCTION}, (partition.EF_CONSTRUCTION, 32))],
+    ids=["weaviate-defaults", "32-links"],
+)
+def test_a_partition_built_with_other_graph_settings_is_made_again_and_copied(store, embedder, earlier, graph):
     a = make_entry("net/A", "network", "packets dropped")
     b = make_entry("st/C", "storage", "the volume is full")
     indexing.ingest(store, _corpus(a, b), embedder)
-    assert partition.ef_construction(store) == partition.EF_CONSTRUCTION
-    # a partition as an earlier version made it: Weaviate's default efConstruction, in step with the collection
+    assert partition.graph_settings(store) == partition.GRAPH
+    # a partition as an earlier version made it, in step with the collection
     store.client.collections.delete(partition_name(store.name))
     store.create_collection(
-        partition_name(store.name), description=partition.description_of(store.name, partition.IN_STEP), per_tenant=True
+        partition_name(store.name),
+        description=partition.description_of(store.name, partition.IN_STEP),
+        per_tenant=True,
+        **earlier,
     )
     partition.write(store, partition.as_objects(list(store.collection.iterator(include_vector=True))))
-    assert partition.ef_construction(store) == 128 and partition.in_step(store)
+    assert partition.graph_settings(store) == graph and partition.in_step(store)
     report = indexing.ingest(store, _corpus(a, b), embedder)  # nothing changed in the collection
-    assert report.chunks_embedded == 0 and partition.ef_construction(store) == partition.EF_CONSTRUCTION
+    assert report.chunks_embedded == 0 and partition.graph_settings(store) == partition.GRAPH
     assert "was out of step" in (report.settings_migrated or "") and "4 chunks copied" in report.settings_migrated
     assert partition.tenant_counts(store) == {"network": 2, "storage": 2} and partition.is_in_step(store)
     assert indexing.ingest(store, _corpus(a, b), embedder).settings_migrated is None  # made once, then kept

@@ -43,6 +43,11 @@ COPY_BATCH = 2000  # chunks read from the collection before they are written to 
 # as long (docs/benchmarks.md, "Tenant graphs"). A partition made with another value is made again by the next
 # ingest, which copies into it.
 EF_CONSTRUCTION = 384
+# Each node of a tenant's graph keeps 16 links where Weaviate's default is 32. A tenant search at the depth the
+# lookup asks for walks as many candidates as a search of the whole collection, and most of its cost is that walk;
+# with half the links each step reads half the neighbours (docs/benchmarks.md, "Where a tenant search's time goes").
+MAX_CONNECTIONS = 16
+GRAPH = (EF_CONSTRUCTION, MAX_CONNECTIONS)
 
 
 def partition_name(collection: str) -> str:
@@ -71,12 +76,12 @@ def is_in_step(store: KnowledgeStore) -> bool:
 
 
 def ensure_partition(store: KnowledgeStore) -> bool:
-    """Make the partition (marked building) when there is none, or none built with EF_CONSTRUCTION (it is
-    dropped: the ingest's end finds it out of step and copies the chunks into it), with the collection's own
-    vector compression. Returns whether it was made."""
+    """Make the partition (marked building) when there is none, or none built as GRAPH says (it is dropped: the
+    ingest's end finds it out of step and copies the chunks into it), with the collection's own vector
+    compression. Returns whether it was made."""
     name = partition_name(store.name)
     if store.client.collections.exists(name):
-        if ef_construction(store) == EF_CONSTRUCTION:
+        if graph_settings(store) == GRAPH:
             return False
         store.client.collections.delete(name)
         store.forget_partition()
@@ -86,13 +91,15 @@ def ensure_partition(store: KnowledgeStore) -> bool:
         per_tenant=True,
         compression=store.compression(),
         ef_construction=EF_CONSTRUCTION,
+        max_connections=MAX_CONNECTIONS,
     )
     return True
 
 
-def ef_construction(store: KnowledgeStore) -> int | None:
-    """The efConstruction the existing partition's graphs are built with."""
-    return getattr(store.vector_index_config(partition_name(store.name)), "ef_construction", None)
+def graph_settings(store: KnowledgeStore) -> tuple[int | None, int | None]:
+    """(efConstruction, maxConnections) of the existing partition's graphs."""
+    config = store.vector_index_config(partition_name(store.name))
+    return getattr(config, "ef_construction", None), getattr(config, "max_connections", None)
 
 
 def mark(store: KnowledgeStore, state: str) -> None:

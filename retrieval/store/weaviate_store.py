@@ -172,9 +172,11 @@ class KnowledgeStore:
         per_tenant: bool = False,
         compression: str | None = None,
         ef_construction: int | None = None,
+        max_connections: int | None = None,
     ) -> None:
         """A collection of knowledge chunks named `name`: the PROPERTIES, self-provided vectors in an HNSW index
-        with `compression` (default: the store's) and `ef_construction` (default: Weaviate's, 128), the store's
+        with `compression` (default: the store's), `ef_construction` (default: Weaviate's, 128) and
+        `max_connections` (links per node; default: Weaviate's, 32), the store's
         replication and shards. `per_tenant`: multi-tenant (one shard per tenant, so no shard count), for the
         per-domain partition."""
 
@@ -200,6 +202,7 @@ class KnowledgeStore:
                     flat_search_cutoff=FLAT_SEARCH_CUTOFF,
                     quantizer=quantizer_for(compression or self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
                     ef_construction=ef_construction,
+                    max_connections=max_connections,
                 )
             ),
             properties=[
