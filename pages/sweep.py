@@ -12,9 +12,13 @@ from retrieval.errors import LookupLabError
 from retrieval.evals.sets import load_eval_set
 from retrieval.evals.tuning import parse_grid
 from retrieval.lab.config_file import config_path, plan_config, write_config
-from retrieval.lab.sweep import check_folds, fitting_eval_sets, keys_for, sweep_sets
+from retrieval.lab.sweep import check_folds, cv_for, fitting_eval_sets, keys_for, sweep_sets
+from retrieval.lab.sweep_report import PROMISE_NOTE, held_out_caption, held_out_rows, settings_text
 
 SETS, GRID, FOLDS, REPEATS, RESULT, SAVED = "sweep_sets", "sweep_grid", "sweep_folds", "sweep_repeats", "_sweep", "_sweep_saved"
+CV, CHOOSE = "sweep_cv", "sweep_choose"
+CV_LABELS = {"sets": "Leave one set out (and one corpus out)", "kfold": "Stratified k-fold"}
+CHOOSE_LABELS = {"mean": "Mean of the sets", "worst": "Worst set"}
 DEFAULT_GRID = "vector_weight=1,2,3,4;l0_weight=0,0.1,0.2"
 METRIC = "mrr@10"
 
@@ -38,8 +42,9 @@ settings = ctx.settings
 
 st.title("Sweep")
 st.caption(
-    "Every combination of the settings in the grid on every case; the best chosen on training folds and scored "
-    "on held-out folds, against the current settings. Records nothing in the invocation store."
+    "Every combination of the settings in the grid on every case, against the current settings. With two or more "
+    "sets each set is left out in turn: the point is chosen on the other sets and scored on the one it never saw, "
+    "which is what a new style of query gets. Records nothing in the invocation store."
 )
 known = [e.entry_id for e in ctx.corpus.entries]
 files = fitting_eval_sets(eval_ui.known_set_files(settings), known, settings.corpus_dir)
@@ -70,19 +75,33 @@ grid_text = st.text_input(
     help="NAME=V1,V2;NAME=… over top_k, search_mode, hybrid_alpha, vector_weight, lexical_weight, l0_weight, name_weight, "
     "support_threshold (as `python -m retrieval sweep --grid`).",
 )
-left, right, _ = st.columns([1, 1, 3])
-folds = int(left.number_input("Folds", min_value=2, max_value=10, value=5, key=FOLDS))
-repeats = int(right.number_input("Repeats", min_value=1, max_value=20, value=3, key=REPEATS))
+first, second, third, fourth = st.columns([2, 1.4, 0.8, 0.8])
+methods = list(CV_LABELS)
+default_cv = cv_for(eval_sets, None)
+cv = first.radio(
+    "Validation",
+    methods,
+    index=methods.index(default_cv),
+    format_func=CV_LABELS.get,
+    key=f"{CV}-{default_cv}",  # the default follows the sets picked: two answerable sets leave one out
+    help="Leave one set out chooses the point on the other sets and scores the set left out (it needs two answerable "
+    "sets). Stratified k-fold mixes every set into every training fold: it measures new queries of the styles seen.",
+)
+rule = second.radio("Choose by", list(CHOOSE_LABELS), format_func=CHOOSE_LABELS.get, key=CHOOSE)
+folds = int(third.number_input("Folds", min_value=2, max_value=10, value=5, key=FOLDS, disabled=cv != "kfold"))
+repeats = int(fourth.number_input("Repeats", min_value=1, max_value=20, value=3, key=REPEATS, disabled=cv != "kfold"))
 try:
     grid = parse_grid(grid_text, settings)
-    check_folds(eval_sets, folds, repeats)
+    check_folds(eval_sets, folds, repeats, cv)
 except LookupLabError as exc:
     render.error("The sweep cannot run", exc, "Fix the grid or the folds named above.")
     st.stop()
 cases = sum(len(e.cases) for e in eval_sets)
 points = grid.points()
 st.caption(f"{len(points)} points × {cases} cases; {len(keys_for(grid, settings))} Weaviate queries per case.")
-view = eval_ui.run_view(settings, label=", ".join(picked), grid=grid_text.strip(), folds=str(folds), repeats=str(repeats))
+view = eval_ui.run_view(
+    settings, label=", ".join(picked), grid=grid_text.strip(), folds=str(folds), repeats=str(repeats), cv=cv, choose=rule
+)
 if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
     bar = st.progress(0.0, text="sweeping…")
 
@@ -98,6 +117,8 @@ if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
             ctx.lookup_services(record=False),
             settings,
             grid,
+            cv=cv,
+            choose=rule,
             folds=folds,
             repeats=repeats,
             progress=show,
@@ -124,12 +145,42 @@ before = "Before the save" if saved else "Current"
 st.subheader("Best against current")
 p = "–" if test["p_value"] is None else f"{test['p_value']:.3g}"
 verdict = "**significant**." if test["significant"] else "not significant."
+validation = result.validation
+if best.cv is not None:
+    estimate = f"held-out folds **{best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}** mrr@10 ({best.cv.repeats}×{best.cv.folds} folds)"
+else:
+    worst = validation.by_set.worst if validation.by_set else None
+    estimate = f"held-out sets **{best.held_out_mean:.3f}** mrr@10" + (
+        f" (worst {md(worst.set_name)} {worst.held_out['mrr@10']:.3f})" if worst else ""
+    )
 st.markdown(
-    f"**Best** {md(best.point.settings)}: held-out folds **{best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}** mrr@10 "
-    f"({best.cv.repeats}×{best.cv.folds} folds), in-sample {best.point.metrics[METRIC]:.3f}.  \n"
-    f"**{before}** {md(now.settings)}: mrr@10 {now.metrics[METRIC]:.3f}. Best − current {test['delta']:+.3f}, "
+    f"**Best** `{settings_text(best.point.settings)}`: {estimate}, in-sample {best.point.metrics[METRIC]:.3f}.  \n"
+    f"**{before}** `{settings_text(now.settings)}`: mrr@10 {now.metrics[METRIC]:.3f}. Best − current {test['delta']:+.3f}, "
     f"p = {p} (paired t-test over {test['cases']} cases): {verdict}"
 )
+if best.point.below_current:
+    st.warning(
+        f"The best point wins on the sets taken together but is below the current settings on "
+        f"{md(', '.join(best.point.below_current))}.",
+        icon=":material/warning:",
+    )
+st.caption(f"Validation: {validation.label}.")
+shown_points = [p.settings for p in result.points]
+for block in (validation.by_set, validation.by_corpus):
+    if block is None:
+        continue
+    data = block.to_dict(shown_points)
+    st.markdown(f"**{block.label.capitalize()}**: {held_out_caption(data)}.")
+    frame_held = pd.DataFrame(held_out_rows(data))
+    st.dataframe(frame_held, hide_index=True, width="stretch")
+    losers = [r.set_name for r in block.rows if r.loses]
+    if losers:
+        st.warning(
+            f"Chosen without them, the settings lose to the current ones on {md(', '.join(losers))}.",
+            icon=":material/warning:",
+        )
+if validation.by_set is not None:
+    st.caption(PROMISE_NOTE.capitalize() + ", with the support estimate at each point's settings.")
 if saved:
     st.info(
         f"**Current is now the best point**: {md(saved[0])} gives {md(saved[1])}, which the app uses from now on. "
@@ -179,7 +230,7 @@ fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
 st.plotly_chart(fig, width="stretch")
 with st.expander(f"All {len(result.points)} points; chosen per training split"):
     st.dataframe(frame.sort_values(METRIC, ascending=False), hide_index=True)
-    st.dataframe(pd.DataFrame([{"settings": str(s), "times": n} for s, n in best.chosen]), hide_index=True)
+    st.dataframe(pd.DataFrame([{"settings": settings_text(s), "times": n} for s, n in best.chosen]), hide_index=True)
 
 target = config_path().resolve()
 st.subheader(f"Save to {target.name}")
@@ -200,7 +251,7 @@ else:
     doubts = save_doubts(test, unanswerable)
     st.markdown(
         f"**Before you save**: best − current {test['delta']:+.3f} mrr@10, p = {p} ({verdict.strip('*.')}); "
-        f"held-out {best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}. Right and supported "
+        f"held-out {best.held_out_mean:.3f}. Right and supported "
         f"{render.rate(best.point.metrics.get('correct_supported_rate'))} (now "
         f"{render.rate(now.metrics.get('correct_supported_rate'))}); unanswerable left unsupported "
         f"{render.rate(best.point.metrics.get('unanswerable_unsupported_rate'))} (now "

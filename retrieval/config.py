@@ -42,10 +42,15 @@ WEAVIATE_VERSION = "1.38.11"
 # fusion: a near_vector and a BM25F query, fused with L0 in the lookup; near_vector: vector and L0 only;
 # hybrid: Weaviate's own hybrid query, fused with L0.
 SEARCH_MODES = ("fusion", "near_vector", "hybrid")
+# What the fusion counts for an entry an L1 list did not return: the score of that list's last entry (an upper bound:
+# the list is in score order) when the list came back full, for the BM25F list alone ("bm25_last"), for both the vector
+# and the BM25F list ("last"), or zero for both ("zero"). docs/quality.md, "Missing is not zero".
+MISSING_SCORES = ("bm25_last", "last", "zero")
 CONSISTENCY_LEVELS = ("ONE", "QUORUM", "ALL")  # Weaviate's, for queries and ingest on a replicated collection
 # The vector index's compression (Weaviate's quantizers; issue 22 item 4, figures in docs/benchmarks.md).
 VECTOR_COMPRESSIONS = ("none", "rq", "pq", "bq", "sq")
 DEFAULT_VECTOR_COMPRESSION = "rq"
+MAX_CANDIDATE_DEPTH = 200
 
 
 @dataclass(frozen=True)
@@ -68,11 +73,13 @@ class Settings:
     search_mode: str = "fusion"
     hybrid_alpha: float = 0.5
     top_k: int = 5
+    candidate_depth: int = 15  # candidates each L1 query returns for the fusion (at least top_k); chosen by CV, docs/quality.md
     l1_timeout_s: float = 10.0
     vector_weight: float = 2.5  # with bge-small: chosen by 5x5-fold CV on the shared answerable sets (docs/quality.md)
     lexical_weight: float = 1.0
     l0_weight: float = 0.0
     name_weight: float = 2.0  # added for an entry the query names in full (whole title or file name); CV, README
+    missing_score: str = "bm25_last"  # one of MISSING_SCORES: what an entry counts for an L1 list that did not return it
     support_threshold: float | None = None  # the support estimate that claims support. None: the model's, fitted by CV
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
@@ -102,6 +109,10 @@ class Settings:
             raise ConfigError(f"support_threshold: {self.support_threshold} is not between 0 and 1")
         if self.top_k < 1:
             raise ConfigError(f"top_k: {self.top_k} must be at least 1")
+        if not 1 <= self.candidate_depth <= MAX_CANDIDATE_DEPTH:
+            raise ConfigError(f"candidate_depth: {self.candidate_depth} is not between 1 and {MAX_CANDIDATE_DEPTH}")
+        if self.missing_score not in MISSING_SCORES:
+            raise ConfigError(f"missing_score: '{self.missing_score}' is not one of {', '.join(MISSING_SCORES)}")
         if self.l1_timeout_s <= 0:
             raise ConfigError(f"l1_timeout_s: {self.l1_timeout_s} must be positive")
         for name in ("replication_factor", "shards"):
@@ -175,6 +186,8 @@ ENV_NAMES = {
     "LOOKUP_SEARCH_MODE": "search_mode",
     "LOOKUP_HYBRID_ALPHA": "hybrid_alpha",
     "LOOKUP_TOP_K": "top_k",
+    "LOOKUP_CANDIDATE_DEPTH": "candidate_depth",
+    "LOOKUP_MISSING_SCORE": "missing_score",
     "LOOKUP_L1_TIMEOUT_S": "l1_timeout_s",
     "LOOKUP_SESSION_TAG": "session_tag",
     "LOOKUP_L0_WEIGHT": "l0_weight",

@@ -49,6 +49,9 @@ def test_defaults_without_file_or_env(tmp_path, monkeypatch):
         ({"LOOKUP_TOP_K": "0"}, "top_k"),
         ({"LOOKUP_SEARCH_MODE": "bm25"}, "search_mode"),
         ({"LOOKUP_HYBRID_ALPHA": "1.5"}, "hybrid_alpha"),
+        ({"LOOKUP_CANDIDATE_DEPTH": "0"}, "candidate_depth: 0 is not between 1 and 200"),
+        ({"LOOKUP_CANDIDATE_DEPTH": "deep"}, "LOOKUP_CANDIDATE_DEPTH"),
+        ({"LOOKUP_MISSING_SCORE": "half"}, "missing_score: 'half' is not one of bm25_last, last, zero"),
     ],
 )
 def test_bad_values_name_the_setting(env, needle, tmp_path, monkeypatch):
@@ -162,10 +165,12 @@ def test_quality_settings_are_the_fields_not_excluded_in_field_order():
         "search_mode",
         "hybrid_alpha",
         "top_k",
+        "candidate_depth",
         "vector_weight",
         "lexical_weight",
         "l0_weight",
         "name_weight",
+        "missing_score",
         "support_threshold",
     )
     assert tuple(n for n in QUALITY_SETTINGS if n != "l1_enabled") == EVAL_SETTINGS

@@ -1,6 +1,7 @@
 import pytest
 
 from retrieval.core.support import FEATURE_NAMES, SupportFeatures
+from retrieval.errors import LookupLabError
 from retrieval.lab.calibration import CaseSupport, calibrate, claims, fit_model, promises
 
 from .test_cli import cli
@@ -64,3 +65,31 @@ def test_the_calibrate_cli_fits_on_answerable_and_unanswerable_sets(cli_env):
     assert 0 < data["model"]["threshold"] < 1 and "bge-small-en-v1.5" in data["model"]["fitted_on"]
     refused = cli("calibrate", sets[1], env=cli_env)
     assert refused.returncode == 2 and "only right or only wrong" in refused.stderr
+
+
+def test_leave_one_set_out_scores_each_set_with_a_model_fitted_without_it():
+    from dataclasses import replace
+
+    c = cases() + [replace(x, set_name="b", case_id="b" + x.case_id, corpus="y") for x in cases() if x.set_name == "a"]
+    result = calibrate(c, cv="sets")
+    assert result.cv == "sets" and set(result.held_out["promises"]) == {"a", "b", "u"}
+    for name in ("a", "b", "u"):
+        held = [x for x in c if x.set_name == name]
+        model = fit_model([x for x in c if x.set_name != name])
+        assert result.held_out["promises"][name] == pytest.approx(promises(held, claims(model, held))[name]), name
+    # and by corpus: set b is corpus y, a and u corpus "" (the default)
+    assert result.held_out_corpora is not None and set(result.held_out_corpora["promises"]) == {"a", "b", "u"}
+    model = fit_model([x for x in c if x.corpus != "y"])
+    b = [x for x in c if x.corpus == "y"]
+    assert result.held_out_corpora["promises"]["b"] == pytest.approx(promises(b, claims(model, b))["b"])
+    assert result.to_dict()["cv"] == "sets" and result.held_out["not_scored"] == []
+
+
+def test_a_fold_with_only_right_answers_to_learn_from_is_named_not_scored():
+    # set a holds only right answers, u only wrong ones: without either, the other gives one kind of answer alone
+    c = [x for x in cases() if x.set_name == "u" or x.right]
+    result = calibrate(c, cv="sets")
+    assert result.held_out["not_scored"] == ["a", "u"] and result.held_out["promises"] == {}
+    assert set(result.in_sample["promises"]) == {"a", "u"}  # in-sample both kinds are there
+    with pytest.raises(LookupLabError, match="--cv 'styles'"):
+        calibrate(c, cv="styles")

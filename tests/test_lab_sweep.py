@@ -5,25 +5,28 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from retrieval.config import REPO_ROOT, Settings
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import CANDIDATE_DEPTH, LookupServices
+from retrieval.core.lookup import LookupServices
 from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, eval_set_files
 from retrieval.evals.evaluation import run_eval
 from retrieval.evals.sets import load_eval_set
 from retrieval.evals.tuning import parse_grid, stratified_folds
-from retrieval.lab.sweep import check_folds, fitting_eval_sets, run_sweep, sweep_sets
+from retrieval.lab.sweep import check_folds, cv_for, fitting_eval_sets, run_sweep, sweep_sets
 from retrieval.lab.sweep_signals import CaseSignals, QueryKey, keys_for, query_keys
 from retrieval.store import indexing
 from retrieval.store.weaviate_store import Candidate
 
 ALERTS = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 UNANSWERABLE = REPO_ROOT / "eval_sets" / "sample-ops-unanswerable.yaml"
+TITLES = REPO_ROOT / "eval_sets" / "sample-ops-issue-titles.yaml"
+CANDIDATE_DEPTH = Settings().candidate_depth
 NV, BM = QueryKey("near_vector", CANDIDATE_DEPTH), QueryKey("bm25", CANDIDATE_DEPTH)
 
 
@@ -75,7 +78,7 @@ def test_a_tiny_sweep_by_hand():
         + [case("b", 0, "none")]
     )
     current = Settings(vector_weight=0.5, lexical_weight=1.0)
-    result = run_sweep(signals, parse_grid("vector_weight=0.5,2"), current, folds=3, repeats=1, seed=11)
+    result = run_sweep(signals, parse_grid("vector_weight=0.5,2"), current, cv="kfold", folds=3, repeats=1, seed=11)
     low, high = result.points
     # vector weight 0.5: W wins the vector cases (0.45 + 1 > 0.5 + 0.9), R the lexical ones
     assert low.metrics["mrr@10"] == pytest.approx((0.5 + (6 * 0.5 + 4) / 10) / 2)
@@ -86,7 +89,7 @@ def test_a_tiny_sweep_by_hand():
     assert high.metrics["correct_supported_rate"] == pytest.approx((1.0 + 0.6) / 2)  # R on top at 0.9: supported
     assert high.metrics["unanswerable_unsupported_rate"] == 1.0  # set b's one unanswerable case; set a has none
     assert high.per_set == {"a": 1.0, "b": pytest.approx(0.8)}
-    assert result.sets == {"a": {"cases": 9, "answerable": 9}, "b": {"cases": 11, "answerable": 10}}
+    assert result.sets == {"a": {"cases": 9, "answerable": 9, "corpus": ""}, "b": {"cases": 11, "answerable": 10, "corpus": ""}}
     # the best, and the current settings (= the first point) against it over the 19 answerable cases
     best = result.best
     assert best.point is high and best.to_dict()["settings"] == {"vector_weight": 2.0}
@@ -107,6 +110,52 @@ def test_a_tiny_sweep_by_hand():
     assert best.to_dict()["cv_mean"] == pytest.approx(np.mean(expected))
     assert best.to_dict()["cv_sd"] == pytest.approx(np.std(expected, ddof=1))
     assert best.to_dict()["chosen"] == [{"settings": {"vector_weight": 2.0}, "times": 3}]
+    assert result.validation.method == "kfold" and "stratified 1×3-fold" in result.validation.label
+
+
+def test_leave_one_set_out_by_hand_with_a_set_that_wants_other_settings():
+    """Set a wants the vector first, set c the lexical list first: each chosen without the other loses it."""
+    signals = [case("a", i, "vector") for i in range(6)] + [case("c", i, "lexical") for i in range(4)]
+    signals += [case("u", 0, "none")]
+    current = Settings(vector_weight=0.5, lexical_weight=1.0)
+    result = run_sweep(signals, parse_grid("vector_weight=0.5,2"), current)  # two answerable sets: leave one out
+    assert result.validation.method == "sets" and result.best.cv is None
+    low, high = result.points
+    assert low.per_set == {"a": 0.5, "c": 1.0} and high.per_set == {"a": 1.0, "c": 0.5}
+    rows = {r.set_name: r for r in result.validation.by_set.rows}
+    # a held out: chosen on c alone -> weight 0.5 (point 0), 0.5 on a; c held out: chosen on a -> 2, 0.5 on c
+    assert rows["a"].chosen == 0 and rows["a"].held_out["mrr@10"] == 0.5 and rows["a"].trained_on == ("c",)
+    assert rows["c"].chosen == 1 and rows["c"].held_out["mrr@10"] == 0.5
+    # in-sample both points tie at 0.75: the tie goes to the current weight (0.5), so a's gap is 0, c's 0.5
+    assert result.best.index == 0 and rows["a"].gap == 0.0 and rows["c"].gap == pytest.approx(0.5)
+    assert rows["c"].loses and not rows["a"].loses  # c chosen without: 0.5 against the current 1.0
+    # the unanswerable case (its BM25F candidate scores 10 for an empty query: the estimate claims support) is scored by
+    # the point chosen on both answerable sets: its promise is the share left unsupported, none of one
+    assert rows["u"].held_out["promise"] == 0.0 and rows["u"].chosen == 0 and rows["u"].trained_on == ("a", "c")
+    assert result.validation.by_corpus is None  # one corpus
+    assert high.below_current == ("c",) and low.below_current == ()
+    data = json.loads(json.dumps(result.to_dict()))
+    block = data["validation"]["leave_one_set_out"]
+    assert block["worst_set"] in {"a", "c"} and block["mean_mrr@10"] == pytest.approx(0.5)
+    assert block["rows"][0]["chosen"] == {"vector_weight": 0.5} and data["best"]["held_out_mean"] == pytest.approx(0.5)
+    by_worst = run_sweep(signals, parse_grid("vector_weight=0.5,2"), current, choose="worst")
+    assert by_worst.validation.rule == "worst"
+    with pytest.raises(LookupLabError, match="--cv 'folds'"):
+        run_sweep(signals, parse_grid("vector_weight=0.5,2"), current, cv="folds")
+    with pytest.raises(LookupLabError, match="at least two eval sets"):
+        run_sweep(signals[:6], parse_grid("vector_weight=0.5,2"), current, cv="sets")
+
+
+def test_leave_one_corpus_out_holds_out_every_set_of_a_corpus():
+    signals = [replace(case("a", i, "vector"), corpus="x") for i in range(6)]
+    signals += [replace(case("b", i, "vector"), corpus="x") for i in range(3)]
+    signals += [replace(case("c", i, "lexical"), corpus="y") for i in range(4)]
+    result = run_sweep(signals, parse_grid("vector_weight=0.5,2"), Settings(vector_weight=0.5))
+    block = result.validation.by_corpus
+    assert block is not None and {(r.fold, r.set_name) for r in block.rows} == {("x", "a"), ("x", "b"), ("y", "c")}
+    rows = {r.set_name: r for r in block.rows}
+    assert rows["a"].trained_on == ("c",) and rows["a"].chosen == 0 and rows["c"].chosen == 1
+    assert result.sets["c"]["corpus"] == "y"
 
 
 def test_a_tie_goes_to_the_point_closest_to_the_current_settings():
@@ -119,8 +168,14 @@ def test_a_tie_goes_to_the_point_closest_to_the_current_settings():
 
 
 def test_check_folds_refuses_before_any_query():
-    alerts, unanswerable = load_eval_set(ALERTS), load_eval_set(UNANSWERABLE)
+    alerts, unanswerable, titles = load_eval_set(ALERTS), load_eval_set(UNANSWERABLE), load_eval_set(TITLES)
     check_folds([alerts, unanswerable], 5, 1)
+    check_folds([alerts, titles], 99, 1)  # leave-one-set-out: the folds do not apply
+    assert cv_for([alerts, unanswerable], None) == "kfold" and cv_for([alerts, titles, unanswerable], None) == "sets"
+    with pytest.raises(LookupLabError, match="at least two eval sets"):
+        check_folds([alerts, unanswerable], 5, 1, "sets")
+    with pytest.raises(LookupLabError, match="--cv 'styles'"):
+        check_folds([alerts, titles], 5, 1, "styles")
     with pytest.raises(LookupLabError, match="answerable cases"):
         check_folds([unanswerable], 5, 1)
     with pytest.raises(LookupLabError, match="only 48 answerable"):
@@ -134,6 +189,7 @@ def test_fitting_eval_sets_keep_those_of_the_loaded_corpus(sample_corpus, tmp_pa
     files = eval_set_files()
     picked = {f.label for f in fitting_eval_sets(files, known, sample_corpus.root)}
     assert {"eval_sets/sample-ops-alerts.yaml", "eval_sets/sample-ops-unanswerable.yaml"} <= picked
+    assert "eval_sets/sample-ops-issue-titles.yaml" in picked
     assert not [label for label in picked if label.startswith("shared/")]  # the shared sets expect other entries
     other = tmp_path / "other.yaml"
     other.write_text("name: other\ncorpus: elsewhere\ncases:\n  - {id: a, query: nothing here, expected: []}\n")
@@ -179,6 +235,35 @@ def test_a_sweep_on_the_sample_sets_agrees_with_direct_eval_runs(sample_services
     assert data["current"]["unanswerable_unsupported_rate"] == pytest.approx(
         direct.routing["lookup"]["unanswerable_unsupported_rate"]
     )
+
+
+@pytest.mark.slow  # direct eval runs beside the sweep, on the real Weaviate
+def test_leave_one_set_out_on_the_sample_styles_agrees_with_direct_eval_runs(sample_services, base_settings):
+    """The two sample styles (alert texts, issue titles) and the unanswerable set: each set's held-out figure is a
+    direct eval run of the point chosen on the other sets."""
+    settings = base_settings.with_(collection="TestSample")
+    sets = [load_eval_set(p) for p in (ALERTS, TITLES, UNANSWERABLE)]
+    grid = parse_grid("vector_weight=1,2.5;missing_score=zero,last", settings)
+    result = sweep_sets(sets, sample_services, settings, grid)
+    assert result.validation.method == "sets" and result.validation.by_corpus is None  # one corpus
+    rows = {r.set_name: r for r in result.validation.by_set.rows}
+    assert set(rows) == {"sample-ops-alerts", "sample-ops-issue-titles", "sample-ops-unanswerable"}
+    assert rows["sample-ops-alerts"].trained_on == ("sample-ops-issue-titles",)
+    for eval_set in sets:
+        row = rows[eval_set.name]
+        chosen = grid.points()[row.chosen]
+        direct = run_eval(eval_set, sample_services, settings.with_(**chosen), configs=["lookup"])
+        if row.answerable:
+            assert row.held_out["mrr@10"] == pytest.approx(direct.metrics["lookup"]["mrr@10"]), (eval_set.name, chosen)
+            assert row.held_out["hit@1"] == pytest.approx(direct.metrics["lookup"]["hit@1"])
+            right_supported, hit1 = direct.routing["lookup"]["correct_supported_rate"], direct.metrics["lookup"]["hit@1"]
+            assert row.held_out["promise"] == pytest.approx(right_supported / hit1)
+        else:
+            assert row.held_out["promise"] == pytest.approx(direct.routing["lookup"]["unanswerable_unsupported_rate"])
+    from retrieval.lab.sweep_report import summary
+
+    text = summary(json.loads(json.dumps(result.to_dict())), {"signals": 1.0, "points": 1.0})
+    assert "leave one set out, choosing by the mean set" in text and "sample-ops-issue-titles" in text
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,10 @@ import re
 
 import pytest
 
+from retrieval.config import Settings as _Settings
 from retrieval.core.candidates import L1Status
 from retrieval.core.hints import L0Hints
-from retrieval.core.pipeline import CANDIDATE_DEPTH, L1Query, Pipeline, lookup_pipeline, route, search_l1
+from retrieval.core.pipeline import L1Query, Pipeline, lookup_pipeline, route, search_l1
 from retrieval.core.search_request import SearchMode, SearchRequest
 from retrieval.errors import EvalSetError, QueryError
 from retrieval.evals.comparison import comparison_pipeline
@@ -17,7 +18,7 @@ from retrieval.evals.configs import CONFIGS, config_pipeline
 from retrieval.lab.sweep import QueryKey, query_keys
 
 NV, BM, HY = SearchMode.NEAR_VECTOR, SearchMode.BM25, SearchMode.HYBRID
-D = CANDIDATE_DEPTH
+D = _Settings().candidate_depth
 
 
 @pytest.fixture

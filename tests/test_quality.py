@@ -65,8 +65,9 @@ def _support_promise(report, ratio):
     assert routing["support_auc"] is not None and routing["support_auc"] >= 0.70
 
 
-# Figures of the defaults (bge-small-en-v1.5, vector 2.5, lexical 1, name 2) on the shared sets, measured with the
-# eval CLI (docs/quality.md): mrr@10, hit@1, correct_supported / hit@1. Floors are these less a margin.
+# Figures of the defaults (bge-small-en-v1.5, vector 2.5, lexical 1, name 2, 15 candidates per list, a BM25F score
+# missing from a full list counted at its last) on the shared sets, measured with the eval CLI (docs/quality.md):
+# mrr@10, hit@1, correct_supported / hit@1. Floors are these less a margin.
 def test_runbooks_summaries_floors(runbooks_report):
     m = runbooks_report.metrics["lookup"]
     print("runbooks lookup", m)
@@ -81,17 +82,17 @@ def test_runbooks_summaries_floors(runbooks_report):
 def test_kubevirt_summaries_floors_with_the_same_settings(kubevirt_report):
     m = kubevirt_report.metrics["lookup"]
     print("kubevirt lookup", m)
-    assert m["mrr@10"] >= 0.922 - MARGIN and m["recall@5"] >= 0.99 - MARGIN
-    # Weaviate's hybrid (unfiltered) is one case above lookup here (0.930 against 0.922)
+    assert m["mrr@10"] >= 0.925 - MARGIN and m["recall@5"] >= 0.99 - MARGIN
+    # Weaviate's hybrid (unfiltered) is less than one case above lookup here (0.930 against 0.925)
     _no_configuration_above_lookup(kubevirt_report, tolerance_cases=1)
     routing = kubevirt_report.routing["lookup"]
     assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
-    _support_promise(kubevirt_report, 0.859 - 0.08)
+    _support_promise(kubevirt_report, 0.906 - 0.08)
 
 
 @pytest.mark.parametrize(
     "name, mrr, hit1, ratio",
-    [("kubevirt-alert-descriptions", 0.948, 0.897, 0.923), ("kubevirt-issue-titles", 0.750, 0.672, 0.821)],
+    [("kubevirt-alert-descriptions", 0.948, 0.897, 0.923), ("kubevirt-issue-titles", 0.777, 0.707, 0.805)],
 )
 def test_kubevirt_descriptions_and_issue_titles_floors(name, mrr, hit1, ratio, kubevirt_store, embedder, base_settings):
     path = SHARED / "eval_sets" / f"{name}.yaml"
@@ -111,7 +112,7 @@ def test_kubevirt_descriptions_and_issue_titles_floors(name, mrr, hit1, ratio, k
     "name, floor",
     [
         ("runbooks-alert-summaries-unanswerable", 0.76 - 0.08),  # 25 cases: one case is 0.04
-        ("kubevirt-alert-descriptions-unanswerable", 1.0 - 0.07),  # long descriptions: 0.45 with the old BM25F rule
+        ("kubevirt-alert-descriptions-unanswerable", 0.909 - 0.07),  # long descriptions: 0.45 with the old BM25F rule
         ("kubevirt-issue-titles-unanswerable", 1.0 - 0.14),
     ],
 )

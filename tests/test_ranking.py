@@ -137,12 +137,17 @@ def test_an_entry_the_query_names_in_full_never_reads_as_unanswered():
             "vector #1, BM25F #2, L0 #3; score = 3×vector + 1×BM25F (each scaled to this query's best); "
             "L0 at weight 0, not counted",
         ),
-        ("L1", (("bm25", 1),), FusionWeights(1, 1, 0.2), "BM25F #1; score = 1×BM25F (each scaled to this query's best)"),
+        (
+            "L1",
+            (("bm25", 1),),
+            FusionWeights(1, 1, 0.2),
+            "BM25F #1; score = 1×BM25F (each scaled to this query's best); not in the vector list: counted 0",
+        ),
         (
             "both",
             (("vector", 2), ("l0", 1)),
             FusionWeights(1, 1, 0.5),
-            "vector #2, L0 #1; score = 1×vector + 0.5×L0 (each scaled to this query's best)",
+            "vector #2, L0 #1; score = 1×vector + 0.5×L0 (each scaled to this query's best); not in the BM25F list: counted 0",
         ),
         ("L0", (("l0", 4),), FusionWeights(), "L0 #4 only: ranked by its L0 score, after every entry L1 found"),
     ],
@@ -151,6 +156,51 @@ def test_explain_says_which_signals_placed_a_result(source, ranks, weights, line
     from retrieval.core.ranking import ResultItem, explain
 
     assert explain(ResultItem("x/A", "A", "x", 0.5, source, ranks=ranks), weights) == line
+
+
+LAST = FusionWeights(vector=2.5, lexical=1.0, named=2.0, missing="bm25_last")
+
+
+def test_an_entry_missing_from_a_full_list_counts_that_lists_last_score():
+    # X is the vector's first but not in the (full) BM25F list; Y is the vector's last and BM25F's second; Z is BM25F's
+    # first, not in the (full) vector list. Lists of 2 (vector) and 3 (BM25F) asked for limit 2 and 3: take limit 3 for
+    # both, so only BM25F is full at first. vector: X 0.80 (1.0), Y 0.70 (0.875); bm25: Z 10 (1.0), Y 4 (0.4), W 3 (0.3)
+    vector = [c("a/X", 0.80), c("a/Y", 0.70)]
+    lexical = [bm("a/Z", 10.0), bm("a/Y", 4.0), bm("a/W", 3.0)]
+    zero = fuse([], vector, lexical, k=5, weights=replace(LAST, missing="zero"), limit=3)
+    last = fuse([], vector, lexical, k=5, weights=LAST, limit=3)
+    assert [r.entry_id for r in zero][:2] == ["a/Y", "a/X"]  # 2.1875 + 0.4 against 2.5 + 0
+    assert [r.entry_id for r in last][:2] == ["a/X", "a/Y"]  # 2.5 + 0.3 against 2.5875: the vector list is not full
+    by_id = {r.entry_id: r for r in last}
+    assert by_id["a/X"].score == pytest.approx(2.8) and by_id["a/X"].bounded == ("bm25",)
+    assert by_id["a/Z"].bounded == () and by_id["a/Z"].score == pytest.approx(1.0)  # the vector list (2 of 3) is complete
+    assert by_id["a/X"].to_dict()["bounded"] == ["bm25"]
+    line = explain(by_id["a/X"], LAST)
+    assert "1×BM25F bound" in line and "not in the BM25F list, which was cut at its limit: counted at that list's last" in line
+    # with limit 2 both lists are full: under "bm25_last" Z, missing from the vector list, counts 0 there; under "last"
+    # it counts the vector list's last (0.875)
+    both = replace(LAST, missing="last")
+    only = {r.entry_id: r for r in fuse([], vector, lexical[:2], k=5, weights=LAST, limit=2)}
+    full = {r.entry_id: r for r in fuse([], vector, lexical[:2], k=5, weights=both, limit=2)}
+    assert only["a/Z"].bounded == () and only["a/Z"].score == pytest.approx(1.0)
+    assert "not in the vector list: counted 0" in explain(only["a/Z"], LAST)
+    assert full["a/Z"].bounded == ("vector",) and full["a/Z"].score == pytest.approx(2.5 * 0.875 + 1.0)
+    assert "not in the vector list, which was cut at its limit" in explain(full["a/Z"], both)
+
+
+@pytest.mark.parametrize(
+    "limit, missing, bound",
+    [
+        (3, "last", 0.3),  # full: every entry it cut off scores at most its last
+        (4, "last", 0.0),  # not full: the list holds every entry it could find, the rest score 0
+        (None, "last", 0.0),  # the limit unknown: no bound
+        (3, "zero", 0.0),
+    ],
+)
+def test_the_bound_applies_only_to_a_list_cut_at_its_limit(limit, missing, bound):
+    from retrieval.core.ranking import list_bound
+
+    assert list_bound([bm("a/Z", 10.0), bm("a/Y", 4.0), bm("a/W", 3.0)], limit, missing) == pytest.approx(bound)
 
 
 def test_each_result_carries_its_best_chunks_text_outside_its_json():

@@ -103,3 +103,33 @@ def test_one_setting_draws_a_line_and_three_draw_parallel_coordinates(app_env): 
             assert [d.label for d in figure.data[0].dimensions] == axes
             assert list(figure.data[0].dimensions[0].ticktext) == ["fusion", "near_vector"]
         assert len(at.session_state["_sweep"][1].points) == (2 if kind == "scatter" else 8)
+
+
+def test_two_styles_leave_one_set_out_and_the_page_shows_each_held_out_set(app_env):  # noqa: F811 (fixture)
+    at = open_sweep()
+    picked = [
+        "eval_sets/sample-ops-alerts.yaml",
+        "eval_sets/sample-ops-issue-titles.yaml",
+        "eval_sets/sample-ops-unanswerable.yaml",
+    ]
+    at.multiselect(key="sweep_sets-TestSample").set_value(picked).run()
+    assert at.radio(key="sweep_cv-sets").value == "sets"  # two answerable sets: leave one set out by default
+    assert at.number_input(key="sweep_folds").disabled  # the folds are k-fold's
+    at.text_input(key="sweep_grid").input("vector_weight=1,2.5").run()
+    at.button(key="run_sweep").click().run()
+    assert_clean(at)
+    said = " ".join(texts(at.markdown))
+    assert "held-out sets" in said and "**Leave one set out**" in said and "choosing by the mean set" in said
+    frame = at.dataframe[0].value
+    assert list(frame.columns)[:3] == ["held out", "set", "mrr@10"]
+    assert set(frame["set"]) == {"sample-ops-alerts", "sample-ops-issue-titles", "sample-ops-unanswerable"}
+    result = at.session_state["_sweep"][1]
+    rows = {r.set_name: r for r in result.validation.by_set.rows}
+    shown = dict(zip(frame["set"], frame["mrr@10"], strict=True))
+    assert shown["sample-ops-issue-titles"] == f"{rows['sample-ops-issue-titles'].held_out['mrr@10']:.3f}"
+    assert shown["sample-ops-unanswerable"] == "–"  # no right answer: its promise is the figure
+    # k-fold on request: the folds apply again and the estimate reads as folds
+    at.radio(key="sweep_cv-sets").set_value("kfold").run()
+    at.button(key="run_sweep").click().run()
+    assert_clean(at)
+    assert "held-out folds" in " ".join(texts(at.markdown)) and at.session_state["_sweep"][1].validation.method == "kfold"

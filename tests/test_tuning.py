@@ -42,10 +42,12 @@ def test_the_sweepable_settings_are_the_eval_settings_with_their_field_types():
         "search_mode": str,
         "hybrid_alpha": float,
         "top_k": int,
+        "candidate_depth": int,
         "vector_weight": float,
         "lexical_weight": float,
         "l0_weight": float,
         "name_weight": float,
+        "missing_score": str,
         "support_threshold": float,
     } == SWEEPABLE
     assert tuple(SWEEPABLE) == EVAL_SETTINGS

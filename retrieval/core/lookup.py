@@ -10,10 +10,16 @@ from retrieval.config import Settings
 from retrieval.core.candidates import Candidate, L1Status
 from retrieval.core.hints import L0Hints, L0Index
 from retrieval.core.pipeline import (
-    CANDIDATE_DEPTH as CANDIDATE_DEPTH,  # re-exported: pages, the lab and tests import these from here
+    Pipeline,
+    judge,
+    limit_of,
+    lookup_pipeline,
+    rank,
+    route,
+    search_l1,
+    with_similarities,
 )
-from retrieval.core.pipeline import Pipeline, judge, lookup_pipeline, rank, route, search_l1, with_similarities
-from retrieval.core.pipeline import candidate_depth as candidate_depth
+from retrieval.core.pipeline import candidate_depth as candidate_depth  # re-exported: pages, the lab and tests
 from retrieval.core.pipeline import weights_of as weights_of
 from retrieval.core.protocols import KnowledgeSearch, QueryEmbedder, Recorder
 from retrieval.core.ranking import Relevance, ResultItem
@@ -200,7 +206,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
     category = route(hints, pipeline)
     l1, vector = _run_l1(searched, category, pipeline, services, settings, timings)
     t0 = time.perf_counter()
-    results = tuple(rank(hints.matches, l1.candidates, l1.lexical, settings, k=settings.top_k))
+    results = tuple(rank(hints.matches, l1.candidates, l1.lexical, settings, k=settings.top_k, limit=limit_of(pipeline)))
     timings["fuse"] = (time.perf_counter() - t0) * 1000
     t0 = time.perf_counter()
     results = with_similarities(results, services.store, vector, settings)

@@ -36,21 +36,20 @@ class LookupMode(StrEnum):
     HYBRID = "hybrid"
 
 
-# Candidates per L1 query. Depths 10 to 50 rank the shared summaries and descriptions alike (mrr@10 within
-# one case per set; docs, "How the lookup ranks"); 10 makes the near_vector query, which must reach that
-# many distinct entries through their chunks, about a sixth cheaper than 20.
-CANDIDATE_DEPTH = 10
-
-
-def candidate_depth(top_k: int) -> int:
-    """Candidates each L1 query returns for the fusion: at least as many as are shown (the two lists
-    together hold up to twice that), and the same for a lookup and an eval run (top 10)."""
-    return max(top_k, CANDIDATE_DEPTH)
+def candidate_depth(settings: Settings) -> int:
+    """Candidates each L1 query returns for the fusion (Settings.candidate_depth, chosen by leave-one-set-out
+    cross-validation, docs/quality.md): at least as many as are shown (the two lists together hold up to twice
+    that), and the same for a lookup and an eval run (top 10)."""
+    return max(settings.top_k, settings.candidate_depth)
 
 
 def weights_of(settings: Settings) -> FusionWeights:
     return FusionWeights(
-        vector=settings.vector_weight, lexical=settings.lexical_weight, l0=settings.l0_weight, named=settings.name_weight
+        vector=settings.vector_weight,
+        lexical=settings.lexical_weight,
+        l0=settings.l0_weight,
+        named=settings.name_weight,
+        missing=settings.missing_score,
     )
 
 
@@ -99,9 +98,9 @@ class Pipeline:
 
 
 def lookup_pipeline(settings: Settings, *, name: str = "lookup") -> Pipeline:
-    """The L1 queries of the lookup at these settings, candidate_depth(top_k) deep: the vector (or hybrid)
+    """The L1 queries of the lookup at these settings, candidate_depth(settings) deep: the vector (or hybrid)
     query (grouped by entry when the caller knows the entry count), and in fusion the BM25F query beside it."""
-    depth = candidate_depth(settings.top_k)
+    depth = candidate_depth(settings)
     mode = LookupMode(settings.search_mode)
     kind = SearchMode.HYBRID if mode is LookupMode.HYBRID else SearchMode.NEAR_VECTOR
     main = L1Query(kind, depth, settings.hybrid_alpha, grouped=True)
@@ -170,10 +169,22 @@ def with_similarities(
 
 
 def rank(
-    l0: Sequence[EntryMatch], vector: Sequence[Candidate], lexical: Sequence[Candidate], settings: Settings, *, k: int
+    l0: Sequence[EntryMatch],
+    vector: Sequence[Candidate],
+    lexical: Sequence[Candidate],
+    settings: Settings,
+    *,
+    k: int,
+    limit: int | None = None,
 ) -> list[ResultItem]:
-    """The fused ranking at the settings' weights, k long."""
-    return fuse(l0, vector, lexical, k=k, weights=weights_of(settings))
+    """The fused ranking at the settings' weights, k long. `limit`: the candidates each L1 query was asked for
+    (ranking.list_bound)."""
+    return fuse(l0, vector, lexical, k=k, weights=weights_of(settings), limit=limit)
+
+
+def limit_of(pipeline: Pipeline) -> int | None:
+    """The candidates the pipeline's L1 queries ask for (all ask for as many); None without L1."""
+    return pipeline.queries[0].depth if pipeline.queries else None
 
 
 def judge(

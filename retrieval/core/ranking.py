@@ -28,6 +28,9 @@ class ResultItem:
     ranks: tuple[tuple[str, int], ...] = ()
     named: bool = False
     text: str = field(default="", compare=False, repr=False)  # its best L1 chunk's text (an excerpt); "" for L0 alone
+    # L1 signals whose list did not return it, so that it counted that list's last score (a bound) instead of its own:
+    # the list came back full and FusionWeights.missing is "last"
+    bounded: tuple[str, ...] = ()
 
     @property
     def signals(self) -> tuple[str, ...]:
@@ -45,18 +48,23 @@ class ResultItem:
             "lexical_score": None if self.lexical_score is None else round(self.lexical_score, 4),
             "ranks": dict(self.ranks),
             "named": self.named,
+            "bounded": list(self.bounded),
         }
 
 
 @dataclass(frozen=True)
 class FusionWeights:
     """How much each signal counts once it is scaled to its best candidate of the query (1.0); `named` is
-    added for an entry the query names in full (its whole title or file name, see hints.named_keys)."""
+    added for an entry the query names in full (its whole title or file name, see hints.named_keys).
+    `missing`: what an entry an L1 list did not return counts for that signal: the scaled score of the list's last entry
+    when the list came back full (the entry scores at most that) for the BM25F list ("bm25_last") or for both lists
+    ("last"), else zero ("zero", and the vector list under "bm25_last")."""
 
     vector: float = 1.0
     lexical: float = 1.0
     l0: float = 0.0
     named: float = 0.0
+    missing: str = "zero"
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,17 @@ def _scaled(scores: dict[str, float]) -> dict[str, float]:
     return {e: max(v, 0.0) / best for e, v in scores.items()} if best > 0 else {e: 0.0 for e in scores}
 
 
+def list_bound(found: Sequence[Candidate], limit: int | None, missing: str) -> float:
+    """The scaled score counted for an entry an L1 list did not return: with `missing` "last" and a full list
+    (`limit` entries asked, as many returned), the last one's scaled score, which bounds every entry the list cut
+    off; otherwise 0 (a list shorter than its limit holds every entry it could find: a BM25F list every entry that
+    shares a word with the query, a vector list every entry of the part searched)."""
+    if missing != "last" or limit is None or not found or len(found) < limit:
+        return 0.0
+    best = max(c.score for c in found)
+    return max(min(c.score for c in found), 0.0) / best if best > 0 else 0.0
+
+
 def fuse(
     l0: Sequence[EntryMatch],
     vector: Sequence[Candidate],
@@ -95,11 +114,14 @@ def fuse(
     *,
     k: int,
     weights: FusionWeights = FusionWeights(),
+    limit: int | None = None,
 ) -> list[ResultItem]:
     """Per-query scaled scores of each signal, weighted and summed: a signal whose raw scale is larger
     (BM25 against a cosine) counts no more for it. Entries only L0 found come after every entry that L1
     (vector or lexical) found; with no L1 candidates at all, the ranking is L0's own. An entry the query
-    names in full gets `weights.named` more: an alert notification carries its alert's name.
+    names in full gets `weights.named` more: an alert notification carries its alert's name. An entry an L1 list
+    did not return counts `list_bound` for that signal (`limit`: the candidates each L1 query was asked for):
+    missing from a list cut at its limit is not the same as scoring nothing.
     """
     best_l0 = max((m.score for m in l0), default=0.0) or 1.0
     l0_by_id = {m.entry_id: m for m in l0}
@@ -123,10 +145,16 @@ def fuse(
             first.setdefault(c.entry_id, c)
     sims = {c.entry_id: c.similarity for found in (lexical, vector) for c in found if c.similarity is not None}
     lex_scores = {c.entry_id: c.score for c in lexical}
+    fill = {
+        "vector": list_bound(vector, limit, "last" if weights.missing == "last" else "zero"),
+        "bm25": list_bound(lexical, limit, "last" if weights.missing in ("last", "bm25_last") else "zero"),
+        "l0": 0.0,
+    }
     items = []
     for entry_id, c in first.items():
         m = l0_by_id.get(entry_id)
-        score = sum(weight[name] * scaled[name].get(entry_id, 0.0) for name in weight)
+        score = sum(weight[name] * scaled[name].get(entry_id, fill[name]) for name in weight)
+        bounded = tuple(n for n in ("vector", "bm25") if fill[n] > 0 and entry_id not in scaled[n] and weight[n] > 0)
         named = m is not None and m.named
         score += weights.named if named else 0.0
         items.append(
@@ -142,6 +170,7 @@ def fuse(
                 ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0") if entry_id in ranks[name]),
                 named=named,
                 text=c.snippet,
+                bounded=bounded,
             )
         )
     floor = min(i.score for i in items)
@@ -167,16 +196,27 @@ SIGNAL_NAMES = {"vector": "vector", "bm25": "BM25F", "l0": "L0"}
 
 
 def explain(item: ResultItem, weights: FusionWeights) -> str:
-    """One line on which signals placed a result where: each signal's rank, and what its score sums."""
+    """One line on which signals placed a result where: each signal's rank, what its score sums, and what each L1
+    list that did not return it counted instead (a bound, or nothing)."""
     found = ", ".join(f"{SIGNAL_NAMES[name]} #{rank}" for name, rank in item.ranks)
     if item.source == "L0":
         return f"{found} only: ranked by its L0 score, after every entry L1 found"
     weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
     counted = [f"{weight[name]:g}×{SIGNAL_NAMES[name]}" for name in item.signals if weight[name] > 0]
+    counted += [f"{weight[name]:g}×{SIGNAL_NAMES[name]} bound" for name in item.bounded]
     ignored = [SIGNAL_NAMES[name] for name in item.signals if weight[name] <= 0]
     if item.named and weights.named > 0:
         counted.append(f"{weights.named:g} for being named in full")
     text = f"{found}; score = {' + '.join(counted) or '0'} (each scaled to this query's best)"
+    missing = []
+    for name in ("vector", "bm25"):
+        if name in item.signals or weight[name] <= 0:
+            continue
+        if name in item.bounded:
+            missing.append(f"not in the {SIGNAL_NAMES[name]} list, which was cut at its limit: counted at that list's last score")
+        else:
+            missing.append(f"not in the {SIGNAL_NAMES[name]} list: counted 0")
+    text += "".join(f"; {m}" for m in missing)
     return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.config import EVAL_SETTINGS, SEARCH_MODES, Settings
+from retrieval.config import EVAL_SETTINGS, MISSING_SCORES, SEARCH_MODES, Settings
 from retrieval.errors import ConfigError, LookupLabError
 from retrieval.store.models import MODELS, spec_of
 
@@ -31,7 +31,10 @@ ALIASES = {
     "alpha": "hybrid_alpha",
     "support": "support_threshold",
     "model": "embedding_model",
+    "depth": "candidate_depth",
+    "missing": "missing_score",
 }
+CHOICES: dict[str, tuple[str, ...]] = {"search_mode": SEARCH_MODES, "missing_score": MISSING_SCORES}  # str settings
 MAX_POINTS = 2000
 GRID_EXAMPLE = "search_mode=fusion,hybrid;l0_weight=0,0.1,0.2"
 ALPHA = 0.05
@@ -62,8 +65,9 @@ def _value(name: str, raw: str, base: Settings) -> Any:
             raise ConfigError(f"--grid: {name} '{text}' is not one of {', '.join(MODELS)}")
         value: Any = spec_of(text).name
     elif kind is str:
-        if text not in SEARCH_MODES:
-            raise ConfigError(f"--grid: {name} '{text}' is not one of {', '.join(SEARCH_MODES)}")
+        choices = CHOICES.get(name, ())
+        if text not in choices:
+            raise ConfigError(f"--grid: {name} '{text}' is not one of {', '.join(choices)}")
         value = text
     else:
         try:

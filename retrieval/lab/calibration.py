@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from retrieval.config import Settings
-from retrieval.core.lookup import weights_of
-from retrieval.core.ranking import fuse
+from retrieval.core.pipeline import rank
 from retrieval.core.support import SupportFeatures, SupportModel, auc, features_of, fit
+from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
 from retrieval.lab.sweep_signals import CaseSignals, query_keys
 
@@ -39,6 +39,7 @@ class CaseSupport:
     right: bool
     named: bool
     features: SupportFeatures
+    corpus: str = ""  # the corpus folder's name: leave-one-corpus-out holds out all its sets
 
 
 def case_support(signals: Sequence[CaseSignals], settings: Settings) -> list[CaseSupport]:
@@ -48,12 +49,12 @@ def case_support(signals: Sequence[CaseSignals], settings: Settings) -> list[Cas
     for s in signals:
         vector = s.found[keys[0]]
         lexical = s.found[keys[1]] if len(keys) > 1 else ()
-        ranking = fuse(s.l0, vector, lexical, k=max(DEPTH, settings.top_k), weights=weights_of(settings))
+        ranking = rank(s.l0, vector, lexical, settings, k=max(DEPTH, settings.top_k), limit=keys[0].depth)
         if not ranking:
             continue
         top = ranking[0]
         f = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in ranking], vector, lexical, s.query)
-        out.append(CaseSupport(s.set_name, s.case_id, bool(s.relevant), top.entry_id in s.relevant, top.named, f))
+        out.append(CaseSupport(s.set_name, s.case_id, bool(s.relevant), top.entry_id in s.relevant, top.named, f, s.corpus))
     return out
 
 
@@ -103,14 +104,29 @@ def fit_model(cases: Sequence[CaseSupport], *, fitted_on: str = "") -> SupportMo
     return replace(model, threshold=float(best), fitted_on=fitted_on)
 
 
+CALIBRATION_CVS = ("sets", "corpora", "kfold")
+
+
 @dataclass(frozen=True)
 class Calibration:
+    """The model fitted on every case, its in-sample figures, and held-out figures: `held_out` by the validation
+    `cv` names (leave one set out, leave one corpus out, or stratified k-fold), and with "sets" also
+    `held_out_corpora` (leave one corpus out) when the cases span two corpora."""
+
     model: SupportModel
     in_sample: dict[str, Any]
     held_out: dict[str, Any]
+    cv: str = "kfold"
+    held_out_corpora: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model.to_dict(), "in_sample": self.in_sample, "held_out": self.held_out}
+        return {
+            "model": self.model.to_dict(),
+            "cv": self.cv,
+            "in_sample": self.in_sample,
+            "held_out": self.held_out,
+            "held_out_corpora": self.held_out_corpora,
+        }
 
 
 def _figures(cases: Sequence[CaseSupport], probabilities: Sequence[float], claimed: Sequence[bool]) -> dict[str, Any]:
@@ -122,15 +138,11 @@ def _figures(cases: Sequence[CaseSupport], probabilities: Sequence[float], claim
         "auc": auc(probabilities, [c.right for c in cases]),
         "auc_per_set": per_set_auc,
         "promises": promises(cases, claimed),
+        "answerable": {name: any(c.answerable for c in cases if c.set_name == name) for name in per_set_auc},
     }
 
 
-def calibrate(cases: Sequence[CaseSupport], *, folds: int = 5, seed: int = 0, fitted_on: str = "") -> Calibration:
-    """The model fitted on every case, its in-sample figures, and the held-out figures of fitting that way
-    (folds stratified by set: each case is scored by a model and threshold that never saw it)."""
-    model = fit_model(cases, fitted_on=fitted_on)
-    probs = [model.probability(c.features) for c in cases]
-    in_sample = _figures(cases, probs, claims(model, cases))
+def _stratified(cases: Sequence[CaseSupport], folds: int, seed: int) -> list[int]:
     rnd = random.Random(seed)
     fold_of = [0] * len(cases)
     for name in sorted({c.set_name for c in cases}):
@@ -138,13 +150,56 @@ def calibrate(cases: Sequence[CaseSupport], *, folds: int = 5, seed: int = 0, fi
         rnd.shuffle(idx)
         for j, i in enumerate(idx):
             fold_of[i] = j % folds
-    held_probs, held_claims = [0.0] * len(cases), [False] * len(cases)
-    for f in range(folds):
-        train = [c for c, g in zip(cases, fold_of, strict=True) if g != f]
+    return fold_of
+
+
+def _groups(cases: Sequence[CaseSupport], cv: str, folds: int, seed: int) -> list[str]:
+    """The fold of every case: its set ("sets"), its corpus ("corpora"), or a stratified fold number ("kfold")."""
+    if cv == "sets":
+        return [c.set_name for c in cases]
+    if cv == "corpora":
+        return [c.corpus for c in cases]
+    return [str(f) for f in _stratified(cases, folds, seed)]
+
+
+def held_out_figures(cases: Sequence[CaseSupport], cv: str, *, folds: int = 5, seed: int = 0) -> dict[str, Any]:
+    """Each case scored by a model and threshold fitted without its fold: its set, its corpus, or a stratified
+    fold. A fold whose training cases hold no right or no wrong top result cannot be fitted: its cases are left
+    out, and named in `not_scored`."""
+    group = _groups(cases, cv, folds, seed)
+    held_probs: list[float | None] = [None] * len(cases)
+    held_claims = [False] * len(cases)
+    skipped = []
+    for g in sorted(set(group)):
+        train = [c for c, k in zip(cases, group, strict=True) if k != g]
+        if len({c.right for c in train}) < 2:
+            skipped.append(g)
+            continue
         m = fit_model(train)
         for i, c in enumerate(cases):
-            if fold_of[i] == f:
+            if group[i] == g:
                 # a probability shifted by the fold's own threshold, so the pooled AUC compares like with like
-                held_probs[i] = m.probability(c.features) - m.threshold
-                held_claims[i] = c.named or held_probs[i] >= 0
-    return Calibration(model, in_sample, _figures(cases, held_probs, held_claims))
+                shifted = m.probability(c.features) - m.threshold
+                held_probs[i] = shifted
+                held_claims[i] = c.named or shifted >= 0
+    kept = [i for i, p in enumerate(held_probs) if p is not None]
+    out = _figures([cases[i] for i in kept], [p for p in held_probs if p is not None], [held_claims[i] for i in kept])
+    return {**out, "not_scored": skipped}
+
+
+def calibrate(
+    cases: Sequence[CaseSupport], *, cv: str = "kfold", folds: int = 5, seed: int = 0, fitted_on: str = ""
+) -> Calibration:
+    """The model fitted on every case, its in-sample figures, and the held-out figures of fitting that way: with
+    `cv` "sets" each set is scored by a model and threshold fitted on the other sets (a style it did not see), and
+    each corpus by one fitted on the other corpus's sets; "kfold": folds stratified by set."""
+    if cv not in CALIBRATION_CVS:
+        raise LookupLabError(f"--cv {cv!r}: one of {', '.join(CALIBRATION_CVS)}")
+    model = fit_model(cases, fitted_on=fitted_on)
+    probs = [model.probability(c.features) for c in cases]
+    in_sample = _figures(cases, probs, claims(model, cases))
+    held = held_out_figures(cases, cv, folds=folds, seed=seed)
+    by_corpus = None
+    if cv == "sets" and len({c.corpus for c in cases}) >= 2:
+        by_corpus = held_out_figures(cases, "corpora")
+    return Calibration(model, in_sample, held, cv, by_corpus)

@@ -6,7 +6,6 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -24,8 +23,15 @@ def register(app: typer.Typer) -> None:
 
 
 SetsArg = typer.Argument(..., help="eval set YAML files; each runs on the corpus it names")
-FoldsOpt = typer.Option(5, "--folds", help="folds of the cross-validation (stratified by set)")
-RepeatsOpt = typer.Option(5, "--repeats", help="shuffles of the folds")
+FoldsOpt = typer.Option(5, "--folds", help="folds of --cv kfold (stratified by set)")
+RepeatsOpt = typer.Option(5, "--repeats", help="shuffles of the folds of --cv kfold")
+CvOpt = typer.Option(
+    None,
+    "--cv",
+    help="sets: leave one set out (and one corpus out, when the sets span two), the default for two or more sets; "
+    "kfold: stratified k-fold, which measures new queries of the styles seen, not a new style",
+)
+ChooseOpt = typer.Option("mean", "--choose", help="choose the point by the mean of the sets' mrr@10, or by the worst set")
 JsonOpt = typer.Option(False, "--json", help="print the full result as JSON")
 ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 CorpusOpt = typer.Option(None, "--corpus", help="corpus folder for every set (default: the one each set names)")
@@ -36,12 +42,14 @@ def sweep(
     grid: str = typer.Option(..., "--grid", help=GRID_HELP),
     folds: int = FoldsOpt,
     repeats: int = RepeatsOpt,
+    cv: str | None = CvOpt,
+    choose: str = ChooseOpt,
     as_json: bool = JsonOpt,
     config: Path | None = ConfigOpt,
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """Every grid point on every case; the choice cross-validated; the best against the current settings."""
-    _run(eval_sets, grid, folds, repeats, as_json, config, corpus)
+    _run(eval_sets, grid, folds, repeats, cv, choose, as_json, config, corpus)
 
 
 def tune(
@@ -49,12 +57,14 @@ def tune(
     grid: str = typer.Option(TUNE_GRID, "--grid", help=GRID_HELP),
     folds: int = FoldsOpt,
     repeats: int = RepeatsOpt,
+    cv: str | None = CvOpt,
+    choose: str = ChooseOpt,
     as_json: bool = JsonOpt,
     config: Path | None = ConfigOpt,
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """`sweep` with a fusion-weight grid by default."""
-    _run(eval_sets, grid, folds, repeats, as_json, config, corpus)
+    _run(eval_sets, grid, folds, repeats, cv, choose, as_json, config, corpus)
 
 
 def _fail(exc: Exception) -> None:
@@ -63,13 +73,22 @@ def _fail(exc: Exception) -> None:
 
 
 def _run(
-    paths: list[Path], grid_text: str, folds: int, repeats: int, as_json: bool, config: Path | None, corpus: Path | None
+    paths: list[Path],
+    grid_text: str,
+    folds: int,
+    repeats: int,
+    cv: str | None,
+    choose: str,
+    as_json: bool,
+    config: Path | None,
+    corpus: Path | None,
 ) -> None:
     from retrieval.config import load_settings
     from retrieval.errors import LookupLabError
+    from retrieval.evals.set_folds import CHOOSE_RULES
     from retrieval.evals.sets import load_eval_set
     from retrieval.evals.tuning import parse_grid
-    from retrieval.lab.sweep import check_folds, run_sweep
+    from retrieval.lab.sweep import check_folds, cv_for, run_sweep
     from retrieval.lab.sweep_signals import keys_for
     from retrieval.progress import progress_display
 
@@ -78,7 +97,10 @@ def _run(
         base = load_settings(config_file=config, corpus_dir=corpus)
         grid = parse_grid(grid_text, base)
         loaded = [load_eval_set(p) for p in paths]
-        check_folds(loaded, folds, repeats)
+        if choose not in CHOOSE_RULES:
+            raise LookupLabError(f"--choose {choose!r}: one of {', '.join(CHOOSE_RULES)}")
+        method = cv_for(loaded, cv)
+        check_folds(loaded, folds, repeats, method)
     except LookupLabError as exc:
         _fail(exc)
     keys = keys_for(grid, base)
@@ -87,7 +109,14 @@ def _run(
             signals = gather_signals(paths, loaded, base, corpus, keys, show)
             fetched = time.perf_counter()
             result = run_sweep(
-                signals, grid, base, folds=folds, repeats=repeats, progress=lambda s, d, t: show(s, d, t, "points")
+                signals,
+                grid,
+                base,
+                cv=method,
+                choose=choose,
+                folds=folds,
+                repeats=repeats,
+                progress=lambda s, d, t: show(s, d, t, "points"),
             )
     except LookupLabError as exc:
         _fail(exc)
@@ -96,6 +125,8 @@ def _run(
     if as_json:
         typer.echo(json.dumps({**result.to_dict(), "timings_s": timings}, ensure_ascii=False, default=str))
         return
+    from retrieval.lab.sweep_report import summary
+
     typer.echo(summary(result.to_dict(), timings))
 
 
@@ -149,35 +180,3 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
         finally:
             runtime.close()
     return signals
-
-
-def _fmt(value: Any) -> str:
-    return "–" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def summary(data: dict[str, Any], timings: dict[str, float]) -> str:
-    """The terminal text: the points by mrr@10 (best first, at most 15), then the best against the current settings."""
-    names = list(data["grid"])
-    cols = ["mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"]
-    heads = [*names, "mrr@10", "hit@1", "recall@5", "right+supported", "unanswerable unsupported"]
-    rows = sorted(data["points"], key=lambda p: -(p["mrr@10"] or 0.0))[:15]
-    table = [heads] + [[_fmt(p["settings"][n]) for n in names] + [_fmt(p[c]) for c in cols] for p in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(heads))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in table]
-    best, now, test = data["best"], data["current"], data["best"]["vs_current"]
-    cv = best["cv"]
-    p = "–" if test["p_value"] is None else f"{test['p_value']:.3g}"
-    sets = ", ".join(f"{k} ({v['answerable']} answerable of {v['cases']})" for k, v in data["sets"].items())
-    lines += [
-        "",
-        f"sets: {sets}; {len(data['points'])} points; {data['queries_per_case']} Weaviate queries per case",
-        f"best {best['settings']}: in-sample mrr@10 {best['in_sample']:.4f}; "
-        f"held-out folds {cv['cv_mean']:.4f} ± {cv['cv_sd']:.4f} ({cv['repeats']}×{cv['folds']} folds; "
-        f"training folds {cv['training_mean']:.4f})",
-        f"current {now['settings']}: mrr@10 {_fmt(now['mrr@10'])}; best − current {test['delta']:+.4f}, "
-        f"p = {p} ({test['test']}, {test['cases']} cases){'' if test['significant'] else ', not significant'}",
-        f"time: {timings['signals']:.1f} s signals, {timings['points']:.1f} s re-ranking",
-    ]
-    for pick in best["chosen"][:5]:
-        lines.append(f"  chosen on {pick['times']} of {len(cv['held_out'])} training splits: {pick['settings']}")
-    return "\n".join(lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from retrieval.config import Settings
@@ -21,7 +22,8 @@ from retrieval.evals.tuning import Grid
 from retrieval.store.models import DEFAULT_MODEL
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k", "embedding_model")  # the rest only re-rank or re-assess
+# the settings that change what Weaviate is asked; the rest only re-rank or re-assess
+QUERY_SETTINGS = ("search_mode", "hybrid_alpha", "top_k", "candidate_depth", "embedding_model")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class CaseSignals:
     l0: tuple[EntryMatch, ...]
     found: Mapping[QueryKey, tuple[Candidate, ...]]
     query: str = ""  # what was searched (search_text of the case's query)
+    corpus: str = ""  # the corpus folder's name the set ran on: leave-one-corpus-out holds out all its sets
 
 
 def collect_signals(
@@ -103,7 +106,7 @@ def collect_signals(
             if progress:
                 progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
         relevant = frozenset(e for e, g in case.expected.items() if g > 0)
-        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found, query))
+        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found, query, Path(settings.corpus_dir).name))
     return out
 
 
