@@ -10,6 +10,7 @@ from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, eval_set_files, known_corpora, preferred_eval_set, same_path
 from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 from retrieval.lab import judgments
+from retrieval.types.modes import LookupMode
 
 from . import ingest, keys, render, resources
 from .render import md
@@ -132,7 +133,7 @@ def run_view(settings, *, label: str, **more: str) -> dict[str, str]:
         "top-k": str(settings.top_k),
         "search mode": settings.search_mode,
     }
-    if settings.search_mode == "hybrid":
+    if settings.search_mode is LookupMode.HYBRID:
         view["alpha"] = str(settings.hybrid_alpha)
     return {**view, **more}
 

@@ -25,14 +25,14 @@ from weaviate import WeaviateClient
 from retrieval.config import Settings, load_settings
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import LookupServices
+from retrieval.core.protocols import LookupServices
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.evals.catalog import CorpusChoice, known_corpora, same_path
-from retrieval.records.db_budget import DbBudget
 from retrieval.records.invocations import InvocationStore
 from retrieval.store.embedding import Embedder
 from retrieval.store.weaviate_server import connect
 from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.types.budget import DbBudget
 
 from . import keys
 from .access import WriteAccess, server_address, write_access

@@ -12,8 +12,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.config import SEARCH_MODES, Settings
-from retrieval.store.models import MODELS
+from retrieval.config import Settings
+from retrieval.types.models import MODELS
+from retrieval.types.modes import LookupMode, values
 
 from . import keys
 
@@ -62,7 +63,7 @@ WIDGETS = (
         parse=bool,
         to_param=_flag,
     ),
-    SettingWidget(keys.MODE, "search_mode", "L1 search mode", parse=_one_of(SEARCH_MODES)),
+    SettingWidget(keys.MODE, "search_mode", "L1 search mode", parse=_one_of(values(LookupMode))),
     SettingWidget(
         keys.ALPHA,
         "hybrid_alpha",

@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from retrieval.config import SEARCH_MODES, Settings
-from retrieval.store.models import MODELS
+from retrieval.config import Settings
 from retrieval.store.node_health import NodeHealth, node_health
+from retrieval.types.models import MODELS
+from retrieval.types.modes import LookupMode, values
 
 from . import ingest, keys, resources
 from .render import md
@@ -51,9 +52,9 @@ def _l1(w: SettingWidget, base: Settings) -> None:
 def _mode(w: SettingWidget, base: Settings) -> None:
     st.radio(
         w.label,
-        list(SEARCH_MODES),
-        index=SEARCH_MODES.index(base.search_mode),
-        captions=[MODE_CAPTIONS[m] for m in SEARCH_MODES],
+        list(values(LookupMode)),
+        index=values(LookupMode).index(base.search_mode),
+        captions=[MODE_CAPTIONS[m] for m in values(LookupMode)],
         key=w.key,
         bind="query-params",
         horizontal=True,

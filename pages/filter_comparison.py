@@ -10,7 +10,7 @@ import streamlit as st
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
-from retrieval.evals.comparison import COMPARED_QUERIES, QUERY_MEANING, compare_filter, compare_filter_on_set
+from retrieval.evals.comparison import COMPARED_QUERIES, compare_filter, compare_filter_on_set, query_meaning
 from retrieval.evals.routing_metrics import HURT_MEANING, VERDICTS
 
 ctx = resources.page_context()
@@ -27,7 +27,7 @@ kind = (
     )
     or "near_vector"
 )
-st.caption(f"**{md(kind)}**: {md(QUERY_MEANING[kind])}. Evaluate's `l1_filtered` and `l1_unfiltered` are near_vector.")
+st.caption(f"**{md(kind)}**: {md(query_meaning(kind, settings))}. Evaluate's `l1_filtered` and `l1_unfiltered` are near_vector.")
 
 
 def candidates_table(cands) -> pd.DataFrame:

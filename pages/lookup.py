@@ -7,11 +7,13 @@ import streamlit as st
 
 from app_support import charts, ingest, judging, keys, render, resources, urls
 from app_support.render import md
-from retrieval.core.candidates import Candidate, L1Status
-from retrieval.core.lookup import MAX_QUERY_CHARS, lookup_knowledge, weights_of
+from retrieval.core.candidates import Candidate
+from retrieval.core.lookup import MAX_QUERY_CHARS, lookup_knowledge
+from retrieval.core.pipeline import weights_of
 from retrieval.core.ranking import explain
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.evals.comparison import excluded_by_filter
+from retrieval.types.modes import L1Status
 
 ctx = resources.page_context()
 settings = ctx.settings

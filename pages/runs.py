@@ -15,7 +15,7 @@ from retrieval.evals.catalog import same_path
 from retrieval.evals.evaluation import CONFIGS, METRICS
 from retrieval.lab.compare import compare_runs, default_pair
 from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows
-from retrieval.store.models import MODELS
+from retrieval.types.models import MODELS
 
 # this page's widget keys (bound to the URL: /runs?runs_set=...&run_a=...&run_b=... reopens a comparison)
 SET_KEY, CONFIG_KEY, A_KEY, B_KEY, METRIC_KEY, CASES_KEY = (

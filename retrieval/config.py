@@ -14,8 +14,9 @@ from typing import Any
 import yaml
 
 from retrieval.errors import ConfigError
-from retrieval.records.db_budget import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, DbBudget
-from retrieval.store.models import DEFAULT_MODEL, spec_of
+from retrieval.types.budget import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, DbBudget
+from retrieval.types.models import DEFAULT_MODEL, spec_of
+from retrieval.types.modes import Consistency, LookupMode, MissingScore, VectorCompression, values
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # A repository checkout keeps the sample corpus and its data beside the code. An installed wheel (REPO_ROOT is then
@@ -39,17 +40,11 @@ def _user_data_dir() -> Path:
 DEFAULT_CORPUS_DIR = REPO_ROOT / "sample_corpus" if IN_CHECKOUT else _installed_sample_corpus()
 DEFAULT_DATA_DIR = REPO_ROOT / ".lookup-lab" if IN_CHECKOUT else _user_data_dir()
 WEAVIATE_VERSION = "1.38.11"
-# fusion: a near_vector and a BM25F query, fused with L0 in the lookup; near_vector: vector and L0 only;
-# hybrid: Weaviate's own hybrid query, fused with L0.
-SEARCH_MODES = ("fusion", "near_vector", "hybrid")
-# What the fusion counts for an entry an L1 list did not return: the score of that list's last entry (an upper bound:
-# the list is in score order) when the list came back full, for the BM25F list alone ("bm25_last"), for both the vector
-# and the BM25F list ("last"), or zero for both ("zero"). docs/quality.md, "Missing is not zero".
-MISSING_SCORES = ("bm25_last", "last", "zero")
-CONSISTENCY_LEVELS = ("ONE", "QUORUM", "ALL")  # Weaviate's, for queries and ingest on a replicated collection
-# The vector index's compression (Weaviate's quantizers; issue 22 item 4, figures in docs/benchmarks.md).
-VECTOR_COMPRESSIONS = ("none", "rq", "pq", "bq", "sq")
-DEFAULT_VECTOR_COMPRESSION = "rq"
+# Settings whose values are one of an enum's (retrieval.types.modes) are parsed from their text in __post_init__:
+# search_mode (fusion: a near_vector and a BM25F query, fused with L0 in the lookup; near_vector: vector and L0 only;
+# hybrid: Weaviate's own hybrid query, fused with L0), missing_score (what the fusion counts for an entry an L1 list
+# did not return), vector_compression (the quantizer; figures in docs/benchmarks.md) and consistency (Weaviate's).
+DEFAULT_VECTOR_COMPRESSION = VectorCompression.RQ
 MAX_CANDIDATE_DEPTH = 200
 
 
@@ -70,7 +65,7 @@ class Settings:
     embedding_model: str = DEFAULT_MODEL  # one of models.MODELS; each model has its own collection
     model_dir: Path | None = None  # a folder holding the model's ONNX and tokenizer files, instead of the cache
     l1_enabled: bool = True
-    search_mode: str = "fusion"
+    search_mode: LookupMode = LookupMode.FUSION
     hybrid_alpha: float = 0.5
     top_k: int = 5
     candidate_depth: int = 15  # candidates each L1 query returns for the fusion (at least top_k); chosen by CV, docs/quality.md
@@ -79,16 +74,16 @@ class Settings:
     lexical_weight: float = 1.0
     l0_weight: float = 0.0
     name_weight: float = 2.0  # added for an entry the query names in full (whole title or file name); CV, README
-    missing_score: str = "bm25_last"  # one of MISSING_SCORES: what an entry counts for an L1 list that did not return it
+    missing_score: MissingScore = MissingScore.BM25_LAST  # what an entry counts for an L1 list that did not return it
     support_threshold: float | None = None  # the support estimate that claims support. None: the model's, fitted by CV
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
     replication_factor: int | None = None  # copies of each shard, set when the collection is created. None: Weaviate's (1)
     shards: int | None = None  # shards of a new collection. None: Weaviate's default (one per node)
-    consistency: str | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
+    consistency: Consistency | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
     db_memory_limit: str = DEFAULT_MEMORY_LIMIT  # every DuckDB connection's memory_limit (db_budget), e.g. 1GB, 512MB
     db_threads: int = DEFAULT_THREADS  # every DuckDB connection's threads
-    vector_compression: str = DEFAULT_VECTOR_COMPRESSION  # none | rq | pq | bq | sq: the collection's quantizer
+    vector_compression: VectorCompression = DEFAULT_VECTOR_COMPRESSION  # none | rq | pq | bq | sq: the quantizer
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "embedding_model", spec_of(self.embedding_model).name)
@@ -98,8 +93,7 @@ class Settings:
             raise ConfigError(
                 f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _"
             )
-        if self.search_mode not in SEARCH_MODES:
-            raise ConfigError(f"search_mode: '{self.search_mode}' is not one of {', '.join(SEARCH_MODES)}")
+        object.__setattr__(self, "search_mode", _one_of(LookupMode, self.search_mode, "search_mode"))
         if not 0.0 <= self.hybrid_alpha <= 1.0:
             raise ConfigError(f"hybrid_alpha: {self.hybrid_alpha} is not between 0 and 1")
         for name in ("vector_weight", "lexical_weight", "l0_weight", "name_weight"):
@@ -111,8 +105,7 @@ class Settings:
             raise ConfigError(f"top_k: {self.top_k} must be at least 1")
         if not 1 <= self.candidate_depth <= MAX_CANDIDATE_DEPTH:
             raise ConfigError(f"candidate_depth: {self.candidate_depth} is not between 1 and {MAX_CANDIDATE_DEPTH}")
-        if self.missing_score not in MISSING_SCORES:
-            raise ConfigError(f"missing_score: '{self.missing_score}' is not one of {', '.join(MISSING_SCORES)}")
+        object.__setattr__(self, "missing_score", _one_of(MissingScore, self.missing_score, "missing_score"))
         if self.l1_timeout_s <= 0:
             raise ConfigError(f"l1_timeout_s: {self.l1_timeout_s} must be positive")
         for name in ("replication_factor", "shards"):
@@ -120,18 +113,18 @@ class Settings:
                 raise ConfigError(f"{name}: {getattr(self, name)} must be at least 1")
         if self.consistency is not None:
             level = str(self.consistency).strip().upper()
-            if level not in CONSISTENCY_LEVELS:
+            if level not in values(Consistency):
                 raise ConfigError(
-                    f"consistency (LOOKUP_CONSISTENCY): {self.consistency!r} is not one of {', '.join(CONSISTENCY_LEVELS)}"
+                    f"consistency (LOOKUP_CONSISTENCY): {str(self.consistency)!r} is not one of {', '.join(values(Consistency))}"
                 )
-            object.__setattr__(self, "consistency", level)
+            object.__setattr__(self, "consistency", Consistency(level))
         compression = str(self.vector_compression).strip().lower()
-        if compression not in VECTOR_COMPRESSIONS:
+        if compression not in values(VectorCompression):
             raise ConfigError(
-                f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {self.vector_compression!r} is not one of "
-                f"{', '.join(VECTOR_COMPRESSIONS)}"
+                f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {str(self.vector_compression)!r} is not one of "
+                f"{', '.join(values(VectorCompression))}"
             )
-        object.__setattr__(self, "vector_compression", compression)
+        object.__setattr__(self, "vector_compression", VectorCompression(compression))
         DbBudget(self.db_memory_limit, self.db_threads)  # ConfigError naming LOOKUP_DB_MEMORY_LIMIT / LOOKUP_DB_THREADS
 
     @property
@@ -153,6 +146,14 @@ class Settings:
         if ("corpus_dir" in changes or "embedding_model" in changes) and "collection" not in changes and derived:
             changes["collection"] = ""
         return dataclasses.replace(self, **changes)
+
+
+def _one_of(kind: type[Any], value: Any, name: str) -> Any:
+    """`value` as a member of the enum `kind`, or ConfigError naming the setting and the values it takes."""
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(f"{name}: '{value}' is not one of {', '.join(values(kind))}") from None
 
 
 def db_budget(settings: Settings | None = None) -> DbBudget:

@@ -11,7 +11,7 @@ from weaviate import WeaviateClient
 from retrieval.config import Settings, db_budget
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import LookupServices
+from retrieval.core.protocols import LookupServices
 from retrieval.errors import L1Error, WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.store.embedding import Embedder

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from retrieval.config import REPO_ROOT
-
 from .conftest import RUNBOOKS, free_port, needs_shared
-
-
-def cli(*args, env=None, timeout=300):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
+from .helpers.cli import cli
 
 
 def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):

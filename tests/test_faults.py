@@ -35,7 +35,8 @@ from retrieval.config import REPO_ROOT
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.lookup import lookup_knowledge
+from retrieval.core.protocols import LookupServices
 from retrieval.errors import WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.services import open_store
@@ -45,6 +46,7 @@ from retrieval.store.weaviate_server import LOCK_FILE, connect, port_open
 from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port
+from .helpers.processes import alive, stop_servers, wait_until, weaviate_pids
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 TIMEOUT_S = 1.5  # l1_timeout_s of the fault tests
@@ -53,53 +55,6 @@ TIMEOUT_S = 1.5  # l1_timeout_s of the fault tests
 # which is what these bounds catch.
 BOUND_S = TIMEOUT_S + 8.0
 FAULT_DOMAINS = ("security", "databases")
-
-
-# --- helpers -----------------------------------------------------------------------------------------
-def weaviate_pids(port: int) -> list[int]:
-    """Live Weaviate server processes started with `--port <port>`, found through /proc (zombies have no cmdline)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and os.path.basename(argv[0]).startswith(b"weaviate-") and b"--port" in argv:
-            i = argv.index(b"--port")
-            if i + 1 < len(argv) and argv[i + 1] == str(port).encode():
-                pids.append(int(proc.name))
-    return sorted(pids)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
-def wait_until(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout} s waiting until {what}")
-        time.sleep(0.05)
-
-
-def stop_servers(port: int) -> None:
-    """End every Weaviate still serving `port` (orphans of killed processes included)."""
-    for pid in weaviate_pids(port):
-        for sig in (signal.SIGCONT, signal.SIGTERM):
-            with contextlib.suppress(ProcessLookupError):  # gone already
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 20
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
 
 
 def queries_for(corpus: Corpus) -> list[str]:

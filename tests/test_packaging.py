@@ -14,10 +14,9 @@ import pytest
 from retrieval import config
 from retrieval.config import REPO_ROOT
 
+from .helpers.packaging import NOT_SOURCE
+
 CORPUS_DATA = "share/lookup-lab/sample_corpus"  # where pyproject.toml's data-files put the corpus, below <prefix>
-NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".lookup-lab", ".*_cache", ".hypothesis", "test-artifacts", "build", "*.egg-info", "__pycache__"
-)
 
 
 @pytest.fixture(scope="module")

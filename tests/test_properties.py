@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from retrieval.core.corpus import load_corpus
 from retrieval.core.hints import FIELD_WEIGHT, KEEP_RATIO, L0Index
-from retrieval.core.lookup import MAX_QUERY_CHARS, LookupServices, clean_query, lookup_knowledge, search_text
+from retrieval.core.lookup import MAX_QUERY_CHARS, clean_query, lookup_knowledge, search_text
+from retrieval.core.protocols import LookupServices
 from retrieval.core.text import content_tokens
 from retrieval.errors import EvalSetError, QueryError
 from retrieval.evals.sets import load_eval_set

@@ -29,8 +29,8 @@ from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
-from retrieval.store.models import ModelSpec
 from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.types.models import ModelSpec
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/setup.sh --browser); Playwright cannot download one here
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run", "--disable-sync"]

@@ -29,7 +29,8 @@ from retrieval.bench.common import machine_info, pct, write_results
 from retrieval.config import Settings
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.lookup import lookup_knowledge
+from retrieval.core.protocols import LookupServices
 from retrieval.store import indexing
 from retrieval.store.cluster import ClusterState, free_ports, start_cluster, stop_cluster
 from retrieval.store.embedding import Embedder

@@ -21,7 +21,8 @@ def paired_l1(
     """Each query vector searched unfiltered and filtered on `categories[i % len(categories)]` (near_vector, k
     entries), the order of the two alternating query by query: the ms of each unfiltered and filtered search, and
     the entry ids each found, in query order."""
-    from retrieval.core.search_request import SearchMode, SearchRequest
+    from retrieval.core.search_request import SearchRequest
+    from retrieval.types.modes import SearchMode
 
     ms: tuple[list[float], list[float]] = ([], [])
     found: tuple[list[set[str]], list[set[str]]] = ([], [])

@@ -34,13 +34,14 @@ from retrieval.bench.common import paired_l1, pct
 from retrieval.bench.ports import free_port
 from retrieval.bench.runner import _exit_on_sigterm, _server_pid, _server_rss_mb
 from retrieval.bench.vectors import SyntheticVectors, filtered_recall
-from retrieval.config import VECTOR_COMPRESSIONS, Settings, load_settings
+from retrieval.config import Settings, load_settings
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.store.weaviate_server import connect
 from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.types.modes import VectorCompression, values
 
 K = 10  # recall@10 and mrr@10 (issue 22)
 COLLECTION = "Compression_bench"
@@ -198,7 +199,7 @@ def eval_sets(
 
 def run(
     sizes: Sequence[int],
-    compressions: Sequence[str] = VECTOR_COMPRESSIONS,
+    compressions: Sequence[str] = values(VectorCompression),
     *,
     settings: Settings | None = None,
     queries: int = 100,
@@ -211,9 +212,9 @@ def run(
     """The figures of every size and compression, and of the eval sets when `eval_sets_dir` is given. Each
     compression gets an embedded Weaviate of its own on free ports, whatever server `settings` name."""
     log = log or (lambda m: None)
-    unknown = [c for c in compressions if c not in VECTOR_COMPRESSIONS]
+    unknown = [c for c in compressions if c not in values(VectorCompression)]
     if unknown or not compressions:
-        raise ValueError(f"--compressions {','.join(compressions)}: each one of {', '.join(VECTOR_COMPRESSIONS)}")
+        raise ValueError(f"--compressions {','.join(compressions)}: each one of {', '.join(values(VectorCompression))}")
     if (not sizes and eval_sets_dir is None) or min(sizes, default=1) < 1 or queries < 1:
         raise ValueError("compression bench needs sizes >= 1 (or eval sets) and queries >= 1")
     settings = settings or load_settings()
@@ -275,7 +276,8 @@ def render_table(result: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m retrieval.bench.compression", description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100000", help="comma-separated entry counts (0: none, eval sets only)")
-    parser.add_argument("--compressions", default=",".join(VECTOR_COMPRESSIONS), help="comma-separated, of none,rq,pq,bq,sq")
+    known = ",".join(values(VectorCompression))
+    parser.add_argument("--compressions", default=known, help=f"comma-separated, of {known}")
     parser.add_argument("--queries", type=int, default=100, help="timed queries per compression (at least 75 are used)")
     parser.add_argument("--seed", type=int, default=98294)
     parser.add_argument("--eval-sets", type=Path, default=None, help="a folder of eval sets: their lookup mrr@10 per compression")

@@ -33,12 +33,14 @@ from retrieval.bench.store import bench_invocation_store
 from retrieval.config import Settings, db_budget
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import LookupServices, lookup_knowledge
+from retrieval.core.lookup import lookup_knowledge
+from retrieval.core.protocols import LookupServices
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.store.weaviate_server import connect
 from retrieval.store.weaviate_store import OVERSAMPLE, KnowledgeStore
+from retrieval.types.modes import LookupMode
 
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
 RECALL_K = 10  # filtered recall is measured at this depth at least (issue 22: recall@10 against the exact ranking)
@@ -80,7 +82,7 @@ def _server_rss_mb(pid: int | None) -> dict[str, float] | None:
 
 
 def _floor_query(
-    store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: str = "near_vector"
+    store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: LookupMode = LookupMode.NEAR_VECTOR
 ) -> tuple[float, float, float]:
     """One query embedding plus the bare Weaviate queries of the lookup's mode, with the same k:
     (embed ms, queries ms), and, outside the floor, a bare near_vector with the oversampled limit
@@ -92,11 +94,11 @@ def _floor_query(
     t0 = time.perf_counter()
     vec = list(map(float, embedder.embed_query(query)))
     t1 = time.perf_counter()
-    if mode == "hybrid":
+    if mode is LookupMode.HYBRID:
         q.hybrid(query=query, vector=vec, limit=k, query_properties=list(LEXICAL_FIELDS), return_properties=[])
     else:
         q.near_vector(near_vector=vec, limit=k, return_properties=[], return_metadata=MetadataQuery(distance=True))
-        if mode == "fusion":
+        if mode is LookupMode.FUSION:
             q.bm25(query=query, query_properties=list(LEXICAL_FIELDS), limit=k, return_properties=[])
     t2 = time.perf_counter()
     q.near_vector(near_vector=vec, limit=k * OVERSAMPLE, return_properties=[], return_metadata=MetadataQuery(distance=True))

@@ -38,7 +38,7 @@ from retrieval.bench.startup import measure_sdk_startup, measure_startup, render
 from retrieval.config import ENV_NAMES, REPO_ROOT, Settings
 from retrieval.core.corpus import load_corpus
 from retrieval.core.hints import L0Index
-from retrieval.core.lookup import LookupServices
+from retrieval.core.protocols import LookupServices
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 from retrieval.serve.api import KnowledgeLookup

@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 
 from retrieval.bench import synthetic
 from retrieval.records.dashboard import InvocationFilter, details_for, filter_options, load_dashboard, result_for
-from retrieval.records.db_budget import DbBudget
 from retrieval.records.invocations import InvocationStore, chunk_bytes, insert_rows
 from retrieval.records.parts import with_parts
 from retrieval.records.schema import ROW_GROUP_ROWS
+from retrieval.types.budget import DbBudget
 
 GENERATE_ROWS = 2 * ROW_GROUP_ROWS  # synthetic rows made at a time: ~110 MB of Arrow with 26 KB of JSON a row
 FLUSH_ROWS = 16 * GENERATE_ROWS  # rows inserted over one connection

@@ -24,9 +24,10 @@ from retrieval.bench import synthetic
 from retrieval.bench.common import paired_l1, pct
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
-from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.core.search_request import SearchRequest
 from retrieval.store.embedding import Embedder
 from retrieval.store.weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF, KnowledgeStore
+from retrieval.types.modes import SearchMode
 
 NOISE = 0.03  # per dimension: a noise vector of norm about 0.6 against a pair's vector of norm about 1.5
 _WORDS = re.compile(r"[a-z0-9]+")

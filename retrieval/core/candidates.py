@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 
@@ -34,21 +33,3 @@ class Candidate:
         }
 
 
-class L1Status(StrEnum):
-    """What L1 did for one lookup: answered (ok), answered nothing (empty), failed, was turned off
-    (disabled), or could not be reached or used (unavailable)."""
-
-    OK = "ok"
-    EMPTY = "empty"
-    FAILED = "failed"
-    DISABLED = "disabled"
-    UNAVAILABLE = "unavailable"
-
-    @property
-    def answered(self) -> bool:
-        return self is L1Status.OK
-
-    @property
-    def fault(self) -> bool:
-        """L1 should have answered and did not (the lookup fell back on L0)."""
-        return self in (L1Status.FAILED, L1Status.UNAVAILABLE)

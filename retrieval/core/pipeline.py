@@ -1,8 +1,8 @@
-"""The one retrieval pipeline: L0 -> route -> embed -> L1 queries -> fuse -> assess.
+"""The retrieval pipeline's parts: L0 -> route -> embed -> L1 queries -> fuse -> assess.
 
-A `Pipeline` is a named list of retrievers (`L1Query`) over these steps. The lookup runs the one its settings
-name (`lookup_pipeline`); evaluation's configurations, the filter comparison and the sweep run others through
-the same functions here, so no caller builds a Weaviate query or a fusion by hand.
+A `Pipeline` is a named list of retrievers (`L1Query`) over these steps; `retrieval.core.run.run_pipeline` runs one.
+The lookup runs the one its settings name (`lookup_pipeline`); evaluation's configurations, the filter comparison
+and the sweep run others through the same runner, so no caller builds a Weaviate query or a fusion by hand.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from retrieval.config import Settings
@@ -19,21 +18,13 @@ from retrieval.core.deadline import start
 from retrieval.core.hints import EntryMatch, L0Hints
 from retrieval.core.ranking import FusionWeights, Relevance, ResultItem, assess, fuse
 from retrieval.core.routing import category_filter
-from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.core.search_request import SearchRequest
 from retrieval.core.support import support_model
 from retrieval.errors import L1Error
+from retrieval.types.modes import L1Status, LookupMode, SearchMode
 
 if TYPE_CHECKING:
     from retrieval.core.protocols import KnowledgeSearch
-
-
-class LookupMode(StrEnum):
-    """How the lookup's L1 ranks (Settings.search_mode): the vector and BM25F queries fused, the vector query
-    alone, or Weaviate's hybrid query."""
-
-    FUSION = "fusion"
-    NEAR_VECTOR = "near_vector"
-    HYBRID = "hybrid"
 
 
 def candidate_depth(settings: Settings) -> int:
@@ -86,11 +77,13 @@ class L1Query:
 @dataclass(frozen=True)
 class Pipeline:
     """A named list of L1 retrievers; L0 always runs. `routed`: filter L1 on the L0 domain when exactly one
-    is hinted (routing.category_filter); otherwise L1 runs unfiltered. No queries: L0 alone."""
+    is hinted (routing.category_filter); otherwise L1 runs unfiltered. `fusion`: the ranking is the lookup's fusion
+    of L0 and the L1 lists (ranking.fuse); otherwise the one L1 list as it came. No queries: L0 alone."""
 
     name: str
     queries: tuple[L1Query, ...] = ()
     routed: bool = True
+    fusion: bool = False
 
     @property
     def l1(self) -> bool:
@@ -105,8 +98,8 @@ def lookup_pipeline(settings: Settings, *, name: str = "lookup") -> Pipeline:
     kind = SearchMode.HYBRID if mode is LookupMode.HYBRID else SearchMode.NEAR_VECTOR
     main = L1Query(kind, depth, settings.hybrid_alpha, grouped=True)
     if mode is LookupMode.FUSION:
-        return Pipeline(name, (main, L1Query(SearchMode.BM25, depth, with_vector=False)))
-    return Pipeline(name, (main,))
+        return Pipeline(name, (main, L1Query(SearchMode.BM25, depth, with_vector=False)), fusion=True)
+    return Pipeline(name, (main,), fusion=True)
 
 
 def single_query(name: str, mode: SearchMode, settings: Settings, *, routed: bool, depth: int | None = None) -> Pipeline:
@@ -189,7 +182,7 @@ def limit_of(pipeline: Pipeline) -> int | None:
 
 def judge(
     results: Sequence[ResultItem],
-    l1_status: str,
+    l1_status: L1Status,
     vector: Sequence[Candidate],
     lexical: Sequence[Candidate],
     query: str,

@@ -1,11 +1,13 @@
-"""What the lookup needs of its services, as protocols: the core calls a store, a model and a recorder it is
-given, and never imports their implementations (retrieval.store, retrieval.records)."""
+"""What the lookup needs of its services, as protocols, and the bundle of them it is given (LookupServices): the core
+calls a store, a model and a recorder, and never imports their implementations (retrieval.store, retrieval.records)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from retrieval.core.candidates import Candidate
+from retrieval.core.hints import L0Index
 from retrieval.core.record import InvocationRecord
 from retrieval.core.search_request import SearchRequest
 
@@ -26,3 +28,21 @@ class Recorder(Protocol):
     """Where each lookup's record goes (retrieval.records.invocations.InvocationStore)."""
 
     def record(self, rec: InvocationRecord) -> None: ...
+
+
+Store = TypeVar("Store", bound=KnowledgeSearch)
+Model = TypeVar("Model", bound=QueryEmbedder)
+Sink = TypeVar("Sink", bound=Recorder)
+
+
+@dataclass(frozen=True)
+class LookupServices(Generic[Store, Model, Sink]):
+    """What a lookup needs, passed in. `store`/`embedder` are None when L1 is off or unreachable. Generic in
+    the services' types: the lookup needs only their protocols (retrieval.core.protocols), while the edge that
+    opened them (retrieval.services) keeps their own types."""
+
+    l0: L0Index
+    embedder: Model | None = None
+    store: Store | None = None
+    recorder: Sink | None = None
+    l1_unavailable: str | None = None  # why L1 cannot be used, when it cannot

@@ -9,6 +9,7 @@ from typing import Any
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
 from retrieval.core.support import SupportFeatures, SupportModel, features_of
+from retrieval.types.modes import L1Status, MissingScore, SearchMode
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class FusionWeights:
     lexical: float = 1.0
     l0: float = 0.0
     named: float = 0.0
-    missing: str = "zero"
+    missing: MissingScore = MissingScore.ZERO
 
 
 @dataclass(frozen=True)
@@ -96,12 +97,12 @@ def _scaled(scores: dict[str, float]) -> dict[str, float]:
     return {e: max(v, 0.0) / best for e, v in scores.items()} if best > 0 else {e: 0.0 for e in scores}
 
 
-def list_bound(found: Sequence[Candidate], limit: int | None, missing: str) -> float:
-    """The scaled score counted for an entry an L1 list did not return: with `missing` "last" and a full list
+def list_bound(found: Sequence[Candidate], limit: int | None, bounded: bool) -> float:
+    """The scaled score counted for an entry an L1 list did not return: when `bounded` and the list is full
     (`limit` entries asked, as many returned), the last one's scaled score, which bounds every entry the list cut
     off; otherwise 0 (a list shorter than its limit holds every entry it could find: a BM25F list every entry that
     shares a word with the query, a vector list every entry of the part searched)."""
-    if missing != "last" or limit is None or not found or len(found) < limit:
+    if not bounded or limit is None or not found or len(found) < limit:
         return 0.0
     best = max(c.score for c in found)
     return max(min(c.score for c in found), 0.0) / best if best > 0 else 0.0
@@ -146,8 +147,8 @@ def fuse(
     sims = {c.entry_id: c.similarity for found in (lexical, vector) for c in found if c.similarity is not None}
     lex_scores = {c.entry_id: c.score for c in lexical}
     fill = {
-        "vector": list_bound(vector, limit, "last" if weights.missing == "last" else "zero"),
-        "bm25": list_bound(lexical, limit, "last" if weights.missing in ("last", "bm25_last") else "zero"),
+        "vector": list_bound(vector, limit, MissingScore(weights.missing).bounds("vector")),
+        "bm25": list_bound(lexical, limit, MissingScore(weights.missing).bounds("bm25")),
         "l0": 0.0,
     }
     items = []
@@ -192,6 +193,26 @@ def fuse(
     return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
 
 
+def listed(found: Sequence[Candidate], mode: SearchMode, *, k: int) -> list[ResultItem]:
+    """One L1 query's candidates as results, in its own order (an eval configuration of that query alone): each
+    with its search score, its similarity, and its rank in that list (bm25, or vector for near_vector and hybrid)."""
+    signal = "bm25" if mode is SearchMode.BM25 else "vector"
+    return [
+        ResultItem(
+            c.entry_id,
+            c.title,
+            c.domain,
+            c.score,
+            "L1",
+            l1_score=c.similarity,
+            lexical_score=c.score if mode is SearchMode.BM25 else None,
+            ranks=((signal, i + 1),),
+            text=c.snippet,
+        )
+        for i, c in enumerate(found[:k])
+    ]
+
+
 SIGNAL_NAMES = {"vector": "vector", "bm25": "BM25F", "l0": "L0"}
 
 
@@ -225,7 +246,7 @@ HIGH_CONFIDENCE = 0.8
 
 def assess(
     results: Sequence[ResultItem],
-    l1_status: str,
+    l1_status: L1Status,
     *,
     support: SupportModel,
     vector: Sequence[Candidate] = (),

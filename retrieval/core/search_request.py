@@ -4,16 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class SearchMode(StrEnum):
-    """A kind of Weaviate query: the query vector, Weaviate's hybrid of BM25F and the vector, or BM25F alone."""
-
-    NEAR_VECTOR = "near_vector"
-    HYBRID = "hybrid"
-    BM25 = "bm25"
+from retrieval.types.modes import SearchMode
 
 
 @dataclass(frozen=True)

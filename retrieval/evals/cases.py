@@ -6,8 +6,10 @@ Their JSON (`to_dict`) is the `cases` list of `eval --json` and of saved runs; `
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from retrieval.types.modes import L1Status, Layer
 
 
 def _rounded(value: float | None, digits: int) -> float | None:
@@ -15,34 +17,46 @@ def _rounded(value: float | None, digits: int) -> float | None:
 
 
 @dataclass(frozen=True)
-class ConfigOutcome:
-    """One case under one configuration: where the first expected entry ranked, and what the run did."""
+class RunFigures:
+    """What one configuration did for one case: its ranking, the filter L1 ran under (None: unfiltered, or no L1),
+    the layers that answered, what L1 did, and what was claimed of the top result. The one set of fields of a
+    configuration's run (ConfigRun, as it ran) and of its outcome in a report (ConfigOutcome, with the rank)."""
 
-    rank: int | None
     ranking: tuple[str, ...]
-    category: str | None  # the L1 filter applied (None: unfiltered, or no L1)
-    layer: str
-    l1_status: str
+    category: str | None
+    layer: Layer
+    l1_status: L1Status
     fallback: bool
     semantic_support: bool
-    support_score: float | None = None
-    support_lexical: float | None = None
-    confidence: float | None = None
+    support_score: float | None = None  # cosine similarity of the query to the top result's best chunk
+    support_lexical: float | None = None  # the top result's BM25F score (None: not a BM25F hit, or no BM25F query)
+    confidence: float | None = None  # the support estimate: the chance that the top result is right
+
+    def figures(self) -> dict[str, Any]:
+        """The fields of RunFigures, to build another kind of row from this one."""
+        return {f.name: getattr(self, f.name) for f in fields(RunFigures)}
+
+
+@dataclass(frozen=True)
+class ConfigOutcome(RunFigures):
+    """One case under one configuration in a report: its run's figures and where the first expected entry ranked."""
+
+    rank: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ConfigOutcome:
         """From its JSON (a saved run's), missing fields at their defaults."""
         return cls(
-            data.get("rank"),
-            tuple(data.get("ranking") or ()),
-            data.get("category"),
-            data.get("layer") or "",
-            data.get("l1_status") or "",
-            bool(data.get("fallback")),
-            bool(data.get("semantic_support")),
-            data.get("support_score"),
-            data.get("support_lexical"),
-            data.get("confidence"),
+            ranking=tuple(data.get("ranking") or ()),
+            category=data.get("category"),
+            layer=Layer(data.get("layer") or Layer.NONE),
+            l1_status=L1Status(data.get("l1_status") or L1Status.DISABLED),
+            fallback=bool(data.get("fallback")),
+            semantic_support=bool(data.get("semantic_support")),
+            support_score=data.get("support_score"),
+            support_lexical=data.get("support_lexical"),
+            confidence=data.get("confidence"),
+            rank=data.get("rank"),
         )
 
     @property
@@ -55,7 +69,7 @@ class ConfigOutcome:
             "rr": self.rr,
             "ranking": list(self.ranking),
             "category": self.category,
-            "layer": self.layer,
+            "layer": str(self.layer),
             "l1_status": str(self.l1_status),
             "fallback": self.fallback,
             "semantic_support": self.semantic_support,
@@ -92,7 +106,7 @@ class CaseResult:
         )
 
     @property
-    def layer(self) -> str | None:
+    def layer(self) -> Layer | None:
         """The lookup configuration's layer, when it ran."""
         lookup = self.configs.get("lookup")
         return None if lookup is None else lookup.layer
@@ -104,6 +118,6 @@ class CaseResult:
             "expected": dict(self.expected),
             "domain": self.domain,
             "routing": {"l0_domains": list(self.l0_domains), "filter": self.filter},
-            "layer": self.layer,
+            "layer": None if self.layer is None else str(self.layer),
             "configs": {name: outcome.to_dict() for name, outcome in self.configs.items()},
         }

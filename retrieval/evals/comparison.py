@@ -8,14 +8,16 @@ from typing import Any
 
 from retrieval.config import Settings
 from retrieval.core.candidates import Candidate
-from retrieval.core.lookup import LookupServices, search_text
-from retrieval.core.pipeline import LookupMode, Pipeline, lookup_pipeline, rank, route, search_l1, single_query, with_similarities
+from retrieval.core.lookup import search_text
+from retrieval.core.pipeline import Pipeline, lookup_pipeline, route, single_query
+from retrieval.core.protocols import LookupServices
 from retrieval.core.routing import describe_routing
-from retrieval.core.search_request import SearchMode
+from retrieval.core.run import RunOptions, run_pipeline
 from retrieval.errors import QueryError
 from retrieval.evals.evaluation import DEPTH
 from retrieval.evals.routing_metrics import filter_verdict
 from retrieval.evals.sets import EvalSet
+from retrieval.types.modes import LookupMode, SearchMode
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,18 @@ class FilterComparison:
 
 COMPARED_QUERIES = ("near_vector", "bm25", "hybrid", "fusion")
 QUERY_MEANING = {
-    "near_vector": "the vector query (MiniLM)",
+    "near_vector": "the vector query",
     "bm25": "the BM25F query over the entry cards",
     "hybrid": "Weaviate's hybrid query",
     "fusion": "the lookup's L1 ranking: the vector and BM25F queries fused with the lookup's weights",
 }
+
+
+def query_meaning(kind: str, settings: Settings) -> str:
+    """What the compared `kind` is, named with the settings' own model and weights (never a model's name by hand)."""
+    if kind in ("near_vector", "hybrid", "fusion"):
+        return f"{QUERY_MEANING[kind]} ({settings.embedding_model})"
+    return QUERY_MEANING[kind]
 
 
 def comparison_pipeline(kind: str, settings: Settings) -> Pipeline:
@@ -73,22 +82,19 @@ def comparison_pipeline(kind: str, settings: Settings) -> Pipeline:
     return single_query(kind, SearchMode(kind), settings, routed=True)
 
 
-def l1_ranking(
-    query: str, vector: Any, category: str | None, services: LookupServices, settings: Settings, kind: str
-) -> list[Candidate]:
-    """One L1 ranking of `kind` (see COMPARED_QUERIES), top_k long, under `category` (None: unfiltered).
-    For `fusion` each candidate's score is its fused score and L0 is left out, as in L1 alone."""
-    pipeline = comparison_pipeline(kind, settings)
-    store = services.store
-    if store is None:
+def l1_ranking(query: str, category: str | None, services: LookupServices, settings: Settings, kind: str) -> list[Candidate]:
+    """One L1 ranking of `kind` (see COMPARED_QUERIES), top_k long, under `category` (None: unfiltered): the runner
+    on the compared pipeline with that filter. For `fusion` each candidate's score is its fused score and L0 is left
+    out, as in L1 alone."""
+    if services.store is None or services.embedder is None:
         raise QueryError("L1 is not connected: nothing to compare")
-    found = search_l1(store, pipeline.queries, text=query, vector=vector, category=category, timeout_s=settings.l1_timeout_s)
+    run = run_pipeline(query, comparison_pipeline(kind, settings), services, settings, RunOptions(category, rank_l0=False))
+    if run.l1.error:
+        raise QueryError(f"the {kind} query failed: {run.l1.error}")
     if kind != LookupMode.FUSION:
-        return list(found[0])
-    vec, lex = found
-    by_id = {c.entry_id: c for c in lex} | {c.entry_id: c for c in vec}
-    fused = with_similarities(rank((), vec, lex, settings, k=settings.top_k), store, vector, settings)
-    return [replace(by_id[r.entry_id], score=r.score, similarity=r.l1_score) for r in fused]
+        return list(run.l1.candidates)
+    by_id = {c.entry_id: c for c in run.l1.lexical} | {c.entry_id: c for c in run.l1.candidates}
+    return [replace(by_id[r.entry_id], score=r.score, similarity=r.l1_score) for r in run.results]
 
 
 def compare_filter(query: str, services: LookupServices, settings: Settings, kind: str = "near_vector") -> FilterComparison:
@@ -98,9 +104,8 @@ def compare_filter(query: str, services: LookupServices, settings: Settings, kin
     query = search_text(query)
     hints = services.l0.match(query)
     category = route(hints, comparison_pipeline(kind, settings))
-    vector = services.embedder.embed_query(query)
-    unfiltered = l1_ranking(query, vector, None, services, settings, kind)
-    filtered = l1_ranking(query, vector, category, services, settings, kind) if category else unfiltered
+    unfiltered = l1_ranking(query, None, services, settings, kind)
+    filtered = l1_ranking(query, category, services, settings, kind) if category else unfiltered
     return FilterComparison(
         query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered), kind
     )
@@ -113,12 +118,9 @@ def excluded_by_filter(
     in the unfiltered top-k. [] when no filter applied or L1 is not there."""
     if category is None or services.store is None or services.embedder is None:
         return []
-    vector = services.embedder.embed_query(query)  # cached by text: the lookup embedded it already
     main = lookup_pipeline(settings).queries[0]  # the lookup's vector (or hybrid) query, top_k deep and unfiltered
-    pipeline = single_query("kept out", main.mode, settings, routed=False)
-    store, timeout_s = services.store, settings.l1_timeout_s
-    (found,) = search_l1(store, pipeline.queries, text=query, vector=vector, category=None, timeout_s=timeout_s)
-    return [(place, c) for place, c in enumerate(found, 1) if c.domain != category]
+    run = run_pipeline(query, single_query("kept out", main.mode, settings, routed=False), services, settings)
+    return [(place, c) for place, c in enumerate(run.l1.candidates, 1) if c.domain != category]
 
 
 def reciprocal_rank(ranking: list[str], expected: dict[str, int]) -> float:

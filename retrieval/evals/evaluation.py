@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from retrieval.config import EVAL_SETTINGS, Settings
-from retrieval.core.lookup import LookupServices, search_text
+from retrieval.core.lookup import search_text
+from retrieval.core.protocols import LookupServices
 from retrieval.core.routing import category_filter
 from retrieval.core.support import auc, support_model
 from retrieval.errors import EvalSetError
@@ -85,18 +86,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def _outcome(r: ConfigRun, expected: dict[str, int]) -> ConfigOutcome:
-    return ConfigOutcome(
-        r.rank_of(expected),
-        r.ranking,
-        r.category,
-        r.layer,
-        r.l1_status,
-        r.fallback,
-        r.semantic_support,
-        r.support_score,
-        r.support_lexical,
-        r.confidence,
-    )
+    return ConfigOutcome(**r.figures(), rank=r.rank_of(expected))
 
 
 def run_eval(

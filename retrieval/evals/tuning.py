@@ -16,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.config import EVAL_SETTINGS, MISSING_SCORES, SEARCH_MODES, Settings
+from retrieval.config import EVAL_SETTINGS, Settings
 from retrieval.errors import ConfigError, LookupLabError
-from retrieval.store.models import MODELS, spec_of
+from retrieval.types.models import MODELS, spec_of
+from retrieval.types.modes import LookupMode, MissingScore, values
 
 # Settings a sweep can vary: the retrieval-quality settings an eval run reports (config.EVAL_SETTINGS), each with
 # the type of its field, without None. A sweep re-ranks signals fetched once (lab/sweep.py), so a setting that
 # joins them must be applied there too (tests/test_tuning.py names the ones it is).
-_GRID_TYPES = {"int": int, "float": float, "str": str}
+_GRID_TYPES = {"int": int, "float": float, "str": str, "LookupMode": str, "MissingScore": str}  # an enum's value is text
 _FIELD_TYPES = {f.name: str(f.type).removesuffix(" | None") for f in fields(Settings)}
 SWEEPABLE: dict[str, type] = {name: _GRID_TYPES[_FIELD_TYPES[name]] for name in EVAL_SETTINGS}
 ALIASES = {
@@ -34,7 +35,7 @@ ALIASES = {
     "depth": "candidate_depth",
     "missing": "missing_score",
 }
-CHOICES: dict[str, tuple[str, ...]] = {"search_mode": SEARCH_MODES, "missing_score": MISSING_SCORES}  # str settings
+CHOICES: dict[str, tuple[str, ...]] = {"search_mode": values(LookupMode), "missing_score": values(MissingScore)}
 MAX_POINTS = 2000
 GRID_EXAMPLE = "search_mode=fusion,hybrid;l0_weight=0,0.1,0.2"
 ALPHA = 0.05

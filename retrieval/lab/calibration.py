@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from retrieval.config import Settings
-from retrieval.core.pipeline import rank
-from retrieval.core.support import SupportFeatures, SupportModel, auc, features_of, fit
+from retrieval.core.run import rank_and_assess
+from retrieval.core.support import SupportFeatures, SupportModel, auc, fit
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
-from retrieval.lab.sweep_signals import CaseSignals, query_keys
+from retrieval.lab.sweep_signals import CaseSignals, eval_pipeline, query_keys
+from retrieval.types.modes import L1Status
 
 CORRECT_SUPPORTED_TARGET = 0.90  # of hit@1
 UNANSWERABLE_UNSUPPORTED_TARGET = 0.85
@@ -43,17 +44,19 @@ class CaseSupport:
 
 
 def case_support(signals: Sequence[CaseSignals], settings: Settings) -> list[CaseSupport]:
-    """Rank every case as the lookup would at `settings` and take its top result's support features."""
+    """Rank every case as the lookup would at `settings` (the runner's rank_and_assess) and take its top result's
+    support features."""
     out = []
     keys = query_keys(settings)
+    pipeline = eval_pipeline(settings)
     for s in signals:
-        vector = s.found[keys[0]]
-        lexical = s.found[keys[1]] if len(keys) > 1 else ()
-        ranking = rank(s.l0, vector, lexical, settings, k=max(DEPTH, settings.top_k), limit=keys[0].depth)
-        if not ranking:
+        found = tuple(s.found[k] for k in keys)
+        status = L1Status.OK if any(found) else L1Status.EMPTY
+        ranking, relevance = rank_and_assess(s.l0, found, pipeline, settings, s.query, status, k=max(DEPTH, settings.top_k))
+        if not ranking or relevance.features is None:
             continue
         top = ranking[0]
-        f = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in ranking], vector, lexical, s.query)
+        f = relevance.features
         out.append(CaseSupport(s.set_name, s.case_id, bool(s.relevant), top.entry_id in s.relevant, top.named, f, s.corpus))
     return out
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from retrieval.config import QUALITY_SETTINGS, Settings
-from retrieval.core.lookup import LookupResult, LookupServices, lookup_knowledge
+from retrieval.core.lookup import LookupResult, lookup_knowledge
+from retrieval.core.protocols import LookupServices
 from retrieval.errors import LookupLabError, StoreError
 from retrieval.records.dashboard import InvocationFilter
 from retrieval.records.invocations import InvocationStore

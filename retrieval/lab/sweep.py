@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 
 from retrieval.config import Settings
-from retrieval.core.candidates import L1Status
-from retrieval.core.lookup import LookupServices
-from retrieval.core.pipeline import judge, rank
+from retrieval.core.protocols import LookupServices
+from retrieval.core.run import rank_and_assess
 from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, same_path
 from retrieval.evals.configs import DEPTH
@@ -26,7 +25,17 @@ from retrieval.evals.set_folds import CHOOSE_RULES, CaseTable, SetCrossValidatio
 from retrieval.evals.set_folds import choose as pick
 from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 from retrieval.evals.tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
-from retrieval.lab.sweep_signals import CaseSignals, Progress, QueryKey, collect_signals, keys_for, point_settings, query_keys
+from retrieval.lab.sweep_signals import (
+    CaseSignals,
+    Progress,
+    QueryKey,
+    collect_signals,
+    eval_pipeline,
+    keys_for,
+    point_settings,
+    query_keys,
+)
+from retrieval.types.modes import L1Status
 
 # The signals a sweep fetches are sweep_signals'; importers of this module find QueryKey, query_keys and keys_for here too.
 __all__ = [
@@ -48,12 +57,11 @@ METRIC_NAMES = ("mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unansw
 
 def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, float, bool, bool]:
     """(reciprocal rank in the top 10, hit@1, recall@5, semantic support claimed, top result right) of one
-    case at these settings, as lookup_knowledge would rank and assess it."""
-    keys = query_keys(settings)
-    vector = s.found[keys[0]]
-    lexical = s.found[keys[1]] if len(keys) > 1 else ()
-    ranking = rank(s.l0, vector, lexical, settings, k=max(DEPTH, settings.top_k), limit=keys[0].depth)
-    relevance = judge(ranking, L1Status.OK if vector or lexical else L1Status.EMPTY, vector, lexical, s.query, settings)
+    case at these settings, as lookup_knowledge would rank and assess it (the runner's rank_and_assess)."""
+    pipeline = eval_pipeline(settings)
+    found = tuple(s.found[k] for k in query_keys(settings))
+    status = L1Status.OK if any(found) else L1Status.EMPTY
+    ranking, relevance = rank_and_assess(s.l0, found, pipeline, settings, s.query, status, k=max(DEPTH, settings.top_k))
     ids = [r.entry_id for r in ranking]
     place = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)
     recall = len(s.relevant & set(ids[:5])) / len(s.relevant) if s.relevant else 0.0

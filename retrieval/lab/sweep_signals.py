@@ -5,21 +5,23 @@ scored on these signals alone (retrieval.lab.sweep)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from retrieval.config import Settings
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
-from retrieval.core.lookup import LookupServices, search_text
-from retrieval.core.pipeline import L1Query, lookup_pipeline, route, search_l1
-from retrieval.core.search_request import SearchMode
+from retrieval.core.lookup import search_text
+from retrieval.core.pipeline import L1Query, Pipeline, lookup_pipeline, route
+from retrieval.core.protocols import LookupServices
+from retrieval.core.run import RunOptions, run_pipeline
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
 from retrieval.evals.sets import EvalSet
 from retrieval.evals.tuning import Grid
-from retrieval.store.models import DEFAULT_MODEL
+from retrieval.types.models import DEFAULT_MODEL
+from retrieval.types.modes import SearchMode
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 # the settings that change what Weaviate is asked; the rest only re-rank or re-assess
@@ -44,9 +46,14 @@ class QueryKey:
         return L1Query(self.kind, self.depth, settings.hybrid_alpha if self.alpha is None else self.alpha)
 
 
+def eval_pipeline(settings: Settings) -> Pipeline:
+    """The lookup's pipeline as run_eval runs it (its top-k at least DEPTH)."""
+    return lookup_pipeline(settings.with_(top_k=max(DEPTH, settings.top_k)))
+
+
 def query_keys(settings: Settings) -> tuple[QueryKey, ...]:
     """The queries a lookup at these settings makes, as run_eval runs it (its top-k at least DEPTH)."""
-    pipeline = lookup_pipeline(settings.with_(top_k=max(DEPTH, settings.top_k)))
+    pipeline = eval_pipeline(settings)
     model = settings.embedding_model
     return tuple(QueryKey(q.mode, q.depth, q.alpha if q.mode is SearchMode.HYBRID else None, model) for q in pipeline.queries)
 
@@ -77,11 +84,12 @@ def collect_signals(
     progress: Progress | None = None,
     other_models: Mapping[str, LookupServices] | None = None,
 ) -> list[CaseSignals]:
-    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing. `services`
-    search with the settings' embedding model; keys of another model use `other_models[model]` (its embedder and
-    its collection)."""
+    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing: each key's query is
+    the runner's (retrieval.core.run) pipeline of that one query, under the filter the lookup's routing gives.
+    `services` search with the settings' embedding model; keys of another model use `other_models[model]` (its
+    embedder and its collection). Raises LookupLabError when L1 cannot answer."""
     by_model = {settings.embedding_model: services, **(other_models or {})}
-    ready = {}  # model -> (embedder, store)
+    ready: dict[str, LookupServices] = {}
     for model in dict.fromkeys(k.model for k in keys):
         use = by_model.get(model)
         if use is None:
@@ -89,20 +97,20 @@ def collect_signals(
         if use.store is None or use.embedder is None or not settings.l1_enabled:
             raise LookupLabError(f"a sweep needs L1, which is unavailable: {use.l1_unavailable or 'L1 is off or not connected'}")
         use.embedder.prime([search_text(c.query) for c in eval_set.cases])
-        ready[model] = (use.embedder, use.store)
+        ready[model] = replace(use, l0=services.l0, recorder=None)
     out, total = [], len(eval_set.cases) * len(keys)
     routed = lookup_pipeline(settings)  # the lookup's routing: L1 filtered on the L0 domain when there is one
     for i, case in enumerate(eval_set.cases):
         query = search_text(case.query)
         hints = services.l0.match(query)
-        category = route(hints, routed)
+        options = RunOptions(category=route(hints, routed))
         found = {}
         for j, key in enumerate(keys):
-            embedder, store = ready[key.model]
-            vector = embedder.embed_query(query)
-            (found[key],) = search_l1(
-                store, (key.query(settings),), text=query, vector=vector, category=category, timeout_s=settings.l1_timeout_s
-            )
+            pipeline = Pipeline(f"sweep {key.kind}", (key.query(settings),))
+            run = run_pipeline(query, pipeline, ready[key.model], settings, replace(options, k=key.depth))
+            if run.l1.error:
+                raise LookupLabError(f"case {case.id} of {eval_set.name}: {run.l1.error}")
+            found[key] = run.l1.candidates
             if progress:
                 progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
         relevant = frozenset(e for e, g in case.expected.items() if g > 0)

@@ -13,7 +13,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from retrieval.records.db_budget import DbBudget
 from retrieval.records.parts import with_parts
 from retrieval.records.rollup import add_to_rollup
 from retrieval.records.schema import (
@@ -25,6 +24,7 @@ from retrieval.records.schema import (
     derive_children,
     transaction,
 )
+from retrieval.types.budget import DbBudget
 
 CHUNK_BYTES = (1 << 20, 128 << 20)  # an insert chunk's input: 1/8 of the memory budget, within these bounds
 INCOMING = "incoming_chunk"  # the registered Arrow chunk

@@ -28,10 +28,11 @@ import pandas as pd
 from retrieval.config import db_budget
 from retrieval.core.record import InvocationRecord
 from retrieval.errors import StoreError
-from retrieval.records.db_budget import DbBudget, connect_retrying, duckdb_frames
+from retrieval.records.db_budget import connect_retrying, duckdb_frames
 from retrieval.records.insert import chunk_bytes, insert_rows
 from retrieval.records.schema import COLUMNS, ROW_GROUP_ROWS, SCHEMA, STAGE_COLUMNS, STAGES, ensure_schema
 from retrieval.records.spool import Spool, spool_line, spool_table, spooled_chunks
+from retrieval.types.budget import DbBudget
 
 __all__ = [
     "COLUMNS",

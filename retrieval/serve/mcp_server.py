@@ -60,7 +60,8 @@ def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
     entry's opening prose."""
     snippets = {c.entry_id: (c.snippet, c.chunk_index) for c in result.l1.candidates}
     # L1's candidates are left out before to_dict(): turning them into dicts only to drop them was half its cost
-    data = dataclasses.replace(result, l1=dataclasses.replace(result.l1, candidates=())).to_dict()
+    without = dataclasses.replace(result.l1, found=((), *result.l1.found[1:]))  # the vector query's candidates left out
+    data = dataclasses.replace(result, l1=without).to_dict()
     hints = data.pop("l0")
     hints.pop("matches", None)
     data["hints"] = hints

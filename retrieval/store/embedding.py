@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from retrieval.errors import ModelError
-from retrieval.store.models import DEFAULT_MODEL, ModelSpec, locate, spec_of
+from retrieval.store.models import locate
+from retrieval.types.models import DEFAULT_MODEL, ModelSpec, spec_of
 
 MODEL_INPUT_LIMIT = 512  # tokens: longer input makes these BERT-sized models fail in onnxruntime
 NO_SPINNING = ("session.intra_op.allow_spinning", "0")  # the session config entry that keeps idle threads asleep

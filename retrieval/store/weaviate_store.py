@@ -22,16 +22,17 @@ from weaviate.classes.config import (
 )
 from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
 
-from retrieval.config import DEFAULT_VECTOR_COMPRESSION, VECTOR_COMPRESSIONS
+from retrieval.config import DEFAULT_VECTOR_COMPRESSION
 from retrieval.core.candidates import Candidate
 from retrieval.core.deadline import TimedOut, call_within
-from retrieval.core.search_request import SearchMode, SearchRequest
+from retrieval.core.search_request import SearchRequest
 from retrieval.errors import ConfigError, L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
 from retrieval.store.partition import handle as partition_handle
 from retrieval.store.partition import is_in_step as partition_in_step
 from retrieval.store.partition import partition_name, tenant_for
 from retrieval.store.weaviate_server import endpoint_of, port_open
+from retrieval.types.modes import SearchMode, VectorCompression, values
 
 PROPERTIES = (
     "entry_id",
@@ -77,7 +78,8 @@ def quantizer_for(compression: str, *, reconfigure: bool = False) -> Any:
         makers["none"] = Configure.VectorIndex.Quantizer.none
     if compression not in makers:
         raise ConfigError(
-            f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {compression!r} is not one of {', '.join(VECTOR_COMPRESSIONS)}"
+            f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {compression!r} is not one of "
+            f"{', '.join(values(VectorCompression))}"
         )
     return makers[compression]()
 
@@ -87,7 +89,7 @@ def compression_of(quantizer: Any) -> str:
     if quantizer is None:
         return "none"
     name = type(quantizer).__name__.lower().strip("_").removesuffix("config")
-    return name if name in VECTOR_COMPRESSIONS else name or "unknown"
+    return name if name in values(VectorCompression) else name or "unknown"
 
 
 SEARCH_KINDS = tuple(m.value for m in SearchMode)
@@ -407,18 +409,18 @@ class KnowledgeStore:
 
         floats = None if vector is None else list(map(float, vector))  # once, even when the search asks again
 
-        group_to = entries if mode == "near_vector" else None  # the known entry count, when near_vector groups by it
+        group_to = entries if mode is SearchMode.NEAR_VECTOR else None  # the known entry count, when near_vector groups by it
         by_entry = None if group_to is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
         # A vector search on one domain goes to the domain's tenant of the partition, unfiltered (BM25F and hybrid
         # stay on the collection: a tenant's term statistics are its domain's, which would change their scores).
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         tenant = None
-        if self.partitioned and mode == "near_vector" and category is not None and cards_of is None:
+        if self.partitioned and mode is SearchMode.NEAR_VECTOR and category is not None and cards_of is None:
             tenant = self.tenant_of(category, timeout_s)
 
         def query(limit: int):
             q = (self.collection if tenant is None else tenant).query
-            if mode == "hybrid":
+            if mode is SearchMode.HYBRID:
                 return q.hybrid(
                     query=query_text,
                     vector=floats,
@@ -431,7 +433,7 @@ class KnowledgeStore:
                     return_properties=props,
                     include_vector=True,
                 )
-            if mode == "bm25":
+            if mode is SearchMode.BM25:
                 return q.bm25(
                     query=query_text,
                     query_properties=list(LEXICAL_FIELDS),
@@ -453,7 +455,7 @@ class KnowledgeStore:
         # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
         # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
         # while the hits filled the limit, ask again with twice as many (near_vector keeps the factor).
-        factor = 1 if mode == "bm25" else OVERSAMPLE if mode == "hybrid" else self.fold_factor
+        factor = 1 if mode is SearchMode.BM25 else OVERSAMPLE if mode is SearchMode.HYBRID else self.fold_factor
         while True:
             limit = k * factor
             try:
@@ -481,7 +483,7 @@ class KnowledgeStore:
             if len(found) >= k or exhausted or factor >= MAX_OVERSAMPLE:
                 return found
             factor *= 2
-            if mode == "near_vector":
+            if mode is SearchMode.NEAR_VECTOR:
                 self.fold_factor = factor
 
     def loading(self) -> str | None:
@@ -516,7 +518,7 @@ def _why(exc: BaseException, timeout_s: float | None) -> str:
 
 
 def fold_chunks(
-    objects: Iterable[Any], *, k: int, mode: str = "near_vector", vector: Sequence[float] | None = None
+    objects: Iterable[Any], *, k: int, mode: SearchMode = SearchMode.NEAR_VECTOR, vector: Sequence[float] | None = None
 ) -> list[Candidate]:
     """Keep each entry's best chunk, in rank order (by the search's score); ties broken by entry id.
     The similarity is 1 - distance for near_vector, else the cosine of `vector` to the returned chunk
@@ -527,7 +529,7 @@ def fold_chunks(
     for obj in objects:
         p = obj.properties
         distance = obj.metadata.distance
-        if mode == "near_vector":
+        if mode is SearchMode.NEAR_VECTOR:
             score = 1.0 - float(distance)
             sim: float | None = score
         else:

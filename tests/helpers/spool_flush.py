@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from memory import reset_peak, status_kb
 
 from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
-from retrieval.records.db_budget import DbBudget
 from retrieval.records.invocations import InvocationStore
+from retrieval.types.budget import DbBudget
 
 
 def record(i: int) -> InvocationRecord:

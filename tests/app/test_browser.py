@@ -1,0 +1,232 @@
+"""The app in a real browser: `streamlit run app.py` headless on a free port, driven through Debian's
+chromium with Playwright, against the session's real embedded Weaviate (conftest). Screenshots of every
+page go to test-artifacts/screenshots/ (gitignored)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote_plus
+
+import pytest
+import yaml
+from playwright.sync_api import expect
+
+from retrieval.bench.app import RUN_DONE, WATCH_RUNS
+
+from ..conftest import RUNBOOKS, RUNBOOKS_EVAL, needs_shared
+from ..helpers.browser import (  # noqa: F401
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SHOTS,
+    UNEXPECTED,
+    WAIT_MS,
+    RunningApp,
+    alert,
+    assert_no_exception,
+    column,
+    header,
+    metric_values,
+    open_page,
+    rerun,
+    shot,
+    start_app,
+    table_rows,
+    type_query,
+    wait_idle,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+PAGES = {
+    "lookup": "",
+    "filter-comparison": "filter_comparison",
+    "evaluate": "evaluate",
+    "invocations": "invocations",
+    "corpus": "corpus",
+}
+SAMPLE_VIEWS = {
+    "lookup": "?q=" + quote_plus("Vault is sealed"),
+    "filter-comparison": "filter_comparison?cq=" + quote_plus("Pod keeps restarting"),
+}
+RUNBOOKS_VIEWS = {
+    "lookup": "?q=" + quote_plus("Pod is crash looping."),
+    "filter-comparison": "filter_comparison?cq=" + quote_plus("Pod is crash looping."),
+}
+TITLES = {
+    "lookup": "Lookup",
+    "filter-comparison": "Filter comparison",
+    "evaluate": "Evaluate",
+    "invocations": "Invocations",
+    "corpus": "Corpus",
+}
+# WATCH_RUNS, RUN_DONE and IDLE (the page scripts that count Streamlit's script runs) are the bench's.
+
+
+@pytest.fixture(scope="module")
+def sample_app(tmp_path_factory, base_settings, sample_store):
+    app = start_app(tmp_path_factory.mktemp("app-sample"), base_settings, collection="TestSample")
+    yield app
+    app.stop()
+
+
+@pytest.fixture(scope="module")
+def runbooks_app(tmp_path_factory, base_settings, request):
+    needs_shared()
+    request.getfixturevalue("runbooks_store")  # its own collection, TestRunbooks, ingested first
+    app = start_app(tmp_path_factory.mktemp("app-runbooks"), base_settings, collection="TestRunbooks", corpus=RUNBOOKS)
+    yield app
+    app.stop()
+
+
+# --- the sample corpus ---------------------------------------------------------------------------------------
+def test_lookup_in_the_browser(page, sample_app):
+    open_page(page, sample_app)
+    expect(page.get_by_text("L1 connected")).to_be_visible()
+    type_query(page, "PostgreSQL replication lag on the standby")
+    assert_no_exception(page, "lookup")
+    for panel in ("Matched titles", "Domains", "Entities"):
+        expect(page.get_by_text(panel, exact=True)).to_be_visible()
+    expect(page.locator("mark").nth(2)).to_be_attached()  # 3+ matched words, in the query and the matched titles
+    expect(alert(page, "one domain: databases → L1 filtered on category = databases")).to_be_visible()
+    assert set(column(page, 0, "domain")) == {"databases"}  # L1 candidates, filtered
+    assert column(page, -1, "entry_id")[0] == "databases/PostgresReplicationLag"  # final results (the last table)
+    expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the latency bar (drawn after the run)
+    expect(page).to_have_url(re.compile(r"q=PostgreSQL(\+|%20)replication(\+|%20)lag"))
+    # the URL reopens the view in a fresh tab
+    url = page.url
+    fresh = page.context.new_page()
+    open_page(fresh, sample_app, url.split("/", 3)[3])
+    expect(fresh.get_by_label("Query", exact=True)).to_have_value("PostgreSQL replication lag on the standby")
+    assert column(fresh, -1, "entry_id")[0] == "databases/PostgresReplicationLag"
+    fresh.close()
+
+
+def test_every_page_in_the_browser(page, sample_app):
+    for name, path in PAGES.items():
+        open_page(page, sample_app, SAMPLE_VIEWS.get(name, path))
+        assert_no_exception(page, name)
+        expect(page.locator("h1").filter(has_text=TITLES[name])).to_have_count(1)
+        expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Status", exact=True)).to_be_visible()  # the frame
+        shot(page, f"sample-{name}")
+    # the page icon is the app's own (an emoji drawn by the page), not fetched from a font host
+    icons = page.evaluate("() => [...document.querySelectorAll('link[rel*=icon]')].map(l => l.href)")
+    assert icons and not [h for h in icons if "gstatic" in h or "googleapis" in h], icons
+    # writable (loopback, LOOKUP_READ_ONLY unset): the Corpus page offers Ingest
+    expect(page.get_by_role("button", name="Ingest", exact=True)).to_be_visible()
+
+
+def test_sql_console_and_row_details_in_the_browser(page, sample_app):
+    open_page(page, sample_app)
+    type_query(page, "disk full")  # Enter: an explicit run, recorded (opening a ?q= URL records nothing)
+    open_page(page, sample_app, "invocations")
+    expect(page.locator(".js-plotly-plot").nth(3)).to_be_visible()  # 4+ charts
+    sql = page.get_by_label("SQL", exact=True)
+    sql.fill("DROP TABLE tool_invocation")
+    rerun(page, lambda: sql.press("Control+Enter"))
+    rerun(page, lambda: page.get_by_role("button", name="Run query").click())
+    refused = alert(page, "Refused")
+    expect(refused).to_have_count(1)
+    expect(refused).to_contain_text("only SELECT or EXPLAIN")
+    assert_no_exception(page, "invocations")
+    # select the first call in the table: its retrieval_details open. The grid draws on a canvas after the
+    # run; its accessible table (one row per drawn row) says when the first data row is there.
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    expect(grid.locator('[role="row"]').nth(1)).to_be_attached()
+    box = grid.bounding_box()
+    rerun(page, lambda: page.mouse.click(box["x"] + 18, box["y"] + 35 + 17))
+    expect(page.get_by_text("retrieval_details of").first).to_be_visible()
+    # the selected call: its results and relevance, and a link that reopens it in Lookup
+    expect(page.get_by_text("Relevance:").first).to_be_visible()
+    expect(page.get_by_role("link", name=re.compile("Open in Lookup"))).to_be_visible()
+    shot(page, "sample-invocations-details")
+
+
+def test_read_only_corpus_page_in_the_browser(page, tmp_path_factory, base_settings, sample_store):
+    """LOOKUP_READ_ONLY=true: the Corpus page offers no Ingest, Re-index or Reload, and the sidebar says why."""
+    app = start_app(
+        tmp_path_factory.mktemp("app-read-only"), base_settings, collection="TestSample", env_extra={"LOOKUP_READ_ONLY": "true"}
+    )
+    try:
+        open_page(page, app, "corpus")
+        assert_no_exception(page, "read-only corpus")
+        expect(alert(page, "Ingest, Re-index and Reload are off")).to_be_visible()
+        for name in ("Ingest", "Re-index", "Reload corpus from disk"):
+            expect(page.get_by_role("button", name=name, exact=True)).to_have_count(0)
+        expect(page.get_by_test_id("stSidebarUserContent").get_by_text("Read-only", exact=True)).to_be_visible()
+        expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("48")  # the page itself is there
+        shot(page, "sample-corpus-read-only")
+    finally:
+        app.stop()
+
+
+# --- the runbooks corpus -------------------------------------------------------------------------------------
+def test_a_deep_link_as_the_first_request_gets_the_frame(page, runbooks_app):
+    """The first request this server sees is /corpus: Streamlit would run the page file alone (its pages/
+    fallback until the first st.navigation call); the app reruns it through app.py."""
+    open_page(page, runbooks_app, "corpus")
+    assert_no_exception(page, "runbooks corpus (deep link)")
+    sidebar = page.get_by_test_id("stSidebarUserContent")
+    expect(sidebar.get_by_text("Status", exact=True)).to_be_visible()
+    expect(sidebar.get_by_text("L1 connected")).to_be_visible()
+    expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("108")
+
+
+def test_runbooks_crash_looping_in_the_browser(page, runbooks_app):
+    open_page(page, runbooks_app)
+    type_query(page, "Pod is crash looping.")
+    assert_no_exception(page, "runbooks lookup")
+    expect(alert(page, "Routing: one domain: kubernetes → L1 filtered on category = kubernetes")).to_be_visible()
+    expect(
+        page.locator('[data-testid="stCaptionContainer"]').filter(has_text="filtered on category = kubernetes, status ok")
+    ).to_be_visible()
+    candidates = column(page, 0, "domain")
+    assert candidates and set(candidates) == {"kubernetes"}
+    assert column(page, -1, "entry_id")[0] == "kubernetes/KubePodCrashLooping"
+
+
+def test_runbooks_filter_comparison_on_the_eval_set(page, runbooks_app):
+    label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"
+    open_page(page, runbooks_app, "filter_comparison?eval=" + quote_plus(label))
+    expect(page.get_by_text("written for the corpus")).to_have_count(0)  # the eval set fits the loaded corpus
+    rerun(page, lambda: page.get_by_role("button", name="Compare on").click())
+    expect(page.locator('[data-testid="stMetricLabel"]').filter(has_text="Helped")).to_be_visible()
+    assert_no_exception(page, "runbooks filter comparison")
+    m = metric_values(page)
+    counts = {k: int(m[k]) for k in ("Helped", "Hurt", "No change", "Not applied")}
+    assert sum(counts.values()) == _answerable_in(RUNBOOKS_EVAL)
+    shot(page, "runbooks-filter-comparison-eval-set")
+
+
+def test_every_runbooks_page_in_the_browser(page, runbooks_app):
+    for name, path in PAGES.items():
+        open_page(page, runbooks_app, RUNBOOKS_VIEWS.get(name, path))
+        assert_no_exception(page, f"runbooks {name}")
+        expect(page.locator("h1").filter(has_text=TITLES[name])).to_have_count(1)
+        shot(page, f"runbooks-{name}")
+
+
+def test_runbooks_evaluate_results_fit_the_page(page, runbooks_app):
+    """Evaluate on the runbooks summaries: the metrics table has three decimals, blanks and marks with a
+    legend, and fits the page without a horizontal scroll; the screenshot is kept for review."""
+    label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"
+    open_page(page, runbooks_app, "evaluate?es=" + quote_plus(label))
+    expect(page.get_by_text("does not fit")).to_have_count(0)
+    before = page.evaluate(WATCH_RUNS)
+    cases = len(yaml.safe_load(RUNBOOKS_EVAL.read_text(encoding="utf-8"))["cases"])  # the file's own count
+    page.get_by_role("button", name=re.compile(rf"^Run {cases} cases")).click()
+    page.wait_for_function(RUN_DONE, arg=[before], timeout=900_000)  # every configuration on every case
+    assert_no_exception(page, "runbooks evaluate")
+    table = page.locator('[data-testid="stTable"]').first
+    expect(table).to_be_visible()
+    cells = [c.strip() for c in table.locator("tbody td").all_inner_texts()]
+    assert cells and all(re.fullmatch(r"(\d\.\d{3}( [▲▼])?)?", c) for c in cells), cells
+    fits = table.evaluate("el => el.scrollWidth <= el.clientWidth + 1 && el.getBoundingClientRect().right <= window.innerWidth")
+    assert fits, "the metrics table is wider than the page"
+    expect(page.get_by_text("significantly higher / lower than lookup").first).to_be_visible()
+    shot(page, "runbooks-evaluate-results")
+
+
+def _answerable_in(path):
+    """Cases of an eval set file that expect an entry, read from the file (the shared sets change between turns)."""
+    return sum(bool(c.get("expected")) for c in yaml.safe_load(path.read_text(encoding="utf-8"))["cases"])

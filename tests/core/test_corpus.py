@@ -1,0 +1,100 @@
+import pytest
+
+from retrieval.core.corpus import load_corpus, parse_entry
+from retrieval.errors import CorpusError
+
+from ..conftest import RUNBOOKS, SAMPLE_CORPUS, needs_shared
+
+
+def write(root, rel, content):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    return path
+
+
+def test_sample_corpus_is_rich():
+    corpus = load_corpus(SAMPLE_CORPUS)
+    assert corpus.problems == ()
+    assert len(corpus.entries) >= 40
+    assert len(corpus.domains) >= 5
+    assert sum(1 for e in corpus.entries if e.keywords) >= 40
+    assert sum(1 for e in corpus.entries if e.entities) >= 40
+
+
+def test_entry_ids_domains_and_fields(tmp_path):
+    write(
+        tmp_path,
+        "kubernetes/KubePodCrashLooping.md",
+        "---\ntitle: Pod crash looping\nkeywords: [crashloop]\ntags: restart, backoff\naliases: [KPCL]\n"
+        "entities: [kubelet]\n---\nBody text.",
+    )
+    write(tmp_path, "databases/pg/Lag.md", "---\ntitle: Lag\ncategory: postgres\n---\nBody.")
+    write(tmp_path, "Top.md", "---\ntitle: Top level\n---\nBody.")
+    corpus = load_corpus(tmp_path)
+    by_id = corpus.by_id()
+    assert sorted(by_id) == ["Top", "databases/pg/Lag", "kubernetes/KubePodCrashLooping"]
+    kube = by_id["kubernetes/KubePodCrashLooping"]
+    assert kube.domain == "kubernetes"  # no domain field: the top-level folder
+    assert kube.keywords == ("crashloop", "restart", "backoff", "KPCL")
+    assert kube.entities == ("kubelet",)
+    assert by_id["databases/pg/Lag"].domain == "postgres"  # `category` is accepted
+    assert by_id["Top"].domain == "general"
+
+
+def test_runbooks_take_their_folder_as_domain():
+    needs_shared()
+    corpus = load_corpus(RUNBOOKS)
+    assert len(corpus.entries) == 108 and corpus.problems == ()
+    assert corpus.by_id()["kubernetes/KubePodCrashLooping"].domain == "kubernetes"
+    assert len(corpus.domains) == 8
+
+
+@pytest.mark.parametrize(
+    "name, content, reason",
+    [
+        ("broken.md", "---\ntitle: [unclosed\n---\nbody", "frontmatter is not valid YAML"),
+        ("wrongtype.md", "---\ntitle: {a: 1}\n---\nbody", "field 'title'"),
+        ("kwtype.md", "---\ntitle: t\nkeywords: {a: 1}\n---\nbody", "field 'keywords'"),
+        ("domaintype.md", "---\ntitle: t\ndomain: [a, b]\n---\nbody", "field 'domain'"),
+        ("binary.md", b"\x00\x01\x02PNG", "binary file"),
+        ("latin1.md", "---\ntitle: caf\xe9\n---\n".encode("latin-1"), "not UTF-8"),
+        ("empty.md", "", "file is empty"),
+        ("huge.md", "x" * 2_100_000, "byte limit"),
+        ("frontonly.md", "---\ntitle: ''\n---\n", "nothing to index"),
+    ],
+)
+def test_bad_files_are_reported_by_name_and_the_rest_still_loads(tmp_path, name, content, reason):
+    write(tmp_path, "ops/Good.md", "---\ntitle: A good entry\n---\nUseful text.")
+    bad = write(tmp_path, f"ops/{name}", content)
+    corpus = load_corpus(tmp_path)
+    assert [e.entry_id for e in corpus.entries] == ["ops/Good"]
+    assert len(corpus.problems) == 1
+    assert corpus.problems[0].path == str(bad)
+    assert str(bad) in corpus.problems[0].reason and reason in corpus.problems[0].reason
+
+
+def test_frontmatter_only_with_title_is_kept(tmp_path):
+    write(tmp_path, "ops/TitleOnly.md", "---\ntitle: Only a title\n---\n")
+    assert [e.title for e in load_corpus(tmp_path).entries] == ["Only a title"]
+
+
+def test_duplicate_ids_differing_in_case_are_reported(tmp_path):
+    write(tmp_path, "ops/Disk.md", "---\ntitle: one\n---\nx")
+    write(tmp_path, "ops/disk.md", "---\ntitle: two\n---\nx")
+    corpus = load_corpus(tmp_path)
+    assert len(corpus.entries) == 1
+    assert "duplicate entry id" in corpus.problems[0].reason
+
+
+def test_missing_folder_is_an_error(tmp_path):
+    with pytest.raises(CorpusError, match="does not exist"):
+        load_corpus(tmp_path / "nope")
+
+
+def test_content_hash_changes_with_indexed_content():
+    a = parse_entry("x/A", b"---\ntitle: A\n---\nbody", "A.md", "x")
+    b = parse_entry("x/A", b"---\ntitle: A\n---\nbody changed", "A.md", "x")
+    c = parse_entry("x/A", b"---\ntitle: A\nweight: 3\n---\nbody", "A.md", "x")
+    assert a.content_hash != b.content_hash
+    assert a.content_hash == c.content_hash  # fields that are not indexed do not count
