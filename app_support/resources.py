@@ -26,11 +26,12 @@ from retrieval.config import Settings, load_settings
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.server import connect
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.evals.catalog import CorpusChoice, known_corpora, same_path
 from retrieval.records.invocations import InvocationStore
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_server import connect
+from retrieval.store.factory import knowledge_store
 from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.budget import DbBudget
 
@@ -146,15 +147,16 @@ def connection(settings: Settings) -> Connection:
 def retry_connection() -> None:
     """Forget every cached connection (and the figures read through it); the next run connects again."""
     _connection.clear()
-    knowledge_store.clear()
+    store_of.clear()
     st.cache_data.clear()
 
 
 @st.cache_resource(show_spinner=False)
-def knowledge_store(key: tuple, collection: str, model: str, _client: WeaviateClient) -> KnowledgeStore:
+def store_of(key: tuple, collection: str, model: str, _client: WeaviateClient, _settings: Settings) -> KnowledgeStore:
     """One KnowledgeStore per connection (`key`: its settings and when it was opened), collection and the
-    embedding model it is searched with (checked against the collection's own on the first search)."""
-    return KnowledgeStore(_client, collection, embedding_model=model)
+    embedding model it is searched with (checked against the collection's own on the first search), opened the
+    one way (retrieval.store.factory) with the settings that made the connection."""
+    return knowledge_store(_client, _settings, collection=collection, embedding_model=model)
 
 
 # --- model, corpus, invocation store ---------------------------------------------------------------------------
@@ -195,7 +197,7 @@ def invocation_store(db_path: str, memory_limit: str, threads: int) -> Invocatio
 def clear_all(*, keep_model: bool = True) -> None:
     """Drop every cached resource (closing connections and stores); the model stays unless asked."""
     _connection.clear()
-    knowledge_store.clear()
+    store_of.clear()
     corpus_index.clear()
     invocation_store.clear()
     if not keep_model:
@@ -228,11 +230,12 @@ class AppContext:
         so what it learns, its fold factor, is kept too); None without a connection."""
         if self.conn.client is None:
             return None
-        return knowledge_store(
+        return store_of(
             (_connection_key(self.settings), self.conn.opened_at),
             self.settings.collection,
             self.settings.embedding_model,
             self.conn.client,
+            self.settings,
         )
 
     @property
@@ -290,10 +293,10 @@ def page_context() -> AppContext:
 
 
 @st.cache_data(ttl=15, show_spinner=False)
-def index_summary(key: tuple, collection: str, _client: Any) -> tuple[int | None, int | None, str | None]:
+def index_summary(key: tuple, collection: str, _client: Any, _settings: Settings) -> tuple[int | None, int | None, str | None]:
     """(entries fully indexed, chunks, error) of one collection, re-read at most every 15 s."""
     try:
-        store = KnowledgeStore(_client, collection)
+        store = knowledge_store(_client, _settings, collection=collection, embedding_model="")
         return len(store.indexed_entry_ids()), store.count_chunks(), None
     except Exception as exc:
         return None, None, f"{type(exc).__name__}: {exc}"
@@ -302,7 +305,7 @@ def index_summary(key: tuple, collection: str, _client: Any) -> tuple[int | None
 def collection_summary(ctx: AppContext) -> tuple[int | None, int | None, str | None]:
     if not ctx.conn.ok:
         return None, None, ctx.conn.error
-    return index_summary(_connection_key(ctx.settings), ctx.settings.collection, ctx.conn.client)
+    return index_summary(_connection_key(ctx.settings), ctx.settings.collection, ctx.conn.client, ctx.settings)
 
 
 def indexed_state(ctx: AppContext) -> dict[str, tuple[str, int, int]] | None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from retrieval.config import Settings
-from retrieval.store.node_health import NodeHealth, node_health
+from retrieval.engine.node_health import NodeHealth, node_health
 from retrieval.types.models import MODELS
 from retrieval.types.modes import LookupMode, values
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from retrieval.config import db_budget, load_settings
+from retrieval.engine.cluster_cli import register as register_cluster
 from retrieval.errors import LookupLabError
 from retrieval.lab.calibration_cli import register as register_calibrate
 from retrieval.lab.eval_cli import register as register_eval
@@ -18,7 +19,7 @@ from retrieval.lab.sweep_cli import register as register_sweep
 from retrieval.progress import progress_display
 from retrieval.serve.serve_cli import serve as serve_command
 from retrieval.store import indexing
-from retrieval.store.cluster_cli import register as register_cluster
+from retrieval.store.factory import knowledge_store
 from retrieval.store.models_cli import register as register_models
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
@@ -45,9 +46,8 @@ def ingest(
 ) -> None:
     """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
     from retrieval.core.corpus import load_corpus
+    from retrieval.engine.server import connect
     from retrieval.services import open_embedder
-    from retrieval.store.weaviate_server import connect
-    from retrieval.store.weaviate_store import KnowledgeStore
 
     try:
         settings = _settings(config, corpus_dir=corpus)
@@ -58,7 +58,7 @@ def ingest(
     except LookupLabError as exc:
         _fail(exc)
     try:
-        store = KnowledgeStore(client, settings.collection, embedding_model=settings.embedding_model)
+        store = knowledge_store(client, settings)
         if rebuild:
             store.drop()
         embedder = open_embedder(settings)
@@ -218,7 +218,7 @@ def bench(
 app.command(name="serve")(serve_command)  # retrieval/serve/serve_cli.py: `python -m retrieval serve` starts without this module
 
 
-register_cluster(app)  # cluster start|status|stop (retrieval/store/cluster_cli.py)
+register_cluster(app)  # cluster start|status|stop (retrieval/engine/cluster_cli.py)
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)
@@ -228,7 +228,7 @@ register_calibrate(app)  # calibrate: fit the support estimate (retrieval/lab/ca
 
 
 def main() -> None:
-    from retrieval.store.shutdown import exit_on_signals
+    from retrieval.engine.shutdown import exit_on_signals
 
     exit_on_signals()  # SIGTERM/SIGINT unwind the command, so the embedded server it started is stopped
     import sys

@@ -12,10 +12,11 @@ from retrieval.config import Settings, db_budget
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.server import connect
 from retrieval.errors import L1Error, WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_server import connect
+from retrieval.store.factory import knowledge_store
 from retrieval.store.weaviate_store import KnowledgeStore
 
 
@@ -42,13 +43,7 @@ def open_store(settings: Settings) -> tuple[WeaviateClient | None, KnowledgeStor
         client = connect(settings)
     except (L1Error, WeaviateSetupError) as exc:
         return None, None, str(exc)
-    store = KnowledgeStore(
-        client,
-        settings.collection,
-        embedding_model=settings.embedding_model,
-        vector_compression=settings.vector_compression,
-    )
-    return client, store, None
+    return client, knowledge_store(client, settings), None
 
 
 def open_embedder(settings: Settings) -> Embedder:

@@ -46,8 +46,8 @@ echo "embedding models ready in $(( $(now) - t0 )) s" >&2
 
 step "Weaviate server v$WEAVIATE_VERSION"
 # Built from its Go module with one source patch, so that gRPC and the cluster data port can listen on 127.0.0.1
-# like every other port (retrieval/store/weaviate_build.py); the directory of the binary is named for the patch.
-BIN_PATH=$("$PYTHON" -m retrieval.store.weaviate_build path "$WEAVIATE_VERSION" "$BIN_DIR")
+# like every other port (retrieval/engine/build.py); the directory of the binary is named for the patch.
+BIN_PATH=$("$PYTHON" -m retrieval.engine.build path "$WEAVIATE_VERSION" "$BIN_DIR")
 if [ -n "${LOOKUP_WEAVIATE_URL:-}" ]; then
     echo "LOOKUP_WEAVIATE_URL is set: using that server, not building one" >&2
 elif [ -x "$BIN_PATH" ]; then
@@ -55,7 +55,7 @@ elif [ -x "$BIN_PATH" ]; then
 else
     command -v go >/dev/null || { echo "error: Go is needed to build the Weaviate server (or set LOOKUP_WEAVIATE_URL)" >&2; exit 1; }
     t0=$(now)
-    "$PYTHON" -m retrieval.store.weaviate_build build "$WEAVIATE_VERSION" "$BIN_DIR" >/dev/null
+    "$PYTHON" -m retrieval.engine.build build "$WEAVIATE_VERSION" "$BIN_DIR" >/dev/null
     echo "built Weaviate in $(( $(now) - t0 )) s: $BIN_PATH" >&2
 fi
 

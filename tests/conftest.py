@@ -72,7 +72,7 @@ def base_settings(tmp_path_factory) -> Settings:
 
 @pytest.fixture(scope="session")
 def weaviate_client(base_settings):
-    from retrieval.store.weaviate_server import connect
+    from retrieval.engine.server import connect
 
     client = connect(base_settings)
     yield client

@@ -185,18 +185,23 @@ def test_retrieval_has_no_import_cycles():
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-# What each package of retrieval/ may import when it runs (besides itself and the top-level config, errors):
-# the core needs no service's implementation, the tool's packages never reach the lab, the benches or serving.
+# What each package of retrieval/ may import when it runs (besides itself and the ground floor: types, errors, and
+# config, which stands on them alone): the core needs no service's implementation, the store reaches Weaviate's
+# process through the engine, the tool's packages never reach the lab, the benches or serving.
 ALLOWED = {
+    "types": set(),
     "core": set(),
-    "store": {"core"},
+    "engine": set(),
+    "store": {"core", "engine"},
     "records": {"core"},
     "evals": {"core", "store", "records"},
-    "serve": {"core", "store", "records", "services"},
-    "lab": {"core", "store", "records", "evals", "services", "progress"},
-    "bench": {"core", "store", "records", "evals", "serve", "services"},
+    "serve": {"core", "store", "engine", "records", "services"},
+    "lab": {"core", "store", "engine", "records", "evals", "services", "progress"},
+    "bench": {"core", "store", "engine", "records", "evals", "serve", "services"},
 }
-SHARED = {"config", "errors"}
+SHARED = {"config", "errors", "types"}
+GROUND = {"retrieval.errors": set(), "retrieval.types": {"types", "errors"}, "retrieval.config": {"types", "errors"}}
+SERVICES = ("duckdb", "weaviate", "onnxruntime", "streamlit")  # what the core must not load, through any module
 
 
 def _package_of(module: str) -> str:
@@ -214,6 +219,39 @@ def _layer_violations(graph: dict[str, set[str]]) -> list[str]:
     return bad
 
 
+def _graph(type_only: bool = False) -> dict[str, set[str]]:
+    """module -> the retrieval modules it imports when run (with `type_only`, also those under TYPE_CHECKING)."""
+    read = _all_imports if type_only else _runtime_imports
+    return {_module_of(p): read(p, _module_of(p)) for p in sorted((REPO_ROOT / "retrieval").rglob("*.py"))}
+
+
+def _all_imports(path, module: str) -> set[str]:
+    """Every retrieval module a file names in an import, runtime or type-only (a reader follows both)."""
+    found = {m for m in _retrieval_imports(path, module) if _is_module(m)}
+    return found - {module}
+
+
+def _third_party(path) -> set[str]:
+    """The top-level names of the modules outside the project that one file imports (anywhere in it)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names - {"retrieval", "__future__"}
+
+
+def _reached(start: str, graph: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph.get(module, ()))
+    return seen
+
+
 def test_layer_rule_finds_a_violation():
     graph = {"retrieval.core.lookup": {"retrieval.store.weaviate_store", "retrieval.core.hints", "retrieval.config"}}
     assert _layer_violations(graph) == ["retrieval.core.lookup imports retrieval.store.weaviate_store"]
@@ -221,6 +259,69 @@ def test_layer_rule_finds_a_violation():
 
 def test_packages_import_only_the_layers_below():
     """core imports no store, records, lab or serving internals; nothing of the tool imports the lab or the benches."""
-    graph = {_module_of(p): _runtime_imports(p, _module_of(p)) for p in sorted((REPO_ROOT / "retrieval").rglob("*.py"))}
+    graph = _graph()
     assert set(ALLOWED) <= {_package_of(m) for m in graph}  # every package named is a real one
     assert _layer_violations(graph) == []
+
+
+def _ground_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, imports in sorted(graph.items()):
+        floor = next((g for g in GROUND if module == g or module.startswith(g + ".")), None)
+        if floor is not None:
+            bad += [f"{module} imports {i}" for i in sorted(imports) if _package_of(i) not in GROUND[floor]]
+    return bad
+
+
+def test_the_ground_floor_stands_on_nothing_but_itself():
+    """types and errors import nothing of the project but the ground floor, and config only the ground floor: every
+    layer may stand on them without loading another layer (through config either)."""
+    graph = _graph(type_only=True)
+    assert graph["retrieval.config"] and _ground_violations(graph) == []
+    # the rule sees a config that reaches the store (the fault of issue 39's first item)
+    assert _ground_violations({"retrieval.config": {"retrieval.store.models", "retrieval.types.models"}}) == [
+        "retrieval.config imports retrieval.store.models"
+    ]
+
+
+def _services_reached(module: str, graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for reached in sorted(_reached(module, graph)):
+        path = REPO_ROOT.joinpath(*reached.split(".")).with_suffix(".py")
+        if not path.is_file():
+            path = REPO_ROOT.joinpath(*reached.split("."), "__init__.py")
+        for name in sorted(_third_party(path) & set(SERVICES)):
+            out.setdefault(name, []).append(reached)
+    return out
+
+
+def test_the_core_reaches_no_service_through_any_import():
+    """Followed through every retrieval module it imports (config included, type-only imports included), no core
+    module reaches a file that imports DuckDB, Weaviate, onnxruntime or Streamlit."""
+    graph = _graph(type_only=True)
+    core = [m for m in graph if _package_of(m) == "core"]
+    assert "retrieval.core.lookup" in core and "retrieval.config" in _reached("retrieval.core.lookup", graph)
+    assert {m: found for m in core if (found := _services_reached(m, graph))} == {}
+    # the walk does see a service where one is reached: the store's
+    assert "weaviate" in _services_reached("retrieval.store.weaviate_store", graph)
+
+
+def test_importing_the_lookup_loads_no_service():
+    """A fresh interpreter that imports the lookup (python -X importtime -c "import retrieval.core.lookup") holds no
+    DuckDB, Weaviate, onnxruntime or Streamlit module afterwards."""
+    import subprocess
+    import sys
+
+    code = "import sys, retrieval.core.lookup; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "retrieval" in loaded and "numpy" in loaded  # the probe reads the modules the import loaded
+    assert loaded & set(SERVICES) == set()
+
+
+def test_no_import_cycles_counting_type_only_imports():
+    """Nor when the imports under TYPE_CHECKING count: a reader follows those too."""
+    graph = _graph(type_only=True)
+    assert graph["retrieval.store.partition"] is not None
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

@@ -37,12 +37,12 @@ from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.server import LOCK_FILE, connect, port_open
 from retrieval.errors import WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.services import open_store
 from retrieval.store import indexing
 from retrieval.store.index_health import missing_vectors, unsearchable_chunks
-from retrieval.store.weaviate_server import LOCK_FILE, connect, port_open
 from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port

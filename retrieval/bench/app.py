@@ -29,7 +29,7 @@ from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.store.factory import knowledge_store
 from retrieval.types.models import ModelSpec
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package (scripts/setup.sh --browser); Playwright cannot download one here
@@ -187,7 +187,7 @@ def app_memory(
     corpus_dir = REPO_ROOT / "sample_corpus"
     settings = settings.with_(corpus_dir=corpus_dir, collection=f"Bench_app_{run_id}", session_tag=SESSION_TAG)
     corpus = load_corpus(corpus_dir)
-    store = KnowledgeStore(client, settings.collection)
+    store = knowledge_store(client, settings)
     home = workdir / "app"
     home.mkdir(parents=True, exist_ok=True)
     proc: subprocess.Popen | None = None

@@ -2,7 +2,7 @@
 N-node cluster (replication factor N, N shards: every node holds every shard, a full copy), side by side:
 lookup p50/p95 at consistency ONE and QUORUM, ingest rate, each node's RSS after ingest and after the lookups.
 
-Both servers are started here from the built binary (retrieval.store.cluster: the single node is a 1-node cluster
+Both servers are started here from the built binary (retrieval.engine.cluster: the single node is a 1-node cluster
 with the same settings), on free ports with temporary data, and stopped at the end. Chunk vectors are made
 once before either ingest (by the model, or with `vectors="synthetic"` by bench.vectors.SyntheticVectors),
 so both ingests time Weaviate's side only (chunking and inserts). Query vectors always come from the model,
@@ -31,10 +31,11 @@ from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.cluster import ClusterState, free_ports, start_cluster, stop_cluster
+from retrieval.engine.server import connect, embedded_binary
 from retrieval.store import indexing
-from retrieval.store.cluster import ClusterState, free_ports, start_cluster, stop_cluster
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_server import connect, embedded_binary
+from retrieval.store.factory import knowledge_store
 from retrieval.store.weaviate_store import KnowledgeStore
 
 COLLECTION = "BenchCluster"
@@ -149,7 +150,7 @@ def run_cluster_bench(
                 l1_enabled=True,
             )
             client = clients[label] = connect(side)
-            store = KnowledgeStore(client, COLLECTION)
+            store = knowledge_store(client, side, embedding_model="")  # the bench's own vectors: no model check
             load_before = _load()
             report = indexing.ingest(store, corpus, model)
             sides[label] = {
@@ -170,7 +171,7 @@ def run_cluster_bench(
             }
             # one (store, settings) per consistency level the side is searched at; the single node has no levels
             for level in levels if count > 1 else [None]:
-                lstore = KnowledgeStore(client, COLLECTION, consistency=level) if level else store
+                lstore = knowledge_store(client, side.with_(consistency=level), embedding_model="") if level else store
                 runs.append((label, level, LookupServices(l0=l0, embedder=embedder, store=lstore), side.with_(consistency=level)))
             log(f"{label}: ingest {report.seconds:.1f} s (load {_load()})")
         labels = list(sides)

@@ -37,10 +37,10 @@ from retrieval.bench.vectors import SyntheticVectors, filtered_recall
 from retrieval.config import Settings, load_settings
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
+from retrieval.engine.server import connect
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_server import connect
-from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.store.factory import knowledge_store
 from retrieval.types.modes import VectorCompression, values
 
 K = 10  # recall@10 and mrr@10 (issue 22)
@@ -89,7 +89,7 @@ def measure_compression(
     out: dict[str, Any] = {"compression": compression, "loadavg": {"start": _load()}}
     client = connect(where)
     try:
-        store = KnowledgeStore(client, COLLECTION, vector_compression=compression)
+        store = knowledge_store(client, where.with_(vector_compression=compression), collection=COLLECTION, embedding_model="")
         store.drop()
         log(f"[{compression}] ingest of {len(corpus.entries):,} entries")
         t0 = time.perf_counter()

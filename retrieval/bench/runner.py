@@ -35,11 +35,13 @@ from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.server import connect
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_server import connect
-from retrieval.store.weaviate_store import OVERSAMPLE, KnowledgeStore
+from retrieval.store.factory import knowledge_store
+from retrieval.store.search_query import OVERSAMPLE
+from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.modes import LookupMode
 
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
@@ -88,7 +90,7 @@ def _floor_query(
     (embed ms, queries ms), and, outside the floor, a bare near_vector with the oversampled limit
     (k * OVERSAMPLE). near_vector: one near_vector; fusion: a near_vector and a BM25F query; hybrid: one
     hybrid query."""
-    from retrieval.store.weaviate_store import LEXICAL_FIELDS
+    from retrieval.store.collection_schema import LEXICAL_FIELDS
 
     q = store.collection.query
     t0 = time.perf_counter()
@@ -247,6 +249,7 @@ def bench_size(
     server_pid: int | None = None,
     keep_l0: dict[int, tuple[L0Index, list[str]]] | None = None,
     quiet_max_s: float = QUIET_MAX_S,
+    where: Settings | None = None,
 ) -> dict[str, Any]:
     """One size; with `vectors` (a bench_vectors.SyntheticVectors) ingest stores synthetic chunk vectors, and
     filtered L1 is also timed under each filter strategy. Nothing is timed before the Weaviate server
@@ -256,7 +259,9 @@ def bench_size(
     corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
     out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}
     load = out["loadavg"] = {"start": _load1()}
-    store = KnowledgeStore(client, f"Bench_{n}_{run_id}")
+    # the bench's own collection, of the server `where` names (default: `settings`); its vectors are no model's when synthetic
+    model = "" if vectors is not None else None
+    store = knowledge_store(client, where or settings, collection=f"Bench_{n}_{run_id}", embedding_model=model)
     store.drop()
     log(f"[{n}] ingest ({body.label} words per body)")
     out["ingest"] = bench_ingest(store, corpus, vectors or embedder, raw_sample_chunks=raw_sample_chunks)
@@ -458,6 +463,7 @@ def run_bench(
                 server_pid=server_pid,
                 quiet_max_s=quiet_max_s,
                 keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
+                where=where,
             )
         l0_paired = None
         if len(sizes) > 1:
@@ -506,7 +512,7 @@ def run_bench(
             recorder.close()
         for name in names if client is not None else ():
             with contextlib.suppress(Exception):  # clean-up must not hide the run's own error
-                KnowledgeStore(client, name).drop()
+                knowledge_store(client, where, collection=name, embedding_model="").drop()
         if own_client and client is not None:
             client.close()  # stops the embedded server we started
         shutil.rmtree(workdir, ignore_errors=True)

@@ -39,13 +39,14 @@ from retrieval.config import ENV_NAMES, REPO_ROOT, Settings
 from retrieval.core.corpus import load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.server import connect
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 from retrieval.serve.api import KnowledgeLookup
 from retrieval.services import Runtime
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_server import connect
+from retrieval.store.factory import knowledge_store
 from retrieval.store.weaviate_store import KnowledgeStore
 
 GOAL_ADDED_MS = 2.0
@@ -308,7 +309,7 @@ def run_server_bench(
         where = where.with_(
             corpus_dir=REPO_ROOT / "sample_corpus", collection=f"Bench_server_{run_id}", search_mode="near_vector"
         )
-        store = KnowledgeStore(client, where.collection)
+        store = knowledge_store(client, where)
         store.drop()
         log(f"indexing the sample corpus ({len(corpus.entries)} entries) in {where.collection}")
         indexing.ingest(store, corpus, embedder)

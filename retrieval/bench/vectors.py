@@ -25,8 +25,9 @@ from retrieval.bench.common import paired_l1, pct
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
 from retrieval.core.search_request import SearchRequest
+from retrieval.store.collection_schema import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF
 from retrieval.store.embedding import Embedder
-from retrieval.store.weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF, KnowledgeStore
+from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.modes import SearchMode
 
 NOISE = 0.03  # per dimension: a noise vector of norm about 0.6 against a pair's vector of norm about 1.5

@@ -31,5 +31,3 @@ class Candidate:
             "chunk_index": self.chunk_index,
             "snippet": self.snippet[:240],
         }
-
-

@@ -16,9 +16,8 @@ from retrieval.core.routing import describe_routing
 from retrieval.core.run import L1Outcome, run_pipeline
 from retrieval.core.text import without_templates
 from retrieval.errors import QueryError
+from retrieval.types.limits import MAX_QUERY_CHARS
 from retrieval.types.modes import L1Status, Layer
-
-MAX_QUERY_CHARS = 2000
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
 from retrieval.core.support import SupportFeatures, SupportModel, features_of
-from retrieval.types.modes import L1Status, MissingScore, SearchMode
+from retrieval.types.modes import L1Status, MissingScore, SearchMode, Source
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class ResultItem:
     title: str
     domain: str
     score: float
-    source: str
+    source: Source
     l0_score: float | None = None
     l1_score: float | None = None
     lexical_score: float | None = None
@@ -43,7 +43,7 @@ class ResultItem:
             "title": self.title,
             "domain": self.domain,
             "score": round(self.score, 5),
-            "source": self.source,
+            "source": str(self.source),
             "l0_score": None if self.l0_score is None else round(self.l0_score, 4),
             "l1_score": None if self.l1_score is None else round(self.l1_score, 5),
             "lexical_score": None if self.lexical_score is None else round(self.lexical_score, 4),
@@ -129,7 +129,14 @@ def fuse(
     if not vector and not lexical:
         items = [
             ResultItem(
-                m.entry_id, m.title, m.domain, m.score / best_l0, "L0", l0_score=m.score, ranks=(("l0", i + 1),), named=m.named
+                m.entry_id,
+                m.title,
+                m.domain,
+                m.score / best_l0,
+                Source.L0,
+                l0_score=m.score,
+                ranks=(("l0", i + 1),),
+                named=m.named,
             )
             for i, m in enumerate(l0)
         ]
@@ -164,7 +171,7 @@ def fuse(
                 c.title,
                 c.domain,
                 score,
-                "both" if m else "L1",
+                Source.BOTH if m else Source.L1,
                 l0_score=m.score if m else None,
                 l1_score=sims.get(entry_id),
                 lexical_score=lex_scores.get(entry_id),
@@ -184,7 +191,7 @@ def fuse(
                     m.title,
                     m.domain,
                     floor * (m.score / best_l0) * 0.5,
-                    "L0",
+                    Source.L0,
                     l0_score=m.score,
                     ranks=(("l0", i + 1),),
                     named=m.named,
@@ -203,7 +210,7 @@ def listed(found: Sequence[Candidate], mode: SearchMode, *, k: int) -> list[Resu
             c.title,
             c.domain,
             c.score,
-            "L1",
+            Source.L1,
             l1_score=c.similarity,
             lexical_score=c.score if mode is SearchMode.BM25 else None,
             ranks=((signal, i + 1),),
@@ -220,7 +227,7 @@ def explain(item: ResultItem, weights: FusionWeights) -> str:
     """One line on which signals placed a result where: each signal's rank, what its score sums, and what each L1
     list that did not return it counted instead (a bound, or nothing)."""
     found = ", ".join(f"{SIGNAL_NAMES[name]} #{rank}" for name, rank in item.ranks)
-    if item.source == "L0":
+    if item.source == Source.L0:
         return f"{found} only: ranked by its L0 score, after every entry L1 found"
     weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
     counted = [f"{weight[name]:g}×{SIGNAL_NAMES[name]}" for name in item.signals if weight[name] > 0]
@@ -265,7 +272,7 @@ def assess(
     cut = support.cut(threshold)
     features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
     chance = support.probability(features)
-    l0 = "; L0 agrees" if top.source == "both" else ""
+    l0 = "; L0 agrees" if top.source == Source.BOTH else ""
     evidence = (
         f"similarity {features.similarity:.2f} ({features.similarity_margin:+.2f} over the next entry), "
         f"BM25F {features.lexical_per_word:.1f} per query word"

@@ -11,14 +11,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from retrieval.errors import LookupLabError
+from retrieval.types.modes import values
 
-CHOOSE_RULES = ("mean", "worst")  # how a fold ranks the points on its training sets
-SET_CV_KINDS = ("sets", "corpora")  # leave one set out, leave one corpus out
+
+class CvMethod(StrEnum):
+    """How a choice of settings is checked: leave one set out, leave one corpus out, or stratified k-fold."""
+
+    SETS = "sets"
+    CORPORA = "corpora"
+    KFOLD = "kfold"
+
+
+class ChooseRule(StrEnum):
+    """How a fold ranks the points on its training sets: by the mean of their mrr@10, or by the worst set's."""
+
+    MEAN = "mean"
+    WORST = "worst"
+
+
+CHOOSE_RULES = values(ChooseRule)
+SET_CV_KINDS = (CvMethod.SETS.value, CvMethod.CORPORA.value)  # the folds that hold out whole sets
 # A point is below another on a set when its mrr@10 there is lower by more than this (rounding, not a case).
 LOSES_BY = 0.001
 
@@ -83,7 +101,7 @@ def choose(per_set: np.ndarray, columns: Sequence[int], tiebreak: Sequence[float
     if rule not in CHOOSE_RULES:
         raise LookupLabError(f"--choose {rule!r}: one of {', '.join(CHOOSE_RULES)}")
     cols = per_set[:, list(columns)]
-    value = cols.mean(axis=1) if rule == "mean" else cols.min(axis=1)
+    value = cols.mean(axis=1) if rule == ChooseRule.MEAN else cols.min(axis=1)
     return max(range(len(tiebreak)), key=lambda p: (round(float(value[p]), 12), tiebreak[p], -p))
 
 
@@ -141,7 +159,7 @@ class SetCrossValidation:
 
     @property
     def label(self) -> str:
-        return "leave one set out" if self.kind == "sets" else "leave one corpus out"
+        return "leave one set out" if self.kind == CvMethod.SETS else "leave one corpus out"
 
     def _answerable(self) -> list[float]:
         return [r.held_out["mrr@10"] for r in self.rows if r.held_out["mrr@10"] is not None]
@@ -182,9 +200,9 @@ def folds_of(table: CaseTable, kind: str) -> list[tuple[str, list[str], list[str
     together ("corpora"). Training sets are the answerable ones not held out; a fold without any is left out."""
     names = table.set_names
     answerable = [n for n in names if table.is_answerable(n)]
-    if kind == "sets":
+    if kind == CvMethod.SETS:
         groups = [(n, [n]) for n in names]
-    elif kind == "corpora":
+    elif kind == CvMethod.CORPORA:
         corpora = sorted({table.corpus_of(n) for n in names})
         groups = [(c, [n for n in names if table.corpus_of(n) == c]) for c in corpora]
     else:
@@ -199,12 +217,12 @@ def folds_of(table: CaseTable, kind: str) -> list[tuple[str, list[str], list[str
 
 def check_set_cv(answerable_sets: Sequence[str], corpora: Sequence[str], kind: str) -> None:
     """Refuse, before any query, a set cross-validation the sets cannot give."""
-    if kind == "sets" and len(set(answerable_sets)) < 2:
+    if kind == CvMethod.SETS and len(set(answerable_sets)) < 2:
         raise LookupLabError(
             "leave-one-set-out needs at least two eval sets with answerable cases (each is chosen on the others); "
             "give more sets, or use --cv kfold"
         )
-    if kind == "corpora" and len(set(corpora)) < 2:
+    if kind == CvMethod.CORPORA and len(set(corpora)) < 2:
         raise LookupLabError("leave-one-corpus-out needs answerable sets of at least two corpora")
 
 

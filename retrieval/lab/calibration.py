@@ -21,6 +21,7 @@ from retrieval.core.run import rank_and_assess
 from retrieval.core.support import SupportFeatures, SupportModel, auc, fit
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
+from retrieval.evals.set_folds import CvMethod
 from retrieval.lab.sweep_signals import CaseSignals, eval_pipeline, query_keys
 from retrieval.types.modes import L1Status
 
@@ -158,9 +159,9 @@ def _stratified(cases: Sequence[CaseSupport], folds: int, seed: int) -> list[int
 
 def _groups(cases: Sequence[CaseSupport], cv: str, folds: int, seed: int) -> list[str]:
     """The fold of every case: its set ("sets"), its corpus ("corpora"), or a stratified fold number ("kfold")."""
-    if cv == "sets":
+    if cv == CvMethod.SETS:
         return [c.set_name for c in cases]
-    if cv == "corpora":
+    if cv == CvMethod.CORPORA:
         return [c.corpus for c in cases]
     return [str(f) for f in _stratified(cases, folds, seed)]
 
@@ -203,6 +204,6 @@ def calibrate(
     in_sample = _figures(cases, probs, claims(model, cases))
     held = held_out_figures(cases, cv, folds=folds, seed=seed)
     by_corpus = None
-    if cv == "sets" and len({c.corpus for c in cases}) >= 2:
+    if cv == CvMethod.SETS and len({c.corpus for c in cases}) >= 2:
         by_corpus = held_out_figures(cases, "corpora")
     return Calibration(model, in_sample, held, cv, by_corpus)

@@ -10,6 +10,7 @@ import typer
 
 from retrieval.config import eval_set_corpus, load_settings
 from retrieval.errors import LookupLabError
+from retrieval.evals.configs import CONFIGS
 from retrieval.lab.runs_cli import save_eval_run
 from retrieval.progress import progress_display
 from retrieval.store import indexing
@@ -30,9 +31,7 @@ def _fail(exc: Exception) -> None:
 
 def eval_cmd(
     eval_set: Path = typer.Argument(..., help="eval set YAML"),
-    configs: str = typer.Option(
-        ",".join(("l0_only", "l1_unfiltered", "l1_filtered", "bm25", "hybrid", "lookup")), help="comma-separated configurations"
-    ),
+    configs: str = typer.Option(",".join(CONFIGS), help="comma-separated configurations"),
     as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
     report: Path | None = typer.Option(None, "--report", help="write a self-contained HTML report"),
     minimum: list[str] = typer.Option([], "--min", help="gate CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9 (repeatable)"),

@@ -21,7 +21,7 @@ from retrieval.core.run import rank_and_assess
 from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, same_path
 from retrieval.evals.configs import DEPTH
-from retrieval.evals.set_folds import CHOOSE_RULES, CaseTable, SetCrossValidation, below_on, check_set_cv, hold_out
+from retrieval.evals.set_folds import CHOOSE_RULES, CaseTable, CvMethod, SetCrossValidation, below_on, check_set_cv, hold_out
 from retrieval.evals.set_folds import choose as pick
 from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 from retrieval.evals.tuning import SWEEPABLE, CrossValidation, Grid, check_cv, cross_validate, macro_mean, paired_test
@@ -119,7 +119,7 @@ class Validation:
 
     @property
     def label(self) -> str:
-        if self.method == "kfold" and self.kfold is not None:
+        if self.method == CvMethod.KFOLD and self.kfold is not None:
             return (
                 f"stratified {self.kfold.repeats}×{self.kfold.folds}-fold (every training fold holds every set: it measures "
                 "new queries of the styles seen, not a new style)"
@@ -238,7 +238,7 @@ def run_sweep(
     answerable = np.array([bool(s.relevant) for s in signals])
     sets = np.array([s.set_name for s in signals])
     corpora = np.array([s.corpus for s in signals])
-    if method == "sets":
+    if method == CvMethod.SETS:
         check_set_cv(sorted(set(sets[answerable])), [], "sets")
     todo = grid.points()
     figures = []
@@ -260,7 +260,7 @@ def run_sweep(
         for i, (f, p) in enumerate(zip(figures, todo, strict=True))
     )
     now = _point(now_figures, sets, answerable, {name: getattr(current, name) for name in grid.names})
-    if method == "sets":
+    if method == CvMethod.SETS:
         by_set = hold_out(table, "sets", tiebreak=closeness, rule=choose, current=now_index)
         two_corpora = len(set(corpora[answerable])) >= 2
         by_corpus = hold_out(table, "corpora", tiebreak=closeness, rule=choose, current=now_index) if two_corpora else None
@@ -305,9 +305,9 @@ def check_folds(eval_sets: Sequence[EvalSet], folds: int, repeats: int, cv: str 
     """Refuse, before any query, a validation the sets cannot give: folds and repeats for k-fold, two answerable
     sets for leave-one-set-out."""
     method = cv_for(eval_sets, cv)
-    if method == "kfold":
+    if method == CvMethod.KFOLD:
         check_cv({e.name: sum(c.answerable for c in e.cases) for e in eval_sets}, folds, repeats)
-    elif method == "sets":
+    elif method == CvMethod.SETS:
         check_set_cv([e.name for e in eval_sets if any(c.answerable for c in e.cases)], [], "sets")
     else:
         raise LookupLabError(f"--cv {method!r}: one of sets (leave one set out), kfold (stratified k-fold)")

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from retrieval.evals.tuning import ALIASES, SWEEPABLE
+from retrieval.store.factory import knowledge_store
 
 TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
 GRID_HELP = "NAME=V1,V2;NAME=... over " + ", ".join(
@@ -137,7 +138,6 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     from retrieval.lab.sweep_signals import collect_signals
     from retrieval.services import open_embedder, open_runtime
     from retrieval.store import indexing
-    from retrieval.store.weaviate_store import KnowledgeStore
 
     signals: list = []
     embedders: dict = {}  # model -> its Embedder, loaded once for every set
@@ -158,7 +158,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
                     services = replace(
                         services,
                         embedder=embedder,
-                        store=KnowledgeStore(runtime.client, other.collection, embedding_model=other.embedding_model),
+                        store=knowledge_store(runtime.client, other),
                     )
                 if services.embedder is not None:
                     embedders[model] = services.embedder

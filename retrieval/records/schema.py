@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS tool_invocation (
 # Every connection that writes the file attaches it with row groups of this many rows (DuckDB's default is 122,880).
 # A row here carries 12-26 KB of JSON, so a default group is 1.5-3 GB of it, held and compressed anew at each
 # checkpoint while it fills: with 2,048-row groups (53 MB of 26 KB rows) a 60k-row insert took 40% less CPU and
-# 400 MB less peak RSS, and the newest-rows query skips more of the file by its zone maps (docs/benchmarks.md).
+# 400 MB less peak RSS, and the newest-rows query skips more of the file by its zone maps (docs/history/benchmarks-notebook.md).
 ROW_GROUP_ROWS = 2048
 COLUMNS = (
     "id",

@@ -24,9 +24,7 @@ from retrieval.errors import EntryNotFound, QueryError
 from retrieval.services import Runtime, open_runtime
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
-
-MAX_TOP_K = 50
-EXCERPT_CHARS = 280
+from retrieval.types.limits import EXCERPT_CHARS, MAX_TOP_K
 
 
 def check_top_k(value: Any) -> int | None:

@@ -9,12 +9,8 @@ from typing import Any
 import mcp_types as types
 
 from retrieval.errors import QueryError
+from retrieval.types.limits import EXCERPT_CHARS, MAX_QUERY_CHARS, MAX_TOP_K
 
-# The core's limits, restated so that the protocol is answered before the core (Weaviate's client, the model
-# runtime, pandas) is imported: tests/test_mcp_unit.py checks they are the core's.
-MAX_QUERY_CHARS = 2000  # retrieval.core.lookup.MAX_QUERY_CHARS
-MAX_TOP_K = 50  # retrieval.serve.api.MAX_TOP_K
-EXCERPT_CHARS = 280  # retrieval.serve.api.EXCERPT_CHARS
 ENTRY_URI = "kb://entry/"
 
 LOOKUP_INPUT = {

@@ -48,7 +48,7 @@ def serve(
 
 def main(argv: list[str]) -> None:
     """`python -m retrieval serve ARGS`: the serve command alone."""
-    from retrieval.store.shutdown import exit_on_signals
+    from retrieval.engine.shutdown import exit_on_signals
 
     exit_on_signals()  # until serving installs its own handlers: a signal unwinds, stopping what was started
     app = typer.Typer(add_completion=False)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from retrieval.engine import shutdown
 from retrieval.errors import ServeError
 from retrieval.records.read_log import ReadLog
 from retrieval.serve.http_transport import (
@@ -32,7 +33,6 @@ from retrieval.serve.http_transport import (
 from retrieval.serve.loading import DEFAULT_WAIT_S, Loading
 from retrieval.serve.mcp_server import build_server
 from retrieval.serve.stdio_transport import stderr_log, stdio_streams
-from retrieval.store import shutdown
 
 # The HTTP transport is http_transport's; importers of this module find its TOKEN_ENV here too.
 __all__ = ["TOKEN_ENV", "TRANSPORTS", "serve"]
@@ -98,7 +98,7 @@ def _leave(opened: list[KnowledgeLookup], log: Callable[[str], None]) -> None:
     """Flush the spool first, then stop the embedded Weaviate this process launched (or is launching: the
     services may still be opening) without waiting long for it: a host kills a server that takes more than
     2 s after closing its stdin. The server, signalled, finishes its shutdown alone (and dies with this
-    process anyway: retrieval.store.parent_death); a later start replaces it should it hang."""
+    process anyway: retrieval.engine.parent_death); a later start replaces it should it hang."""
     for kb in list(opened):
         recorder = kb.runtime.services.recorder
         if recorder is not None:

@@ -61,7 +61,7 @@ class Embedder:
         - one query at a time (`embed_query`), with threads that sleep after each run. onnxruntime's threads
           spin for a while after a run by default, and on 2 cores beside Weaviate that spinning took the cores
           the lookup's L1 queries needed next: at 100k its L1 stage took 12.8-15.1 ms with spinning and
-          9.1-11.2 ms without, for an embedding 2 ms slower (docs/benchmarks.md, "Threads that sleep").
+          9.1-11.2 ms without, for an embedding 2 ms slower (docs/history/benchmarks-notebook.md, "Threads that sleep").
         - batches (`embed`, `prime`), runs back to back, with spinning threads: 15.5-23.9 texts/s against
           16.1-17.9 without. Opened at the first batch, so a process that only looks up holds one session."""
         import onnxruntime as ort

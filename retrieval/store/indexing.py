@@ -22,10 +22,10 @@ from retrieval.core.corpus import Corpus, Entry
 from retrieval.errors import L1Error, StoreError
 from retrieval.store import partition
 from retrieval.store.collection_model import model_in, other_model_message
+from retrieval.store.collection_schema import PROPERTIES
 from retrieval.store.index_health import unsearchable_chunks
 from retrieval.store.manifest import drop_manifest, read_manifest, write_manifest
 from retrieval.store.replicas import shortfall
-from retrieval.store.weaviate_store import PROPERTIES
 
 if TYPE_CHECKING:
     from retrieval.store.weaviate_store import KnowledgeStore

@@ -4,7 +4,7 @@ collection beside it, one tenant per domain.
 A vector search filtered on one domain goes to that domain's tenant, a graph of its own, instead of walking the
 whole collection's graph under a where-filter. Measured at 20k and 50k entries: 0.83-0.88 of the unfiltered
 search's time at entry recall 0.998, where no filter setting of one collection got under 1.18
-(docs/benchmarks.md, "A partition per domain"). The price is the vectors indexed twice.
+(docs/history/benchmarks-notebook.md, "A partition per domain"). The price is the vectors indexed twice.
 
 The ingest writes and deletes in both and, at its end, checks that every domain holds as many chunks in its tenant
 as in the collection. When not (a collection made by an older version, a crash midway, a vector index that lost
@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from weaviate.classes.aggregate import GroupByAggregate
 from weaviate.classes.config import ConsistencyLevel
@@ -26,8 +26,33 @@ from weaviate.classes.tenants import Tenant
 
 from retrieval.errors import L1Error
 
-if TYPE_CHECKING:
-    from retrieval.store.weaviate_store import KnowledgeStore
+
+class KnowledgeStore(Protocol):
+    """What the partition needs of the collection it stands beside (retrieval.store.weaviate_store.KnowledgeStore,
+    which imports this module: the partition is handed the store, never imports it)."""
+
+    name: str
+    client: Any
+    collection: Any
+    consistency: str | None
+
+    def forget_partition(self) -> None: ...
+
+    def compression(self) -> str: ...
+
+    def vector_index_config(self, name: str) -> Any: ...
+
+    def create_collection(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        per_tenant: bool = False,
+        compression: str | None = None,
+        ef_construction: int | None = None,
+        max_connections: int | None = None,
+    ) -> None: ...
+
 
 SUFFIX = "_ByDomain"
 IN_STEP = "in step"
@@ -40,14 +65,14 @@ COPY_BATCH = 2000  # chunks read from the collection before they are written to 
 # entry's chunks one after another, and graphs built from such runs of near neighbours find fewer of the true
 # ones: at 100k synthetic entries (tenants of 24k chunks, 300 queries, recall@10 against the exact ranking)
 # efConstruction 128 gave 0.952, 256 0.985, 384 and 512 0.995, building the tenants 1.0, 1.9, 2.7 and 2.9 times
-# as long (docs/benchmarks.md, "Tenant graphs"). A partition made with another value is made again by the next
+# as long (docs/history/benchmarks-notebook.md, "Tenant graphs"). A partition made with another value is made again by the next
 # ingest, which copies into it.
 EF_CONSTRUCTION = 384
 # Each node of a tenant's graph keeps 16 links where Weaviate's default is 32. A tenant search at the depth the
 # lookup asks for walks as many candidates as a search of the whole collection, and most of its cost is that walk;
 # with half the links each step reads half the neighbours. At 100k synthetic entries, in full bench runs, filtered
 # over unfiltered L1 went from 1.055 to 1.006 and 0.980, filtered recall@10 (300 queries) from 0.996 to 0.990 and
-# 0.991 (docs/benchmarks.md, "16 links per node"). The shared eval sets rank every case the same.
+# 0.991 (docs/history/benchmarks-notebook.md, "16 links per node"). The shared eval sets rank every case the same.
 MAX_CONNECTIONS = 16
 GRAPH = (EF_CONSTRUCTION, MAX_CONNECTIONS)
 

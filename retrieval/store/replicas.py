@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from retrieval.store.node_health import NodeHealth, NodeStatus, node_health
+from retrieval.engine.node_health import NodeHealth, NodeStatus, node_health
 
 
 @dataclass(frozen=True)

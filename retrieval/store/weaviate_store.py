@@ -4,107 +4,50 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
-import numpy as np
 from weaviate import WeaviateClient
 from weaviate.classes.config import (
     Configure,
     ConsistencyLevel,
-    DataType,
-    Property,
     Reconfigure,
-    Tokenization,
-    VectorDistances,
     VectorFilterStrategy,
 )
-from weaviate.classes.query import Filter, GroupBy, HybridFusion, MetadataQuery
 
-from retrieval.config import DEFAULT_VECTOR_COMPRESSION
 from retrieval.core.candidates import Candidate
-from retrieval.core.deadline import TimedOut, call_within
+from retrieval.core.deadline import call_within
 from retrieval.core.search_request import SearchRequest
-from retrieval.errors import ConfigError, L1Error, StoreError
+from retrieval.engine.server import Endpoint, port_open
+from retrieval.errors import L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
+from retrieval.store.collection_schema import (
+    FILTER_STRATEGY,
+    FLAT_SEARCH_CUTOFF,
+    PROPERTIES,
+    REBUILD,
+    chunk_properties,
+    compression_of,
+    quantizer_for,
+    vector_index,
+)
 from retrieval.store.partition import handle as partition_handle
 from retrieval.store.partition import is_in_step as partition_in_step
 from retrieval.store.partition import partition_name, tenant_for
-from retrieval.store.weaviate_server import endpoint_of, port_open
-from retrieval.types.modes import SearchMode, VectorCompression, values
-
-PROPERTIES = (
-    "entry_id",
-    "chunk_index",
-    "chunk_count",
-    "content_hash",
-    "title",
-    "category",
-    "heading",
-    "keywords",
-    "entities",
-    "body",
-    "text",
+from retrieval.store.search_query import (
+    GRACE_S,
+    LOADING,
+    LOADING_SIGNS,
+    MAX_OVERSAMPLE,
+    OVERSAMPLE,
+    PARTITION_RECHECK_S,
+    ask,
+    deadline_of,
+    failure_reason,
+    fold_chunks,
+    grouped_to,
+    where_of,
 )
-# BM25F fields. Only an entry's card (chunk 0) carries them, so lexical search scores whole entries: the
-# title and file name as words, the frontmatter keywords and entities, and the whole body.
-LEXICAL_FIELDS = ("heading", "keywords", "entities", "body")
-# Filtered vector search. Below flatSearchCutoff allowed objects Weaviate compares the query with every one of
-# them; at 100k entries one domain holds about 24,000 chunks, so with the default cutoff (40,000) a filtered
-# search scanned them all and took 4x an unfiltered one. With ACORN and a cutoff of 1,000 it walks the graph:
-# 1.14-1.23x, filtered recall@10 0.984 against the exact ranking (bench 2026-12-02-082819, docs/benchmarks.md).
-FILTER_STRATEGY = "acorn"
-FLAT_SEARCH_CUTOFF = 1000
-# Vector compression (LOOKUP_VECTOR_COMPRESSION): the HNSW index's quantizer. PQ and SQ compress only once the
-# collection holds TRAINING_LIMIT objects (Weaviate's default is 100,000, which a knowledge base of a few thousand
-# chunks never reaches): 1,000 fits SQ's per-dimension ranges and PQ's 256 centroids per segment, and compresses
-# the shared corpora too. Figures in docs/benchmarks.md ("Vector compression").
-TRAINING_LIMIT = 1000
-REBUILD = "python -m retrieval ingest --rebuild"
-
-
-def quantizer_for(compression: str, *, reconfigure: bool = False) -> Any:
-    """The quantizer of a compression ("none": none, so no server default applies): Configure's for a new
-    collection, or with `reconfigure` Reconfigure's, which turns it on in an uncompressed index (no "none")."""
-    q = Reconfigure.VectorIndex.Quantizer if reconfigure else Configure.VectorIndex.Quantizer
-    makers: dict[str, Callable[[], Any]] = {
-        "rq": q.rq,
-        "bq": q.bq,
-        "pq": lambda: q.pq(training_limit=TRAINING_LIMIT),
-        "sq": lambda: q.sq(training_limit=TRAINING_LIMIT),
-    }
-    if not reconfigure:
-        makers["none"] = Configure.VectorIndex.Quantizer.none
-    if compression not in makers:
-        raise ConfigError(
-            f"vector_compression (LOOKUP_VECTOR_COMPRESSION): {compression!r} is not one of "
-            f"{', '.join(values(VectorCompression))}"
-        )
-    return makers[compression]()
-
-
-def compression_of(quantizer: Any) -> str:
-    """The compression (none, rq, pq, bq or sq) of a vector index config's `quantizer` (weaviate-client's _RQConfig ...)."""
-    if quantizer is None:
-        return "none"
-    name = type(quantizer).__name__.lower().strip("_").removesuffix("config")
-    return name if name in values(VectorCompression) else name or "unknown"
-
-
-SEARCH_KINDS = tuple(m.value for m in SearchMode)
-OVERSAMPLE = 4  # chunk hits fetched per wanted entry by hybrid at first
-MAX_OVERSAMPLE = 64  # at most this many, when folding the hits leaves fewer than k entries
-PARTITION_RECHECK_S = 30.0  # how long a search trusts what it last read of the partition's state
-GRACE_S = 0.25  # past the time-out, so that the client's own deadline error normally comes first
-# What a query answers while a (re)started server loads its shards: the schema is not served yet.
-LOADING_SIGNS = ("could not find class", "non-existing index", "not ready", "is loading")
-LOADING = "Weaviate is loading the index (the server has restarted and its shards are not loaded yet); try again in a few seconds"
-
-
-def category_where(category: str | None):
-    """The one place the L0-derived category becomes a Weaviate where-filter."""
-    return None if category is None else Filter.by_property("category").equal(category)
+from retrieval.types.modes import SearchMode
 
 
 class KnowledgeStore:
@@ -115,29 +58,30 @@ class KnowledgeStore:
         client: WeaviateClient,
         collection: str,
         *,
+        endpoint: Endpoint | None = None,
         replication_factor: int | None = None,
         shards: int | None = None,
         consistency: str | None = None,
         embedding_model: str | None = None,
         vector_compression: str | None = None,
     ) -> None:
-        """replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
-        ALL) to every query and insert; each defaults to the Settings the client was made with (connect).
-        `embedding_model`: the model whose query vectors this store is searched with; the first search checks
-        that the collection holds that model's vectors (see MODEL_NOTE) and raises L1Error if not.
-        `vector_compression` (none, rq, pq, bq, sq; Settings.vector_compression): the quantizer ensure_collection
-        makes the collection with, or turns on in an existing uncompressed one. None: the client's Settings' when
-        its endpoint carries them, else a new collection gets DEFAULT_VECTOR_COMPRESSION and an existing one is
-        left as it is."""
+        """Every setting is passed in (retrieval.store.factory.knowledge_store passes the Settings'): `endpoint`, where
+        the client's gRPC queries go and their time-out (None: the client's own time-out, no check of the port after
+        a failure); replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
+        ALL) to every query and insert (None: Weaviate's defaults). `embedding_model`: the model whose query vectors
+        this store is searched with; the first search checks that the collection holds that model's vectors (see
+        MODEL_NOTE) and raises L1Error if not. `vector_compression` (none, rq, pq, bq, sq): the quantizer
+        ensure_collection makes the collection with, or turns on in an existing uncompressed one; None: a new
+        collection gets DEFAULT_VECTOR_COMPRESSION and an existing one is left as it is."""
         self.client = client
         self.name = collection
+        self.endpoint = endpoint
         self.embedding_model = embedding_model
         self._model_checked = embedding_model is None
-        endpoint = endpoint_of(client)
-        self.replication_factor = replication_factor or (endpoint.replication_factor if endpoint else None)
-        self.shards = shards or (endpoint.shards if endpoint else None)
-        self.consistency = consistency or (endpoint.consistency if endpoint else None)
-        self.vector_compression = vector_compression or (endpoint.vector_compression if endpoint else None)
+        self.replication_factor = replication_factor
+        self.shards = shards
+        self.consistency = consistency
+        self.vector_compression = vector_compression
         if self.vector_compression is not None:
             quantizer_for(self.vector_compression)  # ConfigError naming LOOKUP_VECTOR_COMPRESSION
         # Chunk hits fetched per wanted entry by near_vector: 1 until a search folds into fewer than k
@@ -182,9 +126,6 @@ class KnowledgeStore:
         replication and shards. `per_tenant`: multi-tenant (one shard per tenant, so no shard count), for the
         per-domain partition."""
 
-        def text(n: str, **kw: Any) -> Property:
-            return Property(name=n, data_type=DataType.TEXT, **kw)
-
         placement: dict[str, Any] = {}
         if self.replication_factor:
             placement["replication_config"] = Configure.replication(factor=self.replication_factor)
@@ -197,29 +138,10 @@ class KnowledgeStore:
         self.client.collections.create(
             name,
             **placement,
-            vector_config=Configure.Vectors.self_provided(
-                vector_index_config=Configure.VectorIndex.hnsw(
-                    distance_metric=VectorDistances.COSINE,
-                    filter_strategy=VectorFilterStrategy(FILTER_STRATEGY),
-                    flat_search_cutoff=FLAT_SEARCH_CUTOFF,
-                    quantizer=quantizer_for(compression or self.vector_compression or DEFAULT_VECTOR_COMPRESSION),
-                    ef_construction=ef_construction,
-                    max_connections=max_connections,
-                )
+            vector_config=vector_index(
+                compression or self.vector_compression, ef_construction=ef_construction, max_connections=max_connections
             ),
-            properties=[
-                text("entry_id", tokenization=Tokenization.FIELD, skip_vectorization=True),
-                Property(name="chunk_index", data_type=DataType.INT),
-                Property(name="chunk_count", data_type=DataType.INT),
-                text("content_hash", tokenization=Tokenization.FIELD),
-                text("title"),
-                text("category", tokenization=Tokenization.FIELD),
-                text("heading"),
-                Property(name="keywords", data_type=DataType.TEXT_ARRAY),
-                Property(name="entities", data_type=DataType.TEXT_ARRAY),
-                text("body"),
-                text("text"),
-            ],
+            properties=chunk_properties(),
         )
 
     def vector_index_config(self, name: str) -> Any:
@@ -384,85 +306,47 @@ class KnowledgeStore:
         failure, the next search first checks that the port answers at all, and fails at once if not."""
         if not isinstance(request, SearchRequest):
             raise TypeError(f"KnowledgeStore.search takes a SearchRequest, not {type(request).__name__}")
-        mode, k, category, query_text = request.mode, request.limit, request.category, request.text
-        alpha, timeout_s, entries, cards_of = request.alpha, request.timeout_s, request.entries, request.cards_of
-        vector = request.vector
-        where = category_where(category)
-        if cards_of is not None:
-            if not cards_of:
-                return []
-            cards = Filter.by_property("entry_id").contains_any(list(cards_of)) & Filter.by_property("chunk_index").equal(0)
-            where = cards if where is None else where & cards
-            entries = None
-        meta = MetadataQuery(distance=True, score=True)
-        props = ["entry_id", "title", "category", "chunk_index", "text"]
-        endpoint = endpoint_of(self.client)
-        if timeout_s is None and endpoint is not None:
-            timeout_s = endpoint.timeout_s
-        failed = f"Weaviate {mode} query on '{self.name}' failed"
+        if request.cards_of is not None and not request.cards_of:
+            return []
+        endpoint = self.endpoint
+        timeout_s = request.timeout_s if request.timeout_s is not None or endpoint is None else endpoint.timeout_s
+        failed = f"Weaviate {request.mode} query on '{self.name}' failed"
         if (
             endpoint is not None
             and endpoint.suspect
             and not port_open(endpoint.host, endpoint.grpc_port, min(timeout_s or 1.0, 1.0))
         ):
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
-
-        floats = None if vector is None else list(map(float, vector))  # once, even when the search asks again
-
-        group_to = entries if mode is SearchMode.NEAR_VECTOR else None  # the known entry count, when near_vector groups by it
-        by_entry = None if group_to is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
         # A vector search on one domain goes to the domain's tenant of the partition, unfiltered (BM25F and hybrid
         # stay on the collection: a tenant's term statistics are its domain's, which would change their scores).
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        deadline = deadline_of(timeout_s)
         tenant = None
-        if self.partitioned and mode is SearchMode.NEAR_VECTOR and category is not None and cards_of is None:
-            tenant = self.tenant_of(category, timeout_s)
+        if (
+            self.partitioned
+            and request.mode is SearchMode.NEAR_VECTOR
+            and request.category is not None
+            and request.cards_of is None
+        ):
+            tenant = self.tenant_of(request.category, timeout_s)
+        return self._fetch(request, tenant, deadline, timeout_s, failed)
 
-        def query(limit: int):
-            q = (self.collection if tenant is None else tenant).query
-            if mode is SearchMode.HYBRID:
-                return q.hybrid(
-                    query=query_text,
-                    vector=floats,
-                    alpha=alpha,
-                    limit=limit,
-                    filters=where,
-                    query_properties=list(LEXICAL_FIELDS),
-                    fusion_type=HybridFusion.RELATIVE_SCORE,
-                    return_metadata=meta,
-                    return_properties=props,
-                    include_vector=True,
-                )
-            if mode is SearchMode.BM25:
-                return q.bm25(
-                    query=query_text,
-                    query_properties=list(LEXICAL_FIELDS),
-                    limit=limit,
-                    filters=where,
-                    return_metadata=meta,
-                    return_properties=props,
-                    include_vector=floats is not None,
-                )
-            return q.near_vector(
-                near_vector=floats,
-                limit=limit,
-                filters=where if tenant is None else None,
-                return_metadata=meta,
-                return_properties=props,
-                group_by=by_entry,
-            )
-
-        # bm25 hits only cards, one per entry. near_vector and hybrid hit chunks: the top k entries among
-        # the top k*f chunk hits are the true top k once they are k distinct entries; when they are fewer
-        # while the hits filled the limit, ask again with twice as many (near_vector keeps the factor).
+    def _fetch(
+        self, request: SearchRequest, tenant: Any, deadline: float | None, timeout_s: float | None, failed: str
+    ) -> list[Candidate]:
+        """The request's hits folded into entries. bm25 hits only cards, one per entry. near_vector and hybrid hit
+        chunks: the top k entries among the top k*f chunk hits are the true top k once they are k distinct entries;
+        when they are fewer while the hits filled the limit, ask again with twice as many (near_vector keeps the
+        factor for the next search)."""
+        mode, k, endpoint = request.mode, request.limit, self.endpoint
+        floats = None if request.vector is None else list(map(float, request.vector))  # once, even when asked again
+        where, group_to = where_of(request), grouped_to(request)
         factor = 1 if mode is SearchMode.BM25 else OVERSAMPLE if mode is SearchMode.HYBRID else self.fold_factor
         while True:
             limit = k * factor
+            handle = self.collection if tenant is None else tenant
+            run = functools.partial(ask, handle, request, floats, where, limit, in_tenant=tenant is not None)
             try:
-                if deadline is None:
-                    res = query(limit)
-                else:
-                    res = call_within(functools.partial(query, limit), max(deadline - time.monotonic(), 0.05) + GRACE_S)
+                res = run() if deadline is None else call_within(run, max(deadline - time.monotonic(), 0.05) + GRACE_S)
             except Exception as exc:
                 if tenant is not None and "tenant" in str(exc).lower():
                     tenant = None  # no tenant for this domain (the partition changed since it was read): the filter
@@ -471,7 +355,7 @@ class KnowledgeStore:
                 if endpoint is not None:
                     endpoint.suspect = True
                 loading = self.loading() if any(sign in str(exc).lower() for sign in LOADING_SIGNS) else None
-                raise L1Error(f"{failed}: {loading or _why(exc, timeout_s)}", unavailable=bool(loading)) from exc
+                raise L1Error(f"{failed}: {loading or failure_reason(exc, timeout_s)}", unavailable=bool(loading)) from exc
             if endpoint is not None:
                 endpoint.suspect = False
             if not self._model_checked:
@@ -489,7 +373,7 @@ class KnowledgeStore:
     def loading(self) -> str | None:
         """Why the collection cannot be searched yet while its server answers (a restarted Weaviate loading
         its shards), or None: it can be searched, or the server does not answer at all (down is not loading)."""
-        endpoint = endpoint_of(self.client)
+        endpoint = self.endpoint
         if endpoint is not None and not port_open(endpoint.host, endpoint.grpc_port, 0.5):
             return None
         try:
@@ -506,51 +390,3 @@ class KnowledgeStore:
         if not self.client.collections.exists(self.name):
             return 0
         return int(self.collection.aggregate.over_all(total_count=True).total_count or 0)
-
-
-def _why(exc: BaseException, timeout_s: float | None) -> str:
-    if isinstance(exc, TimedOut):
-        return f"timed out after {timeout_s:g} s (no answer; the server may be down or overloaded)"
-    text = f"{type(exc).__name__}: {exc}"
-    if "Deadline Exceeded" in text or "DEADLINE_EXCEEDED" in text:
-        return f"timed out after {timeout_s:g} s ({text})" if timeout_s else f"timed out ({text})"
-    return text
-
-
-def fold_chunks(
-    objects: Iterable[Any], *, k: int, mode: SearchMode = SearchMode.NEAR_VECTOR, vector: Sequence[float] | None = None
-) -> list[Candidate]:
-    """Keep each entry's best chunk, in rank order (by the search's score); ties broken by entry id.
-    The similarity is 1 - distance for near_vector, else the cosine of `vector` to the returned chunk
-    vectors (stored vectors are normalised), the best of the entry's chunks."""
-    best: dict[str, Candidate] = {}
-    sims: dict[str, float] = {}
-    q = None if vector is None else np.asarray(vector, dtype=np.float32)
-    for obj in objects:
-        p = obj.properties
-        distance = obj.metadata.distance
-        if mode is SearchMode.NEAR_VECTOR:
-            score = 1.0 - float(distance)
-            sim: float | None = score
-        else:
-            score = float(obj.metadata.score or 0.0)
-            stored = obj.vector.get("default") if isinstance(obj.vector, dict) else None
-            sim = None if q is None or stored is None else float(np.dot(q, np.asarray(stored, dtype=np.float32)))
-        entry_id = p["entry_id"]
-        if sim is not None:
-            sims[entry_id] = max(sims.get(entry_id, -1.0), sim)
-        cand = Candidate(
-            entry_id,
-            p["title"],
-            p["category"],
-            None if distance is None else float(distance),
-            score,
-            int(p["chunk_index"]),
-            p["text"],
-            sim,
-        )
-        if entry_id not in best or cand.score > best[entry_id].score:
-            best[entry_id] = cand
-    ranked = sorted(best.values(), key=lambda c: (-c.score, c.entry_id))[:k]
-    # near_vector: an entry's best chunk is its most similar one already (no copy to make)
-    return [c if c.similarity == sims.get(c.entry_id) else replace(c, similarity=sims.get(c.entry_id)) for c in ranked]

@@ -68,6 +68,14 @@ class Layer(StrEnum):
         return cls.L1 if l1_answered else cls.NONE
 
 
+class Source(StrEnum):
+    """Where one result came from: L0 alone, L1 alone, or both."""
+
+    L0 = "L0"
+    L1 = "L1"
+    BOTH = "both"
+
+
 class MissingScore(StrEnum):
     """What an entry counts for an L1 list that did not return it: the score of that list's last entry (an upper
     bound: the list is in score order) when the list came back full, for the BM25F list alone, for both lists, or
@@ -79,7 +87,7 @@ class MissingScore(StrEnum):
 
     def bounds(self, signal: str) -> bool:
         """Whether a missing score of `signal` ("vector" or "bm25") counts its list's last."""
-        return self is MissingScore.LAST or (self is MissingScore.BM25_LAST and signal == "bm25")
+        return self is MissingScore.LAST or (self is MissingScore.BM25_LAST and signal == BM25_SIGNAL)
 
 
 class Consistency(StrEnum):
@@ -98,6 +106,9 @@ class VectorCompression(StrEnum):
     PQ = "pq"
     BQ = "bq"
     SQ = "sq"
+
+
+BM25_SIGNAL = "bm25"  # the name of the BM25F list among the fusion's signals (vector, bm25, l0)
 
 
 def values(kind: type[StrEnum]) -> tuple[str, ...]:

@@ -13,9 +13,9 @@ from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
 from retrieval.core.search_request import SearchRequest
+from retrieval.engine.server import connect
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
-from retrieval.store.weaviate_server import connect
 from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.modes import SearchMode
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.bench.cluster import run_cluster_bench
-from retrieval.store.cluster import process_alive
+from retrieval.engine.cluster import process_alive
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,7 @@ import pytest
 from weaviate.embedded import EmbeddedOptions, EmbeddedV4
 
 from retrieval.config import WEAVIATE_VERSION
-from retrieval.errors import WeaviateSetupError
-from retrieval.store.weaviate_build import (
+from retrieval.engine.build import (
     IMPORTS,
     PATCH_TAG,
     PATCHES,
@@ -25,7 +24,8 @@ from retrieval.store.weaviate_build import (
     patch_source,
     write_overlay,
 )
-from retrieval.store.weaviate_server import embedded_binary
+from retrieval.engine.server import embedded_binary
+from retrieval.errors import WeaviateSetupError
 
 GRPC = next(p for p in PATCHES if p.env == "GRPC_BIND_HOST")
 UPSTREAM = 'fmt.Sprintf(":%d", state.ServerConfig.Config.GRPC.Port)'  # what v1.38.11 listens on
@@ -134,7 +134,7 @@ def test_the_binary_sits_where_the_client_looks_and_is_named_for_the_patch(tmp_p
 
 
 def test_the_patch_tag_changes_with_the_patch():
-    import retrieval.store.weaviate_build as build
+    import retrieval.engine.build as build
 
     other = (*PATCHES[:-1], ListenPatch(PATCHES[-1].path, PATCHES[-1].port, "SOME_OTHER_HOST"))
     assert other != PATCHES and repr(other) != repr(PATCHES)

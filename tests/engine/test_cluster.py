@@ -1,4 +1,4 @@
-"""Faults on a real 3-node Weaviate cluster (retrieval.store.cluster): kill -9 of a node during concurrent lookups,
+"""Faults on a real 3-node Weaviate cluster (retrieval.engine.cluster): kill -9 of a node during concurrent lookups,
 two nodes down, ingest while a node is down, and the CLI lookup against node 0 with another node killed.
 
 One cluster for the module, on free ports with a temporary data directory, stopped at the end. The sample
@@ -30,10 +30,7 @@ from retrieval.core.corpus import Corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
-from retrieval.errors import L1Error
-from retrieval.records.invocations import InvocationStore
-from retrieval.store import indexing
-from retrieval.store.cluster import (
+from retrieval.engine.cluster import (
     ClusterState,
     free_ports,
     nodes_seen_by,
@@ -42,8 +39,11 @@ from retrieval.store.cluster import (
     stop_cluster,
     wait_formed,
 )
-from retrieval.store.node_health import node_health
-from retrieval.store.weaviate_server import connect, embedded_binary
+from retrieval.engine.node_health import node_health
+from retrieval.engine.server import connect, embedded_binary
+from retrieval.errors import L1Error
+from retrieval.records.invocations import InvocationStore
+from retrieval.store import indexing
 from retrieval.store.weaviate_store import KnowledgeStore
 
 from ..conftest import SAMPLE_CORPUS

@@ -13,8 +13,7 @@ import time
 import pytest
 
 from retrieval.config import load_settings
-from retrieval.errors import ConfigError, WeaviateSetupError
-from retrieval.store.cluster import (
+from retrieval.engine.cluster import (
     APP_PORTS,
     MAX_NODES,
     STATE_FILE,
@@ -31,6 +30,7 @@ from retrieval.store.cluster import (
     start_cluster,
     stop_cluster,
 )
+from retrieval.errors import ConfigError, WeaviateSetupError
 
 
 # --- settings ------------------------------------------------------------------------------------------

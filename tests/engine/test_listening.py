@@ -2,7 +2,7 @@
 socket tables (/proc/net/tcp, tcp6) for the server's own sockets: the embedded server and a `cluster start` node.
 
 Upstream v1.38.11 binds its public gRPC port and its cluster data port to every interface; our build patches them
-to the host of GRPC_BIND_HOST and CLUSTER_DATA_BIND_HOST (retrieval/store/weaviate_build.py), which the launchers
+to the host of GRPC_BIND_HOST and CLUSTER_DATA_BIND_HOST (retrieval/engine/build.py), which the launchers
 set to 127.0.0.1. No port is excepted here: HTTP, gRPC, gossip, the data port and Raft must all be on loopback,
 and the profiler (6060 on every interface by default) must be gone.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.store.cluster import free_ports, start_cluster, stop_cluster
-from retrieval.store.weaviate_server import connect, embedded_binary
+from retrieval.engine.cluster import free_ports, start_cluster, stop_cluster
+from retrieval.engine.server import connect, embedded_binary
 from tests.conftest import free_port
 
 

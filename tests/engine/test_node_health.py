@@ -1,9 +1,9 @@
-"""retrieval.store.node_health: merging /v1/nodes with the Raft members, without a server. The live cluster, with a
+"""retrieval.engine.node_health: merging /v1/nodes with the Raft members, without a server. The live cluster, with a
 node killed until gossip drops it, is in test_cluster."""
 
 from __future__ import annotations
 
-from retrieval.store.node_health import NodeHealth, with_members
+from retrieval.engine.node_health import NodeHealth, with_members
 
 
 def test_a_member_gossip_no_longer_lists_counts_as_unavailable():

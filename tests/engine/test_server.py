@@ -3,9 +3,9 @@ import socket
 
 import pytest
 
+from retrieval.engine.build import PATCH_TAG, check_patched
+from retrieval.engine.server import binary_name, connect, embedded_binary
 from retrieval.errors import L1Error, WeaviateSetupError
-from retrieval.store.weaviate_build import PATCH_TAG, check_patched
-from retrieval.store.weaviate_server import binary_name, connect, embedded_binary
 
 from ..conftest import free_port
 

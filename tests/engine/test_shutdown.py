@@ -1,5 +1,5 @@
 """Stopping the app or a CLI command stops the embedded Weaviate it started, and leaves alone one it reused
-(retrieval/store/shutdown.py). Real processes throughout: `python -m retrieval ingest`, `streamlit run app.py`
+(retrieval/engine/shutdown.py). Real processes throughout: `python -m retrieval ingest`, `streamlit run app.py`
 driven by chromium, real embedded servers on free ports with temporary data, real signals."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from retrieval.config import REPO_ROOT
-from retrieval.store.weaviate_server import connect, port_open
+from retrieval.engine.server import connect, port_open
 
 from ..conftest import free_port
 from ..helpers.browser import open_page, start_app

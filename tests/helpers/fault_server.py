@@ -1,4 +1,4 @@
-"""A separate process that starts an embedded Weaviate with retrieval.store.weaviate_server.connect, for the
+"""A separate process that starts an embedded Weaviate with retrieval.engine.server.connect, for the
 orphan-server and data-directory-lock tests in tests/test_faults.py.
 
     python fault_server.py DATA_DIR PORT GRPC_PORT
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from weaviate.classes.config import DataType, Property
 
 from retrieval.config import load_settings
-from retrieval.store.weaviate_server import connect
+from retrieval.engine.server import connect
 
 
 def say(text: str) -> None:

@@ -56,14 +56,22 @@ def test_the_calibrate_cli_fits_on_answerable_and_unanswerable_sets(cli_env):
 
     from retrieval.config import REPO_ROOT
 
-    sets = [str(REPO_ROOT / "eval_sets" / n) for n in ("sample-ops-alerts.yaml", "sample-ops-unanswerable.yaml")]
-    out = cli("calibrate", *sets, "--folds", "3", "--json", env=cli_env, timeout=900)
+    names = ("sample-ops-alerts", "sample-ops-issue-titles", "sample-ops-unanswerable")
+    sets = [str(REPO_ROOT / "eval_sets" / f"{n}.yaml") for n in names]
+    out = cli("calibrate", *sets, "--json", env=cli_env, timeout=900)  # three sets: each held out in turn
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert set(data["in_sample"]["promises"]) == {"sample-ops-alerts", "sample-ops-unanswerable"}
+    assert data["cv"] == "sets" and set(data["in_sample"]["promises"]) == set(names)
     assert 0.5 < data["in_sample"]["auc"] <= 1.0 and data["held_out"]["auc"] is not None
+    assert set(data["held_out"]["promises"]) == set(names) and data["held_out"]["not_scored"] == []
+    assert data["held_out_corpora"] is None  # one corpus: nothing to hold out by corpus
     assert 0 < data["model"]["threshold"] < 1 and "bge-small-en-v1.5" in data["model"]["fitted_on"]
-    refused = cli("calibrate", sets[1], env=cli_env)
+    folds = cli("calibrate", sets[0], sets[2], "--cv", "kfold", "--folds", "3", "--json", env=cli_env, timeout=900)
+    assert folds.returncode == 0, folds.stderr
+    assert json.loads(folds.stdout)["cv"] == "kfold" and json.loads(folds.stdout)["held_out"]["auc"] is not None
+    text = cli("calibrate", *sets, env=cli_env, timeout=900)
+    assert text.returncode == 0 and "each set fitted without it" in text.stdout and "sample-ops-issue-titles" in text.stdout
+    refused = cli("calibrate", sets[2], env=cli_env)
     assert refused.returncode == 2 and "only right or only wrong" in refused.stderr
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from retrieval.config import REPO_ROOT, Settings
+from retrieval.core.candidates import Candidate
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
 from retrieval.errors import LookupLabError
@@ -21,7 +22,6 @@ from retrieval.evals.tuning import parse_grid, stratified_folds
 from retrieval.lab.sweep import check_folds, cv_for, fitting_eval_sets, run_sweep, sweep_sets
 from retrieval.lab.sweep_signals import CaseSignals, QueryKey, keys_for, query_keys
 from retrieval.store import indexing
-from retrieval.store.weaviate_store import Candidate
 
 ALERTS = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
 UNANSWERABLE = REPO_ROOT / "eval_sets" / "sample-ops-unanswerable.yaml"

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from retrieval.config import REPO_ROOT, Settings
-from retrieval.store.weaviate_server import embedded_binary, port_open
+from retrieval.engine.server import embedded_binary, port_open
 from tests.conftest import free_port
 from tests.helpers.mcp_process import ServedProcess, serve_env, stdio_client
 
@@ -133,9 +133,9 @@ def test_sigkill_of_the_server_takes_its_weaviate_down_too(own, tmp_path):
 ORPHAN_MAKER = """
 import sys, time
 from retrieval.config import load_settings
-from retrieval.store.weaviate_server import DataDirLock
+from retrieval.engine.server import DataDirLock
 import weaviate
-from retrieval.store.weaviate_server import EMBEDDED_ENV, embedded_binary
+from retrieval.engine.server import EMBEDDED_ENV, embedded_binary
 s = load_settings()
 s.weaviate_data_dir.mkdir(parents=True, exist_ok=True)
 DataDirLock.acquire(s.weaviate_data_dir, s.embedded_port)

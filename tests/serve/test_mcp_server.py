@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from retrieval.config import REPO_ROOT
+from retrieval.engine.server import port_open
 from retrieval.errors import ServeError
 from retrieval.serve.api import open_knowledge_lookup
 from retrieval.serve.http_transport import check_bind, is_loopback
-from retrieval.store.weaviate_server import port_open
 from tests.conftest import free_port
 from tests.helpers.mcp_process import (
     ServedProcess,

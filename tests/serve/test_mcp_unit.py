@@ -1,4 +1,4 @@
-"""The MCP server's pure parts, without a server: the restated limits, excerpts, top_k, parse errors, loading."""
+"""The MCP server's pure parts, without a server: the limits it states, excerpts, top_k, parse errors, loading."""
 
 from __future__ import annotations
 
@@ -15,9 +15,12 @@ from retrieval.serve.stdio_transport import parse_error_reply
 
 
 def test_the_limits_the_protocol_states_are_the_cores():
-    assert mcp_tools.MAX_QUERY_CHARS == lookup.MAX_QUERY_CHARS
-    assert mcp_tools.MAX_TOP_K == api.MAX_TOP_K
-    assert mcp_tools.EXCERPT_CHARS == api.EXCERPT_CHARS
+    """Imported from the ground floor, not restated: the tools, the core and the API read the same names."""
+    from retrieval.types import limits
+
+    assert mcp_tools.MAX_QUERY_CHARS is limits.MAX_QUERY_CHARS and lookup.MAX_QUERY_CHARS is limits.MAX_QUERY_CHARS
+    assert mcp_tools.MAX_TOP_K is api.MAX_TOP_K is limits.MAX_TOP_K
+    assert mcp_tools.EXCERPT_CHARS is api.EXCERPT_CHARS is limits.EXCERPT_CHARS
 
 
 @pytest.mark.parametrize(

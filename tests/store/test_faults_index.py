@@ -16,10 +16,10 @@ from retrieval.core.corpus import Corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.server import connect, port_open
 from retrieval.store import indexing
 from retrieval.store.corpus_status import corpus_health, read_index
 from retrieval.store.index_health import unsearchable_chunks
-from retrieval.store.weaviate_server import connect, port_open
 from retrieval.store.weaviate_store import KnowledgeStore
 
 from ..conftest import free_port

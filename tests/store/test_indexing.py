@@ -124,7 +124,7 @@ def test_an_ingest_that_fails_midway_leaves_no_manifest(store, embedder):
 def test_an_existing_collection_with_other_filter_settings_is_migrated(store, embedder):
     from weaviate.classes.config import VectorFilterStrategy
 
-    from retrieval.store.weaviate_store import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF
+    from retrieval.store.collection_schema import FILTER_STRATEGY, FLAT_SEARCH_CUTOFF
 
     a = make_entry("x/A", "x", "alpha text")
     indexing.ingest(store, Corpus("mem", (a,)), embedder)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from retrieval.core.corpus import Corpus, Entry
+from retrieval.engine.node_health import NodeHealth
 from retrieval.errors import L1Error
 from retrieval.store import indexing
 from retrieval.store.indexing import require_replicas
-from retrieval.store.node_health import NodeHealth
 from retrieval.store.replicas import count_short, shortfall
 from retrieval.store.weaviate_store import KnowledgeStore
 

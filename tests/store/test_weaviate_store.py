@@ -7,7 +7,8 @@ import pytest
 from retrieval.core.corpus import Corpus
 from retrieval.core.search_request import SearchRequest
 from retrieval.store import indexing
-from retrieval.store.weaviate_store import KnowledgeStore, category_where
+from retrieval.store.search_query import category_where
+from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.modes import SearchMode
 
 from ..helpers.entries import make_entry
@@ -78,7 +79,7 @@ def _exhaustive_top(store, vec, k, category=None):
     """The true top-k entries: every chunk fetched, folded by best chunk."""
     from weaviate.classes.query import MetadataQuery
 
-    from retrieval.store.weaviate_store import fold_chunks
+    from retrieval.store.search_query import fold_chunks
 
     res = store.collection.query.near_vector(
         near_vector=list(map(float, vec)),

@@ -15,7 +15,7 @@ binary is checked for the two variable names before it is put in place.
 
 The binary lives in `<bin_dir>/<PATCH_TAG>/` under the file name weaviate-client's embedded mode looks for; the tag
 changes with the patch, so an unpatched binary (or one of an older patch) is never used.
-Run as `python -m retrieval.store.weaviate_build path|build VERSION BIN_DIR` (scripts/setup.sh does).
+Run as `python -m retrieval.engine.build path|build VERSION BIN_DIR` (scripts/setup.sh does).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ BIND_ENV = {
 }
 
 IMPORTS = (
-    "\n\n// Lookup Lab: listen on the host of an environment variable (retrieval/store/weaviate_build.py)."
+    "\n\n// Lookup Lab: listen on the host of an environment variable (retrieval/engine/build.py)."
     '\nimport (\n\tlookuplabnet "net"\n\tlookuplabos "os"\n)'
 )
 REPLACEMENT = 'lookuplabnet.JoinHostPort(lookuplabos.Getenv("{env}"), fmt.Sprint({space}{port}))'
@@ -97,7 +97,7 @@ def patch_source(text: str, patch: ListenPatch, *, path: str) -> str:
         raise WeaviateSetupError(
             f'{path}: expected exactly one `fmt.Sprintf(":%d", {patch.port})` to bind to ${patch.env}, found '
             f"{len(found)}; this Weaviate version's source differs from the one the patch was written for "
-            "(retrieval/store/weaviate_build.py, PATCHES)"
+            "(retrieval/engine/build.py, PATCHES)"
         )
     package = re.compile(r"^package \w+[ \t]*$", re.MULTILINE)
     if len(package.findall(text)) != 1:
@@ -196,7 +196,7 @@ def check_patched(binary: Path) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[0] not in ("path", "build"):
-        print("usage: python -m retrieval.store.weaviate_build path|build VERSION BIN_DIR", file=sys.stderr)
+        print("usage: python -m retrieval.engine.build path|build VERSION BIN_DIR", file=sys.stderr)
         return 2
     command, version, bin_dir = argv
     if command == "path":

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval.store.parent_death import serving_pids
+from retrieval.engine.parent_death import serving_pids
 
 STOP_TIMEOUT_S = 10.0  # a server that has not exited this long after SIGTERM gets SIGKILL
 

@@ -8,7 +8,6 @@ import logging
 import os
 import socket
 import threading
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -17,9 +16,9 @@ import weaviate
 from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
 
 from retrieval.config import Settings
+from retrieval.engine import parent_death, shutdown
+from retrieval.engine.build import BIND_ENV, BIND_HOST, binary_path, client_file_name
 from retrieval.errors import L1Error, WeaviateSetupError
-from retrieval.store import parent_death, shutdown
-from retrieval.store.weaviate_build import BIND_ENV, BIND_HOST, binary_path, client_file_name
 
 EMBEDDED_ENV = {
     "ENABLE_MODULES": "",
@@ -31,34 +30,26 @@ EMBEDDED_ENV = {
 
 
 LOCK_FILE = ".lookup-lab.lock"
-log = logging.getLogger("retrieval.store.weaviate_server")
+log = logging.getLogger("retrieval.engine.server")
 
 
 @dataclass
 class Endpoint:
-    """Where a client made by `connect` sends its gRPC queries, and its query time-out. `suspect` is set
-    after a failed query, so that the next one first checks that the port still answers."""
+    """Where the gRPC queries of a client made by `connect` go, and their time-out (endpoint_for). `suspect` is
+    set after a failed query, so that the next one first checks that the port still answers."""
 
     host: str
     grpc_port: int
     timeout_s: float
     suspect: bool = False
-    # The collection settings of the Settings the client was made with (KnowledgeStore applies them):
-    replication_factor: int | None = None
-    shards: int | None = None
-    consistency: str | None = None
-    vector_compression: str | None = None
 
 
-_ENDPOINTS: weakref.WeakKeyDictionary[weaviate.WeaviateClient, Endpoint] = weakref.WeakKeyDictionary()
-
-
-def endpoint_of(client) -> Endpoint | None:
-    """The endpoint of a client made by `connect`; None for a client made some other way."""
-    try:
-        return _ENDPOINTS.get(client)
-    except TypeError:
-        return None
+def endpoint_for(settings: Settings) -> Endpoint:
+    """The endpoint of the server `connect(settings)` reaches: the URL's host and its gRPC port, or the embedded
+    server's on 127.0.0.1; the settings' L1 time-out."""
+    if settings.weaviate_url:
+        return Endpoint(urlparse(settings.weaviate_url).hostname or "", _remote_grpc_port(settings), settings.l1_timeout_s)
+    return Endpoint("127.0.0.1", settings.embedded_grpc_port, settings.l1_timeout_s)
 
 
 def binary_name(version: str) -> str:
@@ -67,7 +58,7 @@ def binary_name(version: str) -> str:
 
 
 def embedded_binary(settings: Settings) -> Path:
-    """The patched server binary scripts/setup.sh builds (retrieval/store/weaviate_build.py): in a directory of
+    """The patched server binary scripts/setup.sh builds (retrieval/engine/build.py): in a directory of
     LOOKUP_WEAVIATE_BIN_DIR named for the patch, never an unpatched one."""
     return binary_path(settings.weaviate_bin_dir, settings.weaviate_version)
 
@@ -101,33 +92,15 @@ def _config(settings: Settings) -> AdditionalConfig:
 def connect(settings: Settings) -> weaviate.WeaviateClient:
     """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and
     WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock).
-    An embedded server this call starts is stopped when the process exits (retrieval.store.shutdown); one that
+    An embedded server this call starts is stopped when the process exits (retrieval.engine.shutdown); one that
     already served the port is reused and left running."""
     try:
-        if settings.weaviate_url:
-            client = _connect_url(settings)
-            url = urlparse(settings.weaviate_url)
-            _ENDPOINTS[client] = Endpoint(
-                url.hostname or "", _remote_grpc_port(settings), settings.l1_timeout_s, **_cluster(settings)
-            )
-        else:
-            client = _connect_embedded(settings)
-            _ENDPOINTS[client] = Endpoint("127.0.0.1", settings.embedded_grpc_port, settings.l1_timeout_s, **_cluster(settings))
-        return client
+        return _connect_url(settings) if settings.weaviate_url else _connect_embedded(settings)
     except (L1Error, WeaviateSetupError):
         raise
     except Exception as exc:
         where = settings.weaviate_url or f"embedded Weaviate on 127.0.0.1:{settings.embedded_port}"
         raise L1Error(f"cannot reach {where}: {exc}", unavailable=True) from exc
-
-
-def _cluster(settings: Settings) -> dict:
-    return {
-        "replication_factor": settings.replication_factor,
-        "shards": settings.shards,
-        "consistency": settings.consistency,
-        "vector_compression": settings.vector_compression,
-    }
 
 
 def _connect_url(settings: Settings) -> weaviate.WeaviateClient:

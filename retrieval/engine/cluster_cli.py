@@ -1,4 +1,4 @@
-"""`python -m retrieval cluster start|status|stop`: a local multi-node Weaviate cluster (retrieval.store.cluster)."""
+"""`python -m retrieval cluster start|status|stop`: a local multi-node Weaviate cluster (retrieval.engine.cluster)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def start(
     config: Path | None = ConfigOpt,
 ) -> None:
     """Start the nodes detached; return once all are ready and /v1/nodes lists them all healthy."""
-    from retrieval.store.cluster import start_cluster
-    from retrieval.store.weaviate_server import embedded_binary
+    from retrieval.engine.cluster import start_cluster
+    from retrieval.engine.server import embedded_binary
 
     try:
         directory = _data_dir(data_dir, config)
@@ -64,7 +64,7 @@ def start(
 @cluster_app.command("status")
 def status(data_dir: Path | None = DataDirOpt, as_json: bool = JsonOpt, config: Path | None = ConfigOpt) -> None:
     """Each node: pid, running, ready, and its status in /v1/nodes. Exits 1 when a node is not HEALTHY."""
-    from retrieval.store.cluster import cluster_status
+    from retrieval.engine.cluster import cluster_status
 
     try:
         rows = cluster_status(_data_dir(data_dir, config))
@@ -85,7 +85,7 @@ def stop(
     grace: float = typer.Option(10.0, "--grace", help="seconds between SIGTERM and SIGKILL"),
 ) -> None:
     """Stop the nodes the state file names (SIGTERM, then SIGKILL after the grace); data stays."""
-    from retrieval.store.cluster import stop_cluster
+    from retrieval.engine.cluster import stop_cluster
 
     try:
         stopped = stop_cluster(data_dir, grace_s=grace)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retrieval.engine.build import BIND_ENV, BIND_HOST
 from retrieval.errors import WeaviateSetupError
-from retrieval.store.weaviate_build import BIND_ENV, BIND_HOST
 
 STATE_FILE = "cluster.json"
 MAX_NODES = 9
