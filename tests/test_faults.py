@@ -6,11 +6,11 @@ Run with `pytest -s` to see the figures.
 
 Covered elsewhere, not repeated here:
 - kill -9 while recording, inside a flush, two writer processes and a reader on one store:
-  tests/test_invocations.py (test_kill_9_while_recording_loses_no_printed_row, test_kill_9_inside_flush,
+  tests/records/test_invocations.py (test_kill_9_while_recording_loses_no_printed_row, test_kill_9_inside_flush,
   test_two_writer_processes_and_a_reader, ...);
-- hostile SQL (59 statements, the figure "hostile statements refused"): tests/test_sql_console.py;
-- a port taken by a listener that is not Weaviate: tests/test_weaviate_server.py;
-- a closed client (the server stopped by its own client): tests/test_spec_scenarios.py.
+- hostile SQL (59 statements, the figure "hostile statements refused"): tests/records/test_sql_console.py;
+- a port taken by a listener that is not Weaviate: tests/engine/test_server.py;
+- a closed client (the server stopped by its own client): tests/acceptance/test_spec_scenarios.py.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def run_shared_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
             "-q",
             "-rs",
             "--no-header",
-            "tests/test_corpus.py::test_runbooks_take_their_folder_as_domain",
+            "tests/core/test_corpus.py::test_runbooks_take_their_folder_as_domain",
         ],
         cwd=REPO_ROOT,
         env=clean,

@@ -1,6 +1,6 @@
 """Property-based tests (hypothesis) of what bad input can reach: the L0 matcher, the frontmatter loader,
-queries and eval sets. The per-case tables live beside their modules (tests/test_corpus.py,
-tests/test_eval_sets.py, tests/test_hints.py); here hypothesis looks for what those tables miss.
+queries and eval sets. The per-case tables live beside their modules (tests/core/test_corpus.py,
+tests/evals/test_sets.py, tests/core/test_hints.py); here hypothesis looks for what those tables miss.
 
 Query length: a query over MAX_QUERY_CHARS (2,000) is refused, naming the limit, rather than answered.
 The embedding model reads at most 256 word pieces (about 1,000-1,500 characters of English), so L1 would
@@ -247,7 +247,7 @@ def test_any_unicode_query_is_answered_and_recorded(lookup_env, text):
     assert row["input"] == cleaned and row["layer"] == result.layer
 
 
-# --- eval sets (tests/test_eval_sets.py has the first table; these are the cases it lacks) -----------------------
+# --- eval sets (tests/evals/test_sets.py has the first table; these are the cases it lacks) -----------------------
 @pytest.mark.parametrize(
     "text, message",
     [

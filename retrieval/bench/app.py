@@ -38,7 +38,7 @@ APP_QUERY = "PostgreSQL replication lag on the standby"
 SESSION_TAG = "bench-app"
 WAIT_S = 180.0  # the upper bound of each wait on the app; none waits for time to pass
 # Counts script runs: a MutationObserver on stApp's data-test-script-state sees every change, however short, so a
-# run that starts and ends between two polls is still counted (tests/test_browser.py uses these too).
+# run that starts and ends between two polls is still counted (tests/app/test_browser.py uses these too).
 WATCH_RUNS = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app) return -1;

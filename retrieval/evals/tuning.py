@@ -23,7 +23,7 @@ from retrieval.types.modes import LookupMode, MissingScore, values
 
 # Settings a sweep can vary: the retrieval-quality settings an eval run reports (config.EVAL_SETTINGS), each with
 # the type of its field, without None. A sweep re-ranks signals fetched once (lab/sweep.py), so a setting that
-# joins them must be applied there too (tests/test_tuning.py names the ones it is).
+# joins them must be applied there too (tests/evals/test_tuning.py names the ones it is).
 _GRID_TYPES = {"int": int, "float": float, "str": str, "LookupMode": str, "MissingScore": str}  # an enum's value is text
 _FIELD_TYPES = {f.name: str(f.type).removesuffix(" | None") for f in fields(Settings)}
 SWEEPABLE: dict[str, type] = {name: _GRID_TYPES[_FIELD_TYPES[name]] for name in EVAL_SETTINGS}

@@ -1,5 +1,5 @@
 """The cluster settings' validation and the local cluster's state file, ports, environment and stop rule,
-without a Weaviate: the real cluster is in tests/test_cluster.py."""
+without a Weaviate: the real cluster is in tests/engine/test_cluster.py."""
 
 from __future__ import annotations
 
