@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from retrieval.core.text import STOPWORDS, tokens
+from retrieval.core.text import STOPWORDS, camel_parts, tokens
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=^&\"'])")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -31,17 +31,26 @@ def match_keys(keys: Iterable[str]) -> set[str]:
 
 
 def spans(text: str, keys: set[str]) -> list[tuple[str, bool]]:
-    """`text` cut into (piece, matched) pieces; a word is matched when one of its normalised tokens
-    (CamelCase parts, plural folded) is among `keys`."""
+    """`text` cut into (piece, matched) pieces: exactly what matched is marked, a CamelCase part at a time
+    ("PrometheusRemoteWrite" of PrometheusRemoteWriteDesiredShards when the query said "prometheus remote write");
+    a part is matched when its normalised token (lower case, plural folded) is among `keys`."""
+    hits: list[tuple[int, int]] = []
+    for m in _WORD.finditer(text):
+        for a, b in camel_parts(m.group(0)):
+            token = tokens(m.group(0)[a:b])
+            if token and token[0] not in STOPWORDS and token[0] in keys:
+                start, end = m.start() + a, m.start() + b
+                if hits and hits[-1][1] == start:  # a matched part right after another: one mark
+                    hits[-1] = (hits[-1][0], end)
+                else:
+                    hits.append((start, end))
     out: list[tuple[str, bool]] = []
     pos = 0
-    for m in _WORD.finditer(text):
-        word_tokens = [t for t in tokens(m.group(0)) if t not in STOPWORDS]
-        if word_tokens and any(t in keys for t in word_tokens):
-            if m.start() > pos:
-                out.append((text[pos : m.start()], False))
-            out.append((m.group(0), True))
-            pos = m.end()
+    for start, end in hits:
+        if start > pos:
+            out.append((text[pos:start], False))
+        out.append((text[start:end], True))
+        pos = end
     if pos < len(text):
         out.append((text[pos:], False))
     return out

@@ -221,8 +221,14 @@ class AppContext:
 
     @property
     def read_only(self) -> bool:
-        """No ingest, re-index or reload from this app (lookups are still recorded)."""
+        """No ingest, re-index or reload from this app, no saved run, no judged set or settings file."""
         return self.access.read_only
+
+    @property
+    def records_lookups(self) -> bool:
+        """Whether a lookup typed on Lookup is recorded: always when the app may write; in read-only mode only with
+        LOOKUP_READ_ONLY_RECORDS (a demo leaves no trace by default)."""
+        return not self.access.read_only or self.settings.read_only_records
 
     @cached_property
     def store(self) -> KnowledgeStore | None:

@@ -90,11 +90,18 @@ def status(ctx: resources.AppContext) -> None:
     with st.sidebar:
         st.subheader("Status")
         if ctx.read_only:
-            st.markdown(":orange-badge[Read-only]")
+            if ctx.records_lookups:
+                st.markdown(":orange-badge[Read-only] :blue-badge[Typed lookups recorded]")
+                recording = "Only the lookups typed on Lookup are recorded (LOOKUP_READ_ONLY_RECORDS is true)"
+            else:
+                st.markdown(":orange-badge[Read-only] :gray-badge[Nothing recorded]")
+                recording = (
+                    "Nothing is recorded, not even the lookups typed on Lookup (LOOKUP_READ_ONLY_RECORDS=true records those)"
+                )
             st.caption(
-                f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. Only the lookups typed on Lookup are "
-                "recorded: Evaluate saves no run and records nothing, Replay records nothing, judging and Sweep's Save "
-                "write no file; the SQL console is read-only either way."
+                f"Ingest, Re-index and Reload are off: {md(ctx.access.reason)}. {recording}: Evaluate saves no run and "
+                "records nothing, Replay records nothing, judging and Sweep's Save write no file; the SQL console is "
+                "read-only either way."
             )
         if ctx.conn.ok:
             st.markdown(f":green-badge[L1 connected] {md(ctx.conn.target)}")

@@ -71,7 +71,9 @@ with st.container(border=True):
         if ctx.store is None:
             st.caption("Ingest needs L1, which is unavailable (see the banner above).")
         a, b, c, _ = st.columns([1, 1, 2, 2])
-        do_ingest = a.button("Ingest", type="primary", key="corpus_ingest", disabled=ctx.store is None)
+        # primary only when there is something to do: entries to (re)index, or entries the corpus no longer has
+        to_do = state is None or len(statuses) > counts.get("indexed", 0) or bool(gone)
+        do_ingest = a.button("Ingest", type="primary" if to_do else "secondary", key="corpus_ingest", disabled=ctx.store is None)
         do_rebuild = b.button("Re-index", key="corpus_reindex", disabled=ctx.store is None)
         c.button("Reload corpus from disk", key="corpus_reload", on_click=resources.reload_corpus)
         if (do_ingest or do_rebuild) and ingest.run_ingest(ctx, rebuild=do_rebuild):

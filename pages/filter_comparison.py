@@ -46,6 +46,16 @@ def candidates_table(cands) -> pd.DataFrame:
     )
 
 
+# Narrow columns, so that both tables side by side show every column at 1280 px (the entry id takes what is left)
+CANDIDATE_COLUMNS = {
+    "rank": st.column_config.NumberColumn("#", width=40),
+    "entry_id": st.column_config.TextColumn("entry", width="medium"),
+    "domain": st.column_config.TextColumn(width="small"),
+    "distance": st.column_config.NumberColumn(width=70, format="%.4f"),
+    "score": st.column_config.NumberColumn(width=70, format="%.4f"),
+}
+
+
 def one_query() -> None:
     st.subheader("One query")
     query = st.text_input(
@@ -82,10 +92,10 @@ def one_query() -> None:
     with left:
         label = f"category = {cmp.category}" if cmp.category else "not applied"
         st.markdown(f"**Filtered** ({md(label)})")
-        st.dataframe(candidates_table(cmp.filtered), hide_index=True)
+        st.dataframe(candidates_table(cmp.filtered), hide_index=True, column_config=CANDIDATE_COLUMNS, width="stretch")
     with right:
         st.markdown("**Unfiltered**")
-        st.dataframe(candidates_table(cmp.unfiltered), hide_index=True)
+        st.dataframe(candidates_table(cmp.unfiltered), hide_index=True, column_config=CANDIDATE_COLUMNS, width="stretch")
     if cmp.removed:
         st.markdown("**Removed** (in the unfiltered top-k, kept out by the filter): " + ", ".join(md(e) for e in cmp.removed))
     if cmp.let_in:
@@ -150,10 +160,11 @@ def eval_set_section() -> None:
     for col, verdict in zip(cols, VERDICTS, strict=False):  # six columns, four verdicts
         col.metric(verdict.capitalize(), counts.get(verdict, 0))
     cols[4].metric("MRR unfiltered", f"{frame['rr_unfiltered'].mean():.3f}")
+    change = frame["rr_filtered"].mean() - frame["rr_unfiltered"].mean()
     cols[5].metric(
         "MRR filtered",
         f"{frame['rr_filtered'].mean():.3f}",
-        delta=f"{frame['rr_filtered'].mean() - frame['rr_unfiltered'].mean():+.3f}",
+        delta=f"{change:+.3f}" if round(change, 3) != 0 else None,  # no arrow for no change
     )
     changed = int((frame["delta_rr"] != 0).sum())
     if changed:

@@ -10,7 +10,7 @@ from app_support.render import md
 from retrieval.core.candidates import Candidate
 from retrieval.core.lookup import MAX_QUERY_CHARS, lookup_knowledge
 from retrieval.core.pipeline import weights_of
-from retrieval.core.ranking import explain
+from retrieval.core.ranking import explain, percent
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.evals.comparison import excluded_by_filter
 from retrieval.types.modes import L1Status
@@ -96,7 +96,7 @@ last = st.session_state.get(keys.LAST_LOOKUP)
 if last is not None and last[0] == view and not explicit:
     result, recorded = last[1], last[2]
 else:
-    recorded = explicit and ctx.recorder is not None
+    recorded = explicit and ctx.recorder is not None and ctx.records_lookups
     try:
         result = lookup_knowledge(query, ctx.lookup_services(record=recorded), settings)
     except QueryError as exc:
@@ -115,23 +115,50 @@ b1.button(
     help="Run the lookup again and record a new invocation.",
     on_click=lambda: st.session_state.update({keys.RUN_LOOKUP: True}),
 )
-if not recorded and ctx.recorder is not None:
+if not ctx.records_lookups:
+    b2.caption(
+        "**Not recorded**: the app is read-only and records no lookup (LOOKUP_READ_ONLY_RECORDS=true would record the "
+        "lookups typed here)."
+    )
+elif not recorded and ctx.recorder is not None:
     b2.caption(
         "Not recorded: this view was opened from a link or a settings change. Press Enter in the query box "
         "or **Run again** to run it as a recorded invocation."
     )
 
-# --- summary -----------------------------------------------------------------------------------------------
+# --- the answer first: the top result, the verdict, why each result is where it is ----------------------------
+rel = result.relevance
+if result.results:
+    top = result.results[0]
+    st.markdown(f"### {md(top.title)}\n`{md(top.entry_id)}` · domain {md(top.domain)} · from {md(str(top.source))}")
+else:
+    st.markdown("### No result\nNeither L0 nor L1 found anything for this query.")
+show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
+show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
+named = bool(result.results) and result.results[0].named
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Layer", result.layer)
+c1.metric("Layer", str(result.layer))
 c2.metric("L1 status", result.l1.status.value)
 c3.metric(
     "Support estimate",
-    "–" if result.relevance.confidence is None else f"{result.relevance.confidence:.0%}",
+    percent(rel.confidence),
+    delta="named in full: supported" if named else None,
+    delta_color="off",
     help="The estimated chance that the top result is right, fitted per embedding model on real queries of every "
-    "style (answerable and unanswerable); semantic support is claimed at or above the threshold.",
+    "style (answerable and unanswerable); semantic support is claimed at or above the threshold, and always for an "
+    "entry the query names in full.",
 )
 c4.metric("Total latency", f"{result.timings_ms.get('total', 0.0):.0f} ms")
+if rel.confidence is not None and rel.threshold is not None:
+    st.caption(
+        f"Support estimate {percent(rel.confidence)}: of lookups whose top result gets this estimate, about that share "
+        f"have it right. Support is claimed from {percent(rel.threshold)}; an entry the query names in full is always "
+        f"supported. Model: {md(result.embedding_model)}."
+    )
+if result.results:
+    # "why here" as a list: in a table column its sentences squeezed every row to 8-10 lines
+    why_here = [f"**#{i}** {md(r.entry_id)}: {md(explain(r, weights_of(settings)))}" for i, r in enumerate(result.results, 1)]
+    st.markdown("**Why here**  \n" + "  \n".join(why_here))
 
 all_keys = render.match_keys(t.key for t in hints.matched_keywords)
 if result.searched:
@@ -154,6 +181,89 @@ elif result.l1.status.fault:
     )
 elif result.l1.status is L1Status.DISABLED:
     st.caption("L1 is switched off in the sidebar: the results come from L0 only.")
+
+# --- results -----------------------------------------------------------------------------------------------
+st.subheader("Results")
+if result.results:
+    st.table(
+        pd.DataFrame(
+            [
+                {
+                    "rank": i,
+                    "entry_id": md(r.entry_id),
+                    "title": md(r.title),
+                    "domain": md(r.domain),
+                    "source": str(r.source),
+                    "score": f"{r.score:.4f}",
+                    "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
+                    "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
+                }
+                for i, r in enumerate(result.results, 1)
+            ]
+        ),
+        hide_index=True,
+    )
+    with st.expander("Open a result's full entry (frontmatter, text, index terms)", icon=":material/article:"):
+        base = resources.base_settings()
+        for i, r in enumerate(result.results, 1):
+            st.page_link(
+                "pages/corpus.py",
+                label=f"#{i} {md(r.entry_id)}: {md(r.title)}",
+                icon=":material/article:",
+                query_params=urls.entry_params(r.entry_id, settings, base),
+            )
+    st.caption(
+        "**score**: the weighted sum of the signals that found the entry, each scaled to this query's best "
+        "candidate (1.0), so only ranks within one query compare; **similarity**: the query against the "
+        "entry's best chunk (what semantic support is judged on); **L0 score**: the raw keyword score of L0."
+    )
+else:
+    st.caption("No results: neither L0 nor L1 found anything.")
+if result.l1.category and result.l1.status is L1Status.OK:
+    kept_out: list[tuple[int, Candidate]] | None
+    try:
+        searched = result.searched or result.query
+        kept_out = excluded_by_filter(searched, result.l1.category, ctx.lookup_services(record=False), settings)
+    except Exception as exc:
+        kept_out = None
+        st.caption(f"What the filter kept out cannot be shown: {md(type(exc).__name__)}: {md(exc)}")
+    if kept_out is not None:
+        st.markdown(
+            f"**Kept out by the filter** (category = {md(result.l1.category)}): the best of the unfiltered "
+            f"top {settings.top_k} from other domains, which these results do not include"
+        )
+        if kept_out:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "unfiltered rank": rank,
+                            "entry_id": c.entry_id,
+                            "title": c.title,
+                            "domain": c.domain,
+                            "similarity": None if c.similarity is None else round(c.similarity, 4),
+                        }
+                        for rank, c in kept_out
+                    ]
+                ),
+                hide_index=True,
+            )
+        else:
+            st.caption(f"none: the unfiltered top {settings.top_k} are all in {md(result.l1.category)}")
+        st.page_link(
+            "pages/filter_comparison.py",
+            label="Compare filtered and unfiltered L1 for this query",
+            icon=":material/compare_arrows:",
+            query_params={**urls.setting_params(settings, resources.base_settings()), keys.COMPARE_QUERY: result.query},
+        )
+judging.judge_results(
+    ctx,
+    query=result.query,
+    found=[r.to_dict() for r in result.results],
+    routed=result.l1.category,
+    source=f"Lookup, invocation {result.invocation_id}" if recorded else "Lookup",
+    key="judge_lookup",
+)
 
 # --- L0 hints ----------------------------------------------------------------------------------------------
 st.subheader("L0 hints")
@@ -221,14 +331,16 @@ if hints.matches:
         )
 
 # --- L1 ----------------------------------------------------------------------------------------------------
-st.subheader("L1 candidates")
 flt = f"filtered on category = {result.l1.category}" if result.l1.category else "unfiltered"
-st.caption(
+l1_box = st.expander(
+    f"L1 candidates: {len(result.l1.candidates)} vector, {len(result.l1.lexical)} BM25F, {flt}", icon=":material/list:"
+)
+l1_box.caption(
     f"{md(result.l1.mode)}, {md(flt)}, status **{md(result.l1.status.value)}**, "
     f"{len(result.l1.candidates)} candidates (cosine distance: lower is closer)"
 )
 if result.l1.candidates:
-    st.table(
+    l1_box.table(
         pd.DataFrame(
             [
                 {  # st.table renders cells as Markdown: corpus text goes in escaped
@@ -246,11 +358,11 @@ if result.l1.candidates:
         hide_index=True,
     )
 if result.l1.lexical:
-    st.caption(
+    l1_box.caption(
         f"BM25F candidates ({len(result.l1.lexical)}; title and file-name words, keywords, entities, body), "
         f"{md(flt)}; similarity is the query vector against the entry's best chunk"
     )
-    st.table(
+    l1_box.table(
         pd.DataFrame(
             [
                 {
@@ -267,106 +379,9 @@ if result.l1.lexical:
         hide_index=True,
     )
 
-# --- results -----------------------------------------------------------------------------------------------
-st.subheader("Results")
-if result.results:
-    top = result.results[0]
-    st.markdown(f"Top result: **{md(top.entry_id)}**, {md(top.title)} (source {md(top.source)})")
-    st.table(
-        pd.DataFrame(
-            [
-                {
-                    "rank": i,
-                    "entry_id": md(r.entry_id),
-                    "title": md(r.title),
-                    "domain": md(r.domain),
-                    "source": r.source,
-                    "score": f"{r.score:.4f}",
-                    "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
-                    "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
-                }
-                for i, r in enumerate(result.results, 1)
-            ]
-        ),
-        hide_index=True,
-    )
-    # "why here" as a list under the table: in a table column its sentences squeezed every row to 8-10 lines
-    why_here = [f"**#{i}** {md(r.entry_id)}: {md(explain(r, weights_of(settings)))}" for i, r in enumerate(result.results, 1)]
-    st.markdown("**Why here**  \n" + "  \n".join(why_here))
-    with st.expander("Open a result's full entry (frontmatter, text, index terms)", icon=":material/article:"):
-        base = resources.base_settings()
-        for i, r in enumerate(result.results, 1):
-            st.page_link(
-                "pages/corpus.py",
-                label=f"#{i} {md(r.entry_id)}: {md(r.title)}",
-                icon=":material/article:",
-                query_params=urls.entry_params(r.entry_id, settings, base),
-            )
-    st.caption(
-        "**score**: the weighted sum of the signals that found the entry, each scaled to this query's best "
-        "candidate (1.0), so only ranks within one query compare; **similarity**: the query against the "
-        "entry's best chunk (what semantic support is judged on); **L0 score**: the raw keyword score of L0."
-    )
-else:
-    st.caption("No results: neither L0 nor L1 found anything.")
-if result.l1.category and result.l1.status is L1Status.OK:
-    kept_out: list[tuple[int, Candidate]] | None
-    try:
-        searched = result.searched or result.query
-        kept_out = excluded_by_filter(searched, result.l1.category, ctx.lookup_services(record=False), settings)
-    except Exception as exc:
-        kept_out = None
-        st.caption(f"What the filter kept out cannot be shown: {md(type(exc).__name__)}: {md(exc)}")
-    if kept_out is not None:
-        st.markdown(
-            f"**Kept out by the filter** (category = {md(result.l1.category)}): the best of the unfiltered "
-            f"top {settings.top_k} from other domains, which these results do not include"
-        )
-        if kept_out:
-            st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "unfiltered rank": rank,
-                            "entry_id": c.entry_id,
-                            "title": c.title,
-                            "domain": c.domain,
-                            "similarity": None if c.similarity is None else round(c.similarity, 4),
-                        }
-                        for rank, c in kept_out
-                    ]
-                ),
-                hide_index=True,
-            )
-        else:
-            st.caption(f"none: the unfiltered top {settings.top_k} are all in {md(result.l1.category)}")
-        st.page_link(
-            "pages/filter_comparison.py",
-            label="Compare filtered and unfiltered L1 for this query",
-            icon=":material/compare_arrows:",
-            query_params={**urls.setting_params(settings, resources.base_settings()), keys.COMPARE_QUERY: result.query},
-        )
-rel = result.relevance
-show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
-show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
-if rel.confidence is not None and rel.threshold is not None:
-    st.caption(
-        f"Support estimate {rel.confidence:.0%}: of lookups whose top result gets this estimate, about that share have it "
-        f"right. Support is claimed from {rel.threshold:.0%}; an entry the query names in full is always supported. "
-        f"Model: {md(result.embedding_model)}."
-    )
-
-judging.judge_results(
-    ctx,
-    query=result.query,
-    found=[r.to_dict() for r in result.results],
-    routed=result.l1.category,
-    source=f"Lookup, invocation {result.invocation_id}" if recorded else "Lookup",
-    key="judge_lookup",
-)
-
 # --- latency and record ------------------------------------------------------------------------------------
-st.plotly_chart(charts.latency_bar(result.timings_ms), width="stretch")
+with st.expander("Where the time went (stage timings)", icon=":material/timer:"):
+    st.plotly_chart(charts.latency_bar(result.timings_ms), width="stretch")
 
 with st.expander("Stored invocation record (tool_invocation row, read back from DuckDB)"):
     if ctx.recorder is None:

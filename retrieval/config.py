@@ -78,6 +78,7 @@ class Settings:
     support_threshold: float | None = None  # the support estimate that claims support. None: the model's, fitted by CV
     session_tag: str = "default"
     read_only: bool | None = None  # the app: no ingest, re-index or reload. None: read-only when it binds beyond loopback
+    read_only_records: bool = False  # a read-only app records the lookups typed on Lookup (default: a demo leaves no trace)
     replication_factor: int | None = None  # copies of each shard, set when the collection is created. None: Weaviate's (1)
     shards: int | None = None  # shards of a new collection. None: Weaviate's default (one per node)
     consistency: Consistency | None = None  # ONE | QUORUM | ALL for queries and ingest. None: Weaviate's default (QUORUM)
@@ -197,6 +198,7 @@ ENV_NAMES = {
     "LOOKUP_LEXICAL_WEIGHT": "lexical_weight",
     "LOOKUP_SUPPORT_THRESHOLD": "support_threshold",
     "LOOKUP_READ_ONLY": "read_only",
+    "LOOKUP_READ_ONLY_RECORDS": "read_only_records",
     "LOOKUP_REPLICATION_FACTOR": "replication_factor",
     "LOOKUP_SHARDS": "shards",
     "LOOKUP_CONSISTENCY": "consistency",
@@ -312,7 +314,7 @@ NOT_QUALITY = frozenset(
         *("corpus_dir", "data_dir", "db_path", "judgments_dir", "collection", "model_dir"),  # where the corpus, data, model are
         *("weaviate_url", "weaviate_api_key", "remote_grpc_port", "weaviate_version", "weaviate_bin_dir"),  # which Weaviate
         *("embedded_port", "embedded_grpc_port"),
-        *("l1_timeout_s", "session_tag", "read_only", "replication_factor", "shards", "consistency"),  # how it runs
+        *("l1_timeout_s", "session_tag", "read_only", "read_only_records", "replication_factor", "shards", "consistency"),
         *("db_memory_limit", "db_threads"),  # the DuckDB files' memory budget
         "vector_compression",  # how the collection stores its vectors: fixed when it is made, so no sweep can vary it
     }

@@ -42,6 +42,7 @@ from retrieval.errors import WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.services import open_store
 from retrieval.store import indexing
+from retrieval.store.factory import knowledge_store
 from retrieval.store.index_health import missing_vectors, unsearchable_chunks
 from retrieval.store.weaviate_store import KnowledgeStore
 
@@ -107,7 +108,7 @@ class FaultServer:
         return client, store, LookupServices(L0Index(self.sample_corpus.entries), self.embedder, store, recorder)
 
     def ingest(self, client) -> KnowledgeStore:
-        store = KnowledgeStore(client, self.settings.collection)
+        store = knowledge_store(client, self.settings)  # the settings' endpoint: their time-out, the port checked
         part = Corpus("part", tuple(e for e in self.sample_corpus.entries if e.domain in FAULT_DOMAINS))
         self.report = indexing.ingest(store, part, self.embedder)
         return store
@@ -577,7 +578,7 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
         client = connect(settings)  # a fresh server on the same data
         served = weaviate_pids(port)
         assert len(served) == 1
-        store = KnowledgeStore(client, "Crash")
+        store = knowledge_store(client, settings, collection="Crash")
         state = store.indexed_state()
         complete = sorted(k for k, (_, n, c) in state.items() if n == c == want[k])
         partial = sorted(k for k, (_, n, c) in state.items() if n != c)

@@ -14,7 +14,7 @@ import pytest
 from retrieval import config
 from retrieval.config import REPO_ROOT
 
-from .helpers.packaging import NOT_SOURCE
+from .helpers.source_files import NOT_SOURCE
 
 CORPUS_DATA = "share/lookup-lab/sample_corpus"  # where pyproject.toml's data-files put the corpus, below <prefix>
 

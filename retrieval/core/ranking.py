@@ -86,6 +86,7 @@ class Relevance:
             "level": self.level,
             "reason": self.reason,
             "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "estimate": percent(self.confidence),
             "threshold": self.threshold,
             "features": None if self.features is None else self.features.to_dict(),
         }
@@ -251,6 +252,28 @@ def explain(item: ResultItem, weights: FusionWeights) -> str:
 HIGH_CONFIDENCE = 0.8
 
 
+def percent(chance: float | None) -> str:
+    """The support estimate as people read it, the one wording of the tile, the relevance text, the CLI, the MCP
+    result and the report: whole percents, and never 100 % or 0 %: an estimate has a resolution ("> 99%", "< 1%")."""
+    if chance is None:
+        return "–"
+    if chance >= 0.995:
+        return "> 99%"
+    if chance < 0.005:
+        return "< 1%"
+    return f"{chance:.0%}"
+
+
+def evidence_text(similarity: float, margin: float, lexical_per_word: float) -> str:
+    """What the estimate read, in words: the similarity and how it stands against the most similar other candidate
+    (a negative margin means another candidate is more similar than the top result), and BM25F per query word."""
+    if margin >= 0:
+        against = f"{margin:.2f} above the next most similar entry"
+    else:
+        against = f"{-margin:.2f} below another candidate, which is more similar than the top result"
+    return f"similarity {similarity:.2f}, {against}; BM25F {lexical_per_word:.1f} per query word"
+
+
 def assess(
     results: Sequence[ResultItem],
     l1_status: L1Status,
@@ -265,28 +288,31 @@ def assess(
     ranking and the candidates of both L1 queries, and the claim at `threshold` (default: the model's). An
     entry the query names in full is supported whatever the estimate: the user said which entry they meant."""
     if not results:
-        return Relevance(False, "none", f"no L0 match and L1 {l1_status}: nothing found")
+        return Relevance(False, "none", f"No L0 match and L1 {l1_status}: nothing found.")
     top = results[0]
     if top.l1_score is None and not (vector or lexical):
-        return Relevance(False, "low", f"keyword evidence only (L0); L1 {l1_status}, so no semantic support")
+        return Relevance(False, "low", f"Keyword evidence only (L0); L1 {l1_status}, so no semantic support.")
     cut = support.cut(threshold)
     features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
     chance = support.probability(features)
     l0 = "; L0 agrees" if top.source == Source.BOTH else ""
-    evidence = (
-        f"similarity {features.similarity:.2f} ({features.similarity_margin:+.2f} over the next entry), "
-        f"BM25F {features.lexical_per_word:.1f} per query word"
-    )
+    evidence = evidence_text(features.similarity, features.similarity_margin, features.lexical_per_word)
     if top.named:
         return Relevance(
-            True, "high", f"the query names this entry in full (its title or file name); {evidence}{l0}", chance, cut, features
+            True,
+            "high",
+            f"The query names this entry in full (its title or file name), so it is supported whatever the estimate "
+            f"({percent(chance)}): {evidence}{l0}.",
+            chance,
+            cut,
+            features,
         )
     if chance >= cut:
         level = "high" if chance >= max(HIGH_CONFIDENCE, cut) else "medium"
         return Relevance(
             True,
             level,
-            f"an estimated {chance:.0%} chance that it is right (support from {cut:.0%}): {evidence}{l0}",
+            f"An estimated {percent(chance)} chance that it is right (support from {percent(cut)}): {evidence}{l0}.",
             chance,
             cut,
             features,
@@ -294,8 +320,8 @@ def assess(
     return Relevance(
         False,
         "low",
-        f"an estimated {chance:.0%} chance that it is right, below {cut:.0%}: {evidence}; a neighbour, not semantic "
-        f"support; the corpus may not answer this{l0}",
+        f"An estimated {percent(chance)} chance that it is right, below {percent(cut)}: {evidence}. A neighbour, not "
+        f"semantic support: the corpus may not answer this{l0}.",
         chance,
         cut,
         features,

@@ -18,7 +18,7 @@ from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch, L0Hints
 from retrieval.core.pipeline import Pipeline, judge, limit_of, rank, route, search_l1, with_similarities
 from retrieval.core.protocols import LookupServices
-from retrieval.core.ranking import Relevance, ResultItem, listed
+from retrieval.core.ranking import Relevance, ResultItem, listed, percent
 from retrieval.core.support import features_of, support_model
 from retrieval.errors import L1Error
 from retrieval.types.modes import L1Status, Layer, LookupMode, SearchMode
@@ -188,7 +188,7 @@ def rank_and_assess(
         if fill is not None:
             results = tuple(fill(results))
         if not pipeline.l1:
-            return results, Relevance(False, "low" if results else "none", "L0 alone: no semantic retrieval in this run")
+            return results, Relevance(False, "low" if results else "none", "L0 alone: no semantic retrieval in this run.")
         return results, judge(results, status, vector, lexical, searched, settings)
     mode = pipeline.queries[0].mode
     results = tuple(listed(vector, mode, k=k))
@@ -200,7 +200,7 @@ def _single_support(
 ) -> Relevance:
     """The support estimate of one query's top result, as the lookup's would be with that signal alone."""
     if not results:
-        return Relevance(False, "none", "no L1 candidates")
+        return Relevance(False, "none", "No L1 candidates.")
     bm25 = mode is SearchMode.BM25
     top = found[0]
     features = features_of(
@@ -216,5 +216,5 @@ def _single_support(
     chance = model.probability(features)
     cut = model.cut(settings.support_threshold)
     claimed = chance >= cut
-    reason = f"{mode} alone: an estimated {chance:.0%} chance that its top result is right"
+    reason = f"{mode} alone: an estimated {percent(chance)} chance that its top result is right."
     return Relevance(claimed, "medium" if claimed else "low", reason, chance, cut, features)

@@ -30,6 +30,12 @@ def split_camel(word: str) -> list[str]:
     return parts if parts else [word]
 
 
+def camel_parts(word: str) -> list[tuple[int, int]]:
+    """The (start, end) of each CamelCase part of `word`, as split_camel cuts it; the whole word when it has none."""
+    parts = [(m.start(), m.end()) for m in _CAMEL.finditer(word)]
+    return parts if parts else [(0, len(word))]
+
+
 def singular(token: str) -> str:
     """Fold a simple English plural, so that a word and its plural meet: 'pods' and 'pod' -> 'pod',
     'policies' -> 'policy', 'caches' and 'cache' -> 'cach', 'patches' and 'patch' -> 'patch'.

@@ -12,22 +12,34 @@ if TYPE_CHECKING:
     from retrieval.evals.sets import EvalSet
 
 METRICS = {"hit@1": "hit_rate@1", "recall@5": "recall@5", "mrr@10": "mrr@10", "ndcg@10": "ndcg@10"}
+
+
+def quiet_ranx() -> Any:
+    """ranx, imported without the DeprecationWarnings its own source raises while it compiles (invalid escape
+    sequences in its LaTeX report templates), which filled stderr of every eval run; other warnings stay."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r"invalid escape sequence")
+        warnings.filterwarnings("ignore", category=SyntaxWarning, message=r"invalid escape sequence")
+        import ranx
+    return ranx
+
+
 SMALL_SAMPLE = 30
 ALPHA = 0.05
 
 
 def qrels_of(eval_set: EvalSet):
     """The set's answerable cases as ranx relevance judgments."""
-    from ranx import Qrels
-
-    return Qrels({c.id: dict(c.expected) for c in eval_set.cases if c.answerable})
+    return quiet_ranx().Qrels({c.id: dict(c.expected) for c in eval_set.cases if c.answerable})
 
 
 def ranking_run(rankings: Iterable[tuple[str, Sequence[str]]], name: str):
     """(case id, ranked entry ids) pairs as a ranx run: of n entries the first scores n, the last 1."""
-    from ranx import Run
-
-    return Run({case_id: {e: float(len(ranking) - i) for i, e in enumerate(ranking)} for case_id, ranking in rankings}, name=name)
+    return quiet_ranx().Run(
+        {case_id: {e: float(len(ranking) - i) for i, e in enumerate(ranking)} for case_id, ranking in rankings}, name=name
+    )
 
 
 def ranx_runs(eval_set: EvalSet, runs: Mapping[str, Sequence[ConfigRun]]):
@@ -41,16 +53,15 @@ def ranx_runs(eval_set: EvalSet, runs: Mapping[str, Sequence[ConfigRun]]):
 
 def paired_comparison(qrels, runs: Sequence[Any], *, stat_test: str = "student") -> dict[str, Any]:
     """ranx's comparison of `runs` on every metric (scores, and the p-value of every pair), as a dict."""
-    from ranx import compare
-
-    return compare(
-        qrels, runs=list(runs), metrics=list(METRICS.values()), stat_test=stat_test, max_p=ALPHA, make_comparable=True
-    ).to_dict()
+    return (
+        quiet_ranx()
+        .compare(qrels, runs=list(runs), metrics=list(METRICS.values()), stat_test=stat_test, max_p=ALPHA, make_comparable=True)
+        .to_dict()
+    )
 
 
 def compute_metrics(qrels, ranx_runs: dict) -> dict[str, dict[str, float]]:
-    from ranx import evaluate
-
+    evaluate = quiet_ranx().evaluate
     out = {}
     for name, run in ranx_runs.items():
         values = evaluate(qrels, run, list(METRICS.values()), make_comparable=True)

@@ -153,7 +153,10 @@ def paired_delta(metric: str, a: np.ndarray, b: np.ndarray) -> MetricDelta:
 
 def per_case_values(frame, metrics: tuple[str, ...] = tuple(METRICS)) -> dict[str, dict[str, float]]:
     """{case_id: {metric: value}} for the answerable cases of one run's per-case rows, scored by ranx."""
-    from ranx import Qrels, Run, evaluate
+    from retrieval.evals.ranking_metrics import quiet_ranx
+
+    ranx = quiet_ranx()
+    Qrels, Run, evaluate = ranx.Qrels, ranx.Run, ranx.evaluate
 
     answerable = frame[frame["expected"].map(bool)]
     if answerable.empty:

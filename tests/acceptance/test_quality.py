@@ -161,3 +161,27 @@ def test_a_query_that_names_its_alert_finds_that_runbook_first(
     # the query names the runbook it found first: that answer never reads as "the corpus may not answer this"
     named_first = [c for c in report.to_dict()["cases"] if c["configs"]["lookup"]["rank"] == 1]
     assert named_first and all(c["configs"]["lookup"]["semantic_support"] for c in named_first)
+
+
+def test_eval_the_tool_and_the_sweep_rank_every_case_of_a_shared_set_alike(
+    runbooks_report, runbooks_corpus, runbooks_store, embedder, base_settings
+):
+    """The one runner: `lookup` in eval, lookup_knowledge called directly, and the sweep's re-ranking of the
+    candidates it fetched give the same ranking and support claim for every case of the runbooks summaries."""
+    from retrieval.core.lookup import lookup_knowledge, search_text
+    from retrieval.lab.sweep import case_figures
+    from retrieval.lab.sweep_signals import collect_signals, query_keys
+
+    settings = base_settings.with_(collection="TestRunbooks", top_k=10)  # as run_eval runs the lookup
+    eval_set = load_eval_set(RUNBOOKS_EVAL, known_ids=[e.entry_id for e in runbooks_corpus.entries])
+    services = LookupServices(L0Index(runbooks_corpus.entries), embedder, runbooks_store)
+    in_eval = {c.id: c.configs["lookup"] for c in runbooks_report.cases}
+    signals = {s.case_id: s for s in collect_signals(eval_set, services, settings, query_keys(settings))}
+    assert len(in_eval) == len(eval_set.cases) == len(signals) > 0
+    for case in eval_set.cases:
+        direct = lookup_knowledge(search_text(case.query), services, settings)
+        assert tuple(r.entry_id for r in direct.results) == in_eval[case.id].ranking, case.id
+        assert direct.relevance.semantic_support == in_eval[case.id].semantic_support, case.id
+        rr, _, _, supported, _ = case_figures(signals[case.id], settings)
+        assert rr == pytest.approx(in_eval[case.id].rr), case.id
+        assert supported == in_eval[case.id].semantic_support, case.id

@@ -16,7 +16,7 @@ from retrieval.core.search_request import SearchRequest
 from retrieval.engine.server import connect
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
-from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.store.factory import knowledge_store
 from retrieval.types.modes import SearchMode
 
 from ..conftest import free_port
@@ -148,7 +148,7 @@ def test_l1_fails_when_the_server_is_stopped(base_settings, sample_corpus, embed
         l1_timeout_s=3.0,
     )
     client = connect(own)
-    store = KnowledgeStore(client, own.collection)
+    store = knowledge_store(client, own)
     small = Corpus(str(tmp_path), tuple(e for e in sample_corpus.entries if e.domain == "security"))
     indexing.ingest(store, small, embedder)
     services = LookupServices(L0Index(sample_corpus.entries), embedder, store, recorder)

@@ -26,6 +26,7 @@ from ..helpers.browser import (  # noqa: F401
     column,
     header,
     metric_values,
+    open_candidates,
     open_page,
     rerun,
     shot,
@@ -88,8 +89,10 @@ def test_lookup_in_the_browser(page, sample_app):
         expect(page.get_by_text(panel, exact=True)).to_be_visible()
     expect(page.locator("mark").nth(2)).to_be_attached()  # 3+ matched words, in the query and the matched titles
     expect(alert(page, "one domain: databases → L1 filtered on category = databases")).to_be_visible()
-    assert set(column(page, 0, "domain")) == {"databases"}  # L1 candidates, filtered
-    assert column(page, -1, "entry_id")[0] == "databases/PostgresReplicationLag"  # final results (the last table)
+    assert column(page, 0, "entry_id")[0] == "databases/PostgresReplicationLag"  # the results come first
+    open_candidates(page)
+    assert set(column(page, 1, "domain")) == {"databases"}  # L1 candidates, filtered
+    page.get_by_text("Where the time went (stage timings)").click()  # on demand: the answer comes first
     expect(page.locator(".js-plotly-plot").first).to_be_visible()  # the latency bar (drawn after the run)
     expect(page).to_have_url(re.compile(r"q=PostgreSQL(\+|%20)replication(\+|%20)lag"))
     # the URL reopens the view in a fresh tab
@@ -97,7 +100,7 @@ def test_lookup_in_the_browser(page, sample_app):
     fresh = page.context.new_page()
     open_page(fresh, sample_app, url.split("/", 3)[3])
     expect(fresh.get_by_label("Query", exact=True)).to_have_value("PostgreSQL replication lag on the standby")
-    assert column(fresh, -1, "entry_id")[0] == "databases/PostgresReplicationLag"
+    assert column(fresh, 0, "entry_id")[0] == "databases/PostgresReplicationLag"
     fresh.close()
 
 
@@ -177,12 +180,13 @@ def test_runbooks_crash_looping_in_the_browser(page, runbooks_app):
     type_query(page, "Pod is crash looping.")
     assert_no_exception(page, "runbooks lookup")
     expect(alert(page, "Routing: one domain: kubernetes → L1 filtered on category = kubernetes")).to_be_visible()
+    assert column(page, 0, "entry_id")[0] == "kubernetes/KubePodCrashLooping"  # the results come first
+    open_candidates(page)
     expect(
         page.locator('[data-testid="stCaptionContainer"]').filter(has_text="filtered on category = kubernetes, status ok")
     ).to_be_visible()
-    candidates = column(page, 0, "domain")
+    candidates = column(page, 1, "domain")
     assert candidates and set(candidates) == {"kubernetes"}
-    assert column(page, -1, "entry_id")[0] == "kubernetes/KubePodCrashLooping"
 
 
 def test_runbooks_filter_comparison_on_the_eval_set(page, runbooks_app):
@@ -230,3 +234,21 @@ def test_runbooks_evaluate_results_fit_the_page(page, runbooks_app):
 def _answerable_in(path):
     """Cases of an eval set file that expect an entry, read from the file (the shared sets change between turns)."""
     return sum(bool(c.get("expected")) for c in yaml.safe_load(path.read_text(encoding="utf-8"))["cases"])
+
+
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_the_answer_comes_first_on_a_desktop_and_a_phone(page, sample_app, width, height):
+    """The top result and the verdict sit under the query, in the first screen, without scrolling (they used to be
+    about 2,000 px down at 1280 wide and 3,500 px on a phone, under three candidate tables)."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_page(page, sample_app)
+    type_query(page, "PostgreSQL replication lag on the standby")
+    page.evaluate("window.scrollTo(0, 0)")
+    verdict = alert(page, "Relevance:")
+    expect(verdict).to_be_visible()
+    top = page.get_by_role("heading", name="PostgreSQL replication lag is high").first
+    expect(top).to_be_visible()
+    for element, what in ((top, "the top result"), (verdict, "the verdict")):
+        box = element.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= height, f"{what} below the first screen at {width}: {box}"
+    shot(page, f"sample-lookup-first-screen-{width}")

@@ -38,11 +38,14 @@ from ..helpers.app import (  # noqa: F401
     PAGES,
     SAMPLE_EVAL,
     assert_clean,
+    candidates_table,
+    dataframe_with,
     html_bodies,
     metrics,
     open_app,
     plotly_specs,
     point_app_at,
+    results_table,
     texts,
     texts_of,
 )
@@ -99,7 +102,7 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
         assert panel in md
     assert "PostgreSQL" in md  # an entity, listed
     # matched keywords as the entries write them, the normalised match key beside each
-    keywords = at.dataframe[0].value
+    keywords = dataframe_with(at, "term", "field")
     assert list(keywords.columns) == ["term", "field", "weight", "key"]
     assert ("PostgreSQL replication", "title", "postgr sql replication") in set(
         zip(keywords["term"], keywords["field"], keywords["key"], strict=True)
@@ -110,7 +113,7 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     assert any("<mark" in b and "replication" in b and "standby" in b for b in bodies)
     assert any("<mark" in b and "lag</mark>" in b for b in bodies[1:])
     assert any("one domain: databases → L1 filtered on category = databases" in t for t in texts(at.info))
-    candidates, results = at.table[0].value, at.table[-1].value  # L1 candidates first, the results last
+    candidates, results = candidates_table(at), results_table(at)
     assert len(candidates) and set(candidates["domain"]) == {"databases"}
     assert candidates["distance"].astype(float).is_monotonic_increasing
     assert results.iloc[0]["entry_id"] == "databases/PostgresReplicationLag"
@@ -134,12 +137,12 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
 def test_opening_a_lookup_url_records_nothing_an_explicit_run_records(app_env):
     store = InvocationStore(app_env / "invocations.duckdb")
     at = open_app(q="etcd cluster has no leader")  # a shared link, "Open in Lookup"
-    assert metrics(at)["Layer"] == "L0+L1" and len(at.table[-1].value)  # the view is there ...
+    assert metrics(at)["Layer"] == "L0+L1" and len(results_table(at))  # the view is there ...
     assert any("Not recorded" in t for t in texts(at.caption))  # ... and says it was not recorded
     at.run()
     open_app(q="etcd cluster has no leader")  # a refresh: a new session on the same URL
     at.number_input(key="k").set_value(3).run()  # a setting changed: shown again, not recorded
-    assert len(at.table[-1].value) == 3
+    assert len(results_table(at)) == 3
     assert store.count() == 0
     at.button(key="lookup_run").click().run()  # Run again
     assert store.count() == 1
@@ -157,10 +160,10 @@ def test_lookup_shows_what_the_filter_kept_out_and_links_to_the_comparison(app_e
     assert_clean(at)
     assert any("category = kubernetes" in t for t in texts(at.info))
     assert any("Kept out by the filter" in t for t in texts(at.markdown))
-    kept_out = at.dataframe[-1].value
+    kept_out = dataframe_with(at, "unfiltered rank")
     assert list(kept_out.columns) == ["unfiltered rank", "entry_id", "title", "domain", "similarity"]
     assert len(kept_out) and "kubernetes" not in set(kept_out["domain"])
-    assert not set(kept_out["entry_id"]) & set(at.table[-1].value["entry_id"])  # not among the results
+    assert not set(kept_out["entry_id"]) & set(results_table(at)["entry_id"])  # not among the results
     assert kept_out["unfiltered rank"].is_monotonic_increasing and kept_out["unfiltered rank"].max() <= 10
     (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
     assert dict(parse_qsl(link.proto.query_string)) == {"cq": "Pod keeps restarting", "k": "10"}
@@ -184,7 +187,7 @@ def test_lookup_before_the_first_ingest_says_so_and_ingests_in_place(monkeypatch
     shown = texts(at.warning) + texts(at.error) + texts(at.caption)
     assert any("Collection TestLookupUnindexed is not indexed yet" in t for t in texts(at.warning))
     assert not [t for t in shown if "WeaviateQueryError" in t or "could not find class" in t]
-    assert metrics(at)["Layer"] == "L0" and at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
+    assert metrics(at)["Layer"] == "L0" and results_table(at).iloc[0]["entry_id"] == "security/VaultSealed"
     assert any(p.proto.page_script_hash for p in at.get("page_link") if "Corpus" in p.proto.label)
     at.button(key="ingest_for_lookup").click().run()  # ingest in place, then the lookup runs on L1 too
     assert_clean(at)
@@ -213,12 +216,12 @@ def test_query_params_restore_the_view(app_env):
     assert at.slider(key="alpha") is not None  # shown for hybrid
     m = metrics(at)
     assert (m["Layer"], m["L1 status"]) == ("L0", "disabled")
-    results = at.table[-1].value
+    results = results_table(at)
     assert results.iloc[0]["entry_id"] == "security/VaultSealed" and len(results) <= 3
     # and another URL gives another view
     other = open_app(q="Pod keeps restarting", k="2")
     assert metrics(other)["Layer"] == "L0+L1"
-    assert len(other.table[-1].value) == 2  # two results at k=2 (L1 fetches candidate_depth candidates for the fusion)
+    assert len(results_table(other)) == 2  # two results at k=2 (L1 fetches candidate_depth candidates for the fusion)
     assert any("category = kubernetes" in t for t in texts(other.info))
 
 
@@ -356,7 +359,7 @@ def test_a_corpus_picked_with_a_model_takes_that_models_collection(monkeypatch, 
     assert_clean(at)
     details = json.loads(at.json[0].proto.body)["retrieval_details"]
     assert details["embedding_model"] == MINILM and details["l1"]["status"] == "ok"
-    assert at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
+    assert results_table(at).iloc[0]["entry_id"] == "security/VaultSealed"
 
 
 def test_an_empty_query_gets_a_hint_not_a_lookup(app_env):
@@ -375,7 +378,7 @@ def test_dead_weaviate_lookup_answers_from_l0_with_a_banner(monkeypatch, tmp_pat
     assert at.button(key="retry_connection") is not None
     m = metrics(at)
     assert (m["Layer"], m["L1 status"]) == ("L0", "unavailable")
-    assert at.table[-1].value.iloc[0]["entry_id"] == "security/VaultSealed"
+    assert results_table(at).iloc[0]["entry_id"] == "security/VaultSealed"
     assert any("no semantic support" in t.lower() or "semantic support: no" in t for t in texts(at.warning))
     at.button(key="lookup_run").click().run()  # recorded on an explicit run
     assert json.loads(at.json[0].proto.body)["l1_status"] == "unavailable"
@@ -587,7 +590,7 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
     # following the link (its query parameters on the Lookup page) shows that query
     lookup = open_app(**dict(parse_qsl(link.proto.query_string)))
     assert lookup.text_input(key="q").value == query
-    assert lookup.table[-1].value.iloc[0]["entry_id"] != cmp.removed[0]
+    assert results_table(lookup).iloc[0]["entry_id"] != cmp.removed[0]
 
 
 def add_eval_set(monkeypatch, path: Path, label: str) -> None:
@@ -855,10 +858,15 @@ def test_read_only_offers_no_write_and_says_so(app_env, monkeypatch, served_on, 
         assert at.button(key="corpus_ingest").disabled is False
 
 
-def test_read_only_still_records_lookups_and_refuses_sql_writes(app_env, monkeypatch):
+def test_read_only_records_typed_lookups_only_when_told_and_refuses_sql_writes(app_env, monkeypatch):
     monkeypatch.setenv("LOOKUP_READ_ONLY", "true")
     at = open_app(q="Vault is sealed")
     assert read_only_badge(at)
+    at.button(key="lookup_run").click().run()  # read-only, recording not asked for: a demo leaves no trace
+    assert any("the app is read-only and records no lookup" in t for t in texts(at.caption))
+    assert InvocationStore(app_env / "invocations.duckdb").count() == 0
+    monkeypatch.setenv("LOOKUP_READ_ONLY_RECORDS", "true")
+    at = open_app(q="Vault is sealed")
     at.button(key="lookup_run").click().run()
     assert json.loads(at.json[0].proto.body)["input"] == "Vault is sealed"  # recorded, and read back
     assert InvocationStore(app_env / "invocations.duckdb").count() == 1

@@ -12,7 +12,7 @@ import pandas as pd
 from retrieval.core.lookup import MAX_QUERY_CHARS
 from retrieval.records.invocations import InvocationStore
 
-from ..helpers.app import PAGES, assert_clean, html_bodies, open_app, plotly_specs, texts
+from ..helpers.app import PAGES, assert_clean, html_bodies, open_app, plotly_specs, results_table, texts
 from ..helpers.db_rows import table_rows
 
 LONG = ("Disk full on the Postgres primary, and then " * 120).strip()  # 5,000+ characters
@@ -126,7 +126,7 @@ def test_long_keyword_labels_are_shortened_in_their_middle_and_whole_in_the_hove
 
 def test_the_lookup_page_lays_out_keywords_full_width_and_why_here_under_the_results(app_env):
     at = open_app(q="PostgreSQL replication lag on the standby")
-    assert "why here" not in at.table[-1].value.columns
+    assert "why here" not in results_table(at).columns
     assert any(t.startswith("**Why here**") and "**#1** databases/PostgresReplicationLag: " in t for t in texts(at.markdown))
     assert all('style="overflow-wrap: anywhere;"' in b for b in html_bodies(at) if b.startswith("<div"))
 

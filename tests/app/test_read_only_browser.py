@@ -35,15 +35,17 @@ def settled_rows(page, app, db) -> dict[str, int]:
     return table_rows(db)
 
 
-def test_read_only_writes_only_the_lookups_a_visitor_types(page, tmp_path_factory, base_settings, sample_store):
+def test_read_only_with_recording_writes_only_the_lookups_a_visitor_types(page, tmp_path_factory, base_settings, sample_store):
     tmp = tmp_path_factory.mktemp("app-read-only-rows")
     db = tmp / "invocations.duckdb"
     repo_sets = sorted((REPO_ROOT / "eval_sets").iterdir())
-    app = start_app(tmp, base_settings, collection="TestSample", env_extra={"LOOKUP_READ_ONLY": "1"})
+    env = {"LOOKUP_READ_ONLY": "1", "LOOKUP_READ_ONLY_RECORDS": "1"}
+    app = start_app(tmp, base_settings, collection="TestSample", env_extra=env)
     try:
         start = settled_rows(page, app, db)
         sidebar = page.get_by_test_id("stSidebarUserContent")
         expect(sidebar.get_by_text("Only the lookups typed on Lookup are recorded")).to_be_visible()
+        expect(sidebar.get_by_text("Typed lookups recorded")).to_be_visible()
 
         # Lookup: a typed query is recorded, once
         open_page(page, app)
@@ -90,3 +92,22 @@ def test_read_only_writes_only_the_lookups_a_visitor_types(page, tmp_path_factor
         app.stop()
     assert sorted((REPO_ROOT / "eval_sets").iterdir()) == repo_sets
     assert not (tmp / "judged-eval-sets").exists()
+
+
+def test_read_only_by_default_records_nothing_at_all(page, tmp_path_factory, base_settings, sample_store):
+    """A demo leaves no trace: read-only without LOOKUP_READ_ONLY_RECORDS, a typed lookup writes no row, and the badge
+    and the Lookup page say so."""
+    tmp = tmp_path_factory.mktemp("app-read-only-silent")
+    db = tmp / "invocations.duckdb"
+    app = start_app(tmp, base_settings, collection="TestSample", env_extra={"LOOKUP_READ_ONLY": "1"})
+    try:
+        start = settled_rows(page, app, db)
+        sidebar = page.get_by_test_id("stSidebarUserContent")
+        expect(sidebar.get_by_text("Nothing recorded")).to_be_visible()
+        open_page(page, app)
+        type_query(page, "Disk full on the Postgres primary")
+        expect(page.get_by_text("the app is read-only and records no lookup")).to_be_visible()
+        assert changed(start, settled_rows(page, app, db)) == {}
+        shot(page, "sample-lookup-read-only-silent")
+    finally:
+        app.stop()

@@ -216,3 +216,34 @@ def test_each_result_carries_its_best_chunks_text_outside_its_json():
     out = {r.entry_id: r for r in fuse([m("c/W", 1.0)], vector, lexical, k=5)}
     assert {e: r.text for e, r in out.items()} == {"a/X": "X's best section", "a/Y": "", "b/Z": "Z's card", "c/W": ""}
     assert "text" not in out["a/X"].to_dict()  # the recorded JSON keeps its shape
+
+
+@pytest.mark.parametrize(
+    "chance, text",
+    [(None, "–"), (0.999, "> 99%"), (0.995, "> 99%"), (0.994, "99%"), (0.74, "74%"), (0.004, "< 1%"), (0.0, "< 1%")],
+)
+def test_the_estimate_reads_with_its_resolution(chance, text):
+    from retrieval.core.ranking import percent
+
+    assert percent(chance) == text
+
+
+def test_a_negative_margin_says_another_candidate_is_more_similar():
+    from retrieval.core.ranking import evidence_text
+
+    assert evidence_text(0.72, -0.01, 1.5) == (
+        "similarity 0.72, 0.01 below another candidate, which is more similar than the top result; BM25F 1.5 per query word"
+    )
+    assert evidence_text(0.81, 0.05, 2.0).startswith("similarity 0.81, 0.05 above the next most similar entry")
+
+
+def test_every_relevance_sentence_starts_with_a_capital_and_shares_the_estimates_wording():
+    from retrieval.core.ranking import percent
+
+    for sim, margin, lex in ((0.95, 0.2, 5.0), (0.40, -0.05, 0.1)):
+        rel = _assessed(sim, margin, lex)
+        assert rel.reason[0].isupper() and rel.reason.endswith(".")
+        assert f"an estimated {percent(rel.confidence)} chance".lower() in rel.reason.lower()
+        assert rel.to_dict()["estimate"] == percent(rel.confidence)
+    named = _assessed(0.50, 0.0, 1.0, named=True)
+    assert named.reason.startswith("The query names this entry in full") and percent(named.confidence) in named.reason

@@ -44,7 +44,7 @@ from retrieval.engine.server import connect, embedded_binary
 from retrieval.errors import L1Error
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
-from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.store.factory import knowledge_store
 
 from ..conftest import SAMPLE_CORPUS
 from ..helpers.processes import alive, wait_until
@@ -177,7 +177,7 @@ def replicated(base_settings, cluster, memo_embedder, sample_corpus):
     """The sample corpus in COLLECTION, created through node 0 with the settings' replication factor 3."""
     settings = cluster_settings(base_settings, cluster)
     client = connect(settings)
-    store = KnowledgeStore(client, COLLECTION)  # replication, shards and consistency come from the settings
+    store = knowledge_store(client, settings)  # replication, shards and consistency come from the settings
     store.drop()
     t0 = time.monotonic()
     report = indexing.ingest(store, sample_corpus, memo_embedder)
@@ -265,7 +265,7 @@ def test_two_of_three_nodes_down(replicated, cluster, memo_embedder, sample_corp
     settings1 = cluster_settings(base_settings, cluster, 1, l1_timeout_s=3.0)
     client1 = connect(settings1)
     recorder = InvocationStore(tmp_path / "inv.duckdb")
-    via1 = services_for(KnowledgeStore(client1, COLLECTION), memo_embedder, sample_corpus, recorder)
+    via1 = services_for(knowledge_store(client1, settings1), memo_embedder, sample_corpus, recorder)
     try:
         assert lookup_knowledge(queries[0], via1, settings1).layer == "L0+L1"
         cluster.kill(1, 2)
@@ -281,12 +281,12 @@ def test_two_of_three_nodes_down(replicated, cluster, memo_embedder, sample_corp
         assert len(rows) == len(down)
         assert set(rows["layer"]) == {"L0"} and rows["error"].notna().all()
         print(f"\nrecorded through node1 with node1 and node2 down: {rows['l1_status'].iloc[0]}: {rows['error'].iloc[0][:160]}")
-        via0 = services_for(KnowledgeStore(client0, COLLECTION, consistency="ONE"), memo_embedder, sample_corpus)
+        via0 = services_for(knowledge_store(client0, settings.with_(consistency="ONE")), memo_embedder, sample_corpus)
         r = lookup_knowledge(queries[0], via0, settings)
         assert (r.layer, r.l1.status) == ("L0+L1", "ok"), r.l1.error
         short = settings.with_(l1_timeout_s=3.0)
         for level in ("QUORUM", "ALL"):
-            via0 = services_for(KnowledgeStore(client0, COLLECTION, consistency=level), memo_embedder, sample_corpus)
+            via0 = services_for(knowledge_store(client0, short.with_(consistency=level)), memo_embedder, sample_corpus)
             r = lookup_knowledge(queries[0], via0, short)
             print(f"through node0 at {level}: {r.layer}, L1 {r.l1.status} {(r.l1.error or '')[:120]}")
         cluster.revive(1, 2)
@@ -326,9 +326,9 @@ def test_ingest_while_a_node_is_down_reaches_it_when_it_returns(replicated, clus
     """Written at QUORUM with node2 down; after node2 returns, Weaviate's async replication (on by default
     for factor > 1 in 1.38, every 30 s) copies what it missed, without any read. At ALL the ingest is refused,
     also once gossip has dropped node2 (when Weaviate itself would write at ALL to the two replicas left)."""
-    _, client, _ = replicated
+    settings, client, _ = replicated
     name = "ClusterIngest"
-    store = KnowledgeStore(client, name, consistency="QUORUM")
+    store = knowledge_store(client, settings.with_(consistency="QUORUM"), collection=name)
     store.drop()
     store.ensure_collection()  # the schema change needs the Raft quorum: made with every node up
     uuids = [
@@ -339,7 +339,7 @@ def test_ingest_while_a_node_is_down_reaches_it_when_it_returns(replicated, clus
     cluster.kill(2)
     cluster.wait_forgotten(2)
     with pytest.raises(L1Error, match="replicas"):
-        indexing.ingest(KnowledgeStore(client, name, consistency="ALL"), sample_corpus, memo_embedder)
+        indexing.ingest(knowledge_store(client, settings.with_(consistency="ALL"), collection=name), sample_corpus, memo_embedder)
     report = indexing.ingest(store, sample_corpus, memo_embedder)
     assert report.chunks_embedded == len(uuids)
     cluster.revive(2)

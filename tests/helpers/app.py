@@ -80,3 +80,18 @@ def plotly_specs(at: AppTest) -> list[dict]:
 
 def html_bodies(at: AppTest) -> list[str]:
     return [el.proto.body for el in at.get("html")]
+
+
+def results_table(at: AppTest):
+    """The Lookup page's results (the table with a source column), wherever the page puts it."""
+    return next(t.value for t in at.table if "source" in t.value.columns)
+
+
+def candidates_table(at: AppTest):
+    """The Lookup page's vector (or hybrid) candidates (the table with a distance column)."""
+    return next(t.value for t in at.table if "distance" in t.value.columns)
+
+
+def dataframe_with(at: AppTest, *columns: str):
+    """The first st.dataframe that has these columns (a page's order of tables is its own business)."""
+    return next(d.value for d in at.dataframe if set(columns) <= set(d.value.columns))

@@ -4,6 +4,7 @@ and driving pages."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -216,7 +217,13 @@ def type_query(page, text: str) -> None:
     box = page.get_by_label("Query", exact=True)
     box.fill(text)
     rerun(page, lambda: box.press("Enter"))
-    expect(page.get_by_text("L1 candidates", exact=True)).to_be_visible()
+    expect(page.get_by_text("Why here").or_(page.get_by_text("No result", exact=True)).first).to_be_visible()
+
+
+def open_candidates(page) -> None:
+    """Open the Lookup page's L1 candidates (an expander: the answer comes first)."""
+    page.get_by_text(re.compile(r"^L1 candidates: ")).first.click()
+    page.locator('[data-testid="stTable"]').nth(1).wait_for()
 
 
 def alert(page, text: str):

@@ -27,7 +27,7 @@ from retrieval.config import REPO_ROOT
 from tests.conftest import SAMPLE_CORPUS, free_port
 from tests.helpers.mcp_process import http_client, stored_rows
 
-from ..helpers.packaging import NOT_SOURCE
+from ..helpers.source_files import NOT_SOURCE
 
 PLACEHOLDER = "/opt/lookup-lab"
 

@@ -19,8 +19,8 @@ from retrieval.core.protocols import LookupServices
 from retrieval.engine.server import connect, port_open
 from retrieval.store import indexing
 from retrieval.store.corpus_status import corpus_health, read_index
+from retrieval.store.factory import knowledge_store
 from retrieval.store.index_health import unsearchable_chunks
-from retrieval.store.weaviate_store import KnowledgeStore
 
 from ..conftest import free_port
 from ..helpers.processes import alive, stop_servers, wait_until
@@ -52,7 +52,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
     part = Corpus("part", tuple(e for e in sample_corpus.entries if e.domain in DOMAINS))
     client = connect(settings)
     try:
-        store = KnowledgeStore(client, "Lost")
+        store = knowledge_store(client, settings)
         indexing.ingest(store, part, embedder)
         services = LookupServices(L0Index(sample_corpus.entries), embedder, store)
         kill_9(client)  # at once: the HNSW commit log is still in the server's buffer
