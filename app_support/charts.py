@@ -212,3 +212,74 @@ def support_estimates(points: Sequence[Mapping[str, Any]], threshold: float) -> 
         showlegend=False,
     )
     return _compact(fig, 320)
+
+
+SWEEP_MIN_SPAN = 0.05  # a sweep chart's colour or y range spans at least this much of the metric: 0.007 looks small
+
+
+def difference_scale(values: Sequence[float]) -> tuple[float, float]:
+    """The range of a chart of differences from the best (all ≤ 0): from the worst difference or −SWEEP_MIN_SPAN,
+    whichever is lower, to 0."""
+    lowest = min((v for v in values if v == v), default=0.0)
+    return min(lowest, -SWEEP_MIN_SPAN), 0.0
+
+
+def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.Figure:
+    """A sweep's points on `metric`: a heatmap over two swept settings, a line over one, parallel coordinates over
+    more. Heatmap cells and the line read each point's difference from the best point (the best cell says 'best'),
+    on a range of at least SWEEP_MIN_SPAN, so a gap of a few thousandths does not look like a chasm."""
+    best = float(frame[metric].max())
+    title = f"{metric} per point (in-sample), against the best ({best:.3f})"
+    if len(names) == 2:
+        table = frame.pivot_table(index=names[1], columns=names[0], values=metric, aggfunc="first")
+        diff = table.to_numpy(dtype=float) - best
+        low, high = difference_scale(diff.ravel().tolist())
+        text = [["best" if abs(v) < 5e-4 else ("–" if v != v else f"{v:+.3f}") for v in row] for row in diff]
+        fig = go.Figure(
+            go.Heatmap(
+                z=diff.tolist(),  # lists: numpy arrays travel as base64 typed arrays
+                x=[str(v) for v in table.columns],
+                y=[str(v) for v in table.index],
+                zmin=low,
+                zmax=high,
+                colorscale="Blues",
+                text=text,
+                texttemplate="%{text}",
+                customdata=table.to_numpy(dtype=float).tolist(),
+                hovertemplate=f"{names[0]}=%{{x}}<br>{names[1]}=%{{y}}<br>{metric} %{{customdata:.3f}} (%{{text}})"
+                "<extra></extra>",
+                colorbar=dict(title=f"{metric} − best"),
+            )
+        )
+        fig.update_layout(title=title, xaxis_title=names[0], yaxis_title=names[1])
+    elif len(names) == 1:
+        gaps = [float(v) - best for v in frame[metric]]
+        low, _ = difference_scale(gaps)
+        fig = go.Figure(go.Scatter(x=[str(v) for v in frame[names[0]]], y=gaps, mode="lines+markers", name=metric))
+        fig.update_layout(
+            title=title, xaxis_title=names[0], yaxis_title=f"{metric} − best", yaxis_range=[low * 1.05, -low * 0.05]
+        )
+    else:
+        dims = []
+        for name in names:
+            values = list(dict.fromkeys(frame[name]))
+            code = {v: i for i, v in enumerate(values)}
+            dims.append(
+                dict(
+                    label=name,
+                    values=[code[v] for v in frame[name]],
+                    tickvals=list(code.values()),
+                    ticktext=[str(v) for v in values],
+                )
+            )
+        low, _ = difference_scale((frame[metric].astype(float) - best).tolist())
+        dims.append(dict(label=metric, values=[float(v) for v in frame[metric]], range=[best + low, best]))
+        fig = go.Figure(
+            go.Parcoords(
+                line=dict(color=frame[metric], colorscale="Blues", cmin=best + low, cmax=best, showscale=True),
+                dimensions=dims,
+            )
+        )
+        fig.update_layout(title=title)
+    fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
+    return fig

@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from retrieval.core.text import STOPWORDS, camel_parts, tokens
+from retrieval.evals.settings_strip import strip_items
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$=^&\"'])")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -93,3 +94,10 @@ def as_json(value: Any) -> Any:
 def rate(value: float | None) -> str:
     """A share as a percentage, or 'n/a' when it does not apply."""
     return "n/a" if value is None else f"{value:.0%}"
+
+
+def settings_strip(settings: Any, *, label: str, key: str) -> None:
+    """The settings that decide a run's ranking and support (retrieval.evals.settings_strip) as one line of
+    `name=value` chips, in a container keyed `key` (tests find it by its st-key-… class)."""
+    with st.container(key=key):
+        st.markdown(f"**{md(label)}**: " + " ".join(f"`{name}={value}`" for name, value in strip_items(settings)))

@@ -1,9 +1,11 @@
 """Process-wide cached resources and the settings of the current view.
 
-- the embedding model, loaded once;
-- the Weaviate connection (or why there is none), per connection settings; a failed connection is cached
-  too, so pages do not wait on a dead server every rerun: it is retried after RETRY_AFTER_S, or at once
-  with the "Retry connection" button (`retry_connection`);
+- the embedding model, loaded once, on a thread of its own from the first page on;
+- the Weaviate connection (or why there is none), per connection settings, opened on a thread of its own: the
+  frame waits for it at most `app_l1_wait_s`, so a page renders while an embedded server starts, and a page
+  that needs L1 waits for it (`AppContext.conn`). A failed connection is cached too, so pages do not wait on
+  a dead server every rerun: it is retried after RETRY_AFTER_S, or at once with the "Retry connection" button
+  (`retry_connection`);
 - the corpus and its L0 index, per corpus folder;
 - the invocation store, per database file, with its background flusher.
 """
@@ -12,7 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -119,17 +124,71 @@ def _release(conn: Connection) -> None:
             conn.client.close()
 
 
-@st.cache_resource(show_spinner="Connecting to Weaviate…", validate=_still_good, on_release=_release)
-def _connection(key: tuple, _settings: Settings) -> Connection:
-    target = describe_target(_settings)
+def _open(settings: Settings) -> Connection:
+    """Connect (starting the embedded server when the settings name no URL): the client, or why there is none."""
+    target = describe_target(settings)
     try:
-        client = connect(_settings)
+        client = connect(settings)
     except (L1Error, WeaviateSetupError) as exc:
-        return Connection(None, _redact(str(exc), _settings), target, time.monotonic())
-    except Exception as exc:
+        return Connection(None, _redact(str(exc), settings), target, time.monotonic())
+    except BaseException as exc:  # the thread's only result: whatever went wrong is the connection's error
         why = f"cannot reach {target}: {type(exc).__name__}: {exc}"
-        return Connection(None, _redact(why, _settings), target, time.monotonic())
+        return Connection(None, _redact(why, settings), target, time.monotonic())
     return Connection(client, None, target, time.monotonic())
+
+
+@dataclass(frozen=True)
+class Opening:
+    """A connection being opened on a thread of its own, so that a page renders while an embedded Weaviate starts
+    (seconds on a cold start); a page that needs L1 waits for it (AppContext.conn), the others do not."""
+
+    target: str
+    started: float
+    future: Future[Connection]
+
+    @classmethod
+    def start(cls, settings: Settings) -> Opening:
+        future: Future[Connection] = Future()
+        threading.Thread(target=lambda: future.set_result(_open(settings)), name="weaviate-connect", daemon=True).start()
+        return cls(describe_target(settings), time.monotonic(), future)
+
+    @classmethod
+    def of(cls, conn: Connection) -> Opening:
+        """A connection that is open (or failed) already."""
+        future: Future[Connection] = Future()
+        future.set_result(conn)
+        return cls(conn.target, conn.opened_at, future)
+
+    def peek(self) -> Connection | None:
+        """The connection once opened (or failed); None while it is still opening."""
+        return self.future.result() if self.future.done() else None
+
+    def wait(self, timeout_s: float | None = None) -> Connection | None:
+        """The connection, waiting at most `timeout_s` (None: until it is open or has failed)."""
+        with contextlib.suppress(FuturesTimeout):
+            return self.future.result(timeout_s)
+        return None
+
+    def waited_s(self) -> float:
+        return time.monotonic() - self.started
+
+
+def _opening_still_good(opening: Opening) -> bool:
+    conn = opening.peek()
+    return True if conn is None else _still_good(conn)
+
+
+def _release_opening(opening: Opening) -> None:
+    conn = opening.peek()
+    if conn is None:  # still opening: close it once it is open
+        opening.future.add_done_callback(lambda f: _release(f.result()))
+    else:
+        _release(conn)
+
+
+@st.cache_resource(show_spinner=False, validate=_opening_still_good, on_release=_release_opening)
+def _opening(key: tuple, _settings: Settings) -> Opening:
+    return Opening.start(_settings)
 
 
 def _redact(text: str, settings: Settings) -> str:
@@ -140,13 +199,21 @@ def _redact(text: str, settings: Settings) -> str:
     return text
 
 
+def opening(settings: Settings) -> Opening:
+    """The connection of these settings, opened once per process (in the background) and reused."""
+    return _opening(_connection_key(settings), settings)
+
+
 def connection(settings: Settings) -> Connection:
-    return _connection(_connection_key(settings), settings)
+    """The connection of these settings, waiting for it to open."""
+    conn = opening(settings).wait()
+    assert conn is not None  # waited without a limit
+    return conn
 
 
 def retry_connection() -> None:
     """Forget every cached connection (and the figures read through it); the next run connects again."""
-    _connection.clear()
+    _opening.clear()
     store_of.clear()
     st.cache_data.clear()
 
@@ -160,9 +227,33 @@ def store_of(key: tuple, collection: str, model: str, _client: WeaviateClient, _
 
 
 # --- model, corpus, invocation store ---------------------------------------------------------------------------
-@st.cache_resource(show_spinner="Loading the embedding model…")
+def _loaded_or_loading(future: Future) -> bool:
+    """A load that failed is not kept: the next call loads again (after the model's files were fixed)."""
+    return not future.done() or future.exception() is None
+
+
+@st.cache_resource(show_spinner=False, validate=_loaded_or_loading)
+def _model_loading(model: str, model_dir: str | None) -> Future[Embedder]:
+    """The embedding model, loading on a thread of its own from the first time a page names it."""
+    future: Future[Embedder] = Future()
+
+    def load() -> None:
+        try:
+            future.set_result(Embedder(model, model_dir=None if model_dir is None else Path(model_dir)))
+        except BaseException as exc:  # the caller of embedder() gets it
+            future.set_exception(exc)
+
+    threading.Thread(target=load, name="model-load", daemon=True).start()
+    return future
+
+
 def embedder(model: str, model_dir: str | None = None) -> Embedder:
-    return Embedder(model, model_dir=None if model_dir is None else Path(model_dir))
+    """The loaded model, once per process; waits for its load (under a spinner when it is not done)."""
+    future = _model_loading(model, model_dir)
+    if future.done():
+        return future.result()
+    with st.spinner("Loading the embedding model…", show_time=True):
+        return future.result()
 
 
 @dataclass(frozen=True)
@@ -196,12 +287,12 @@ def invocation_store(db_path: str, memory_limit: str, threads: int) -> Invocatio
 
 def clear_all(*, keep_model: bool = True) -> None:
     """Drop every cached resource (closing connections and stores); the model stays unless asked."""
-    _connection.clear()
+    _opening.clear()
     store_of.clear()
     corpus_index.clear()
     invocation_store.clear()
     if not keep_model:
-        embedder.clear()
+        _model_loading.clear()
     st.cache_data.clear()
 
 
@@ -214,10 +305,26 @@ class AppContext:
     settings: Settings
     corpus: Corpus
     l0: L0Index
-    conn: Connection
+    opening: Opening
     recorder: InvocationStore | None
     recorder_error: str | None
     access: WriteAccess = WRITABLE
+
+    @cached_property
+    def conn(self) -> Connection:
+        """The Weaviate connection; while it is still opening, waits for it under a spinner that says so."""
+        ready = self.opening.peek()
+        if ready is not None:
+            return ready
+        with st.spinner(f"Waiting for {self.opening.target} to start (L1 is needed here)…", show_time=True):
+            conn = self.opening.wait()
+        assert conn is not None  # waited without a limit
+        return conn
+
+    @property
+    def l1_starting(self) -> bool:
+        """Weaviate is still being connected to (or started) in the background."""
+        return self.opening.peek() is None
 
     @property
     def read_only(self) -> bool:
@@ -265,13 +372,17 @@ def context(settings: Settings | None = None) -> AppContext:
     """Open (or reuse) everything for the current settings. Raises LookupLabError for a bad corpus folder."""
     settings = settings or current_settings()
     index = corpus_index(str(Path(settings.corpus_dir).resolve()))
-    conn = connection(settings)
+    starting = opening(settings)
+    if settings.l1_enabled:  # the model loads beside Weaviate's start, so the first lookup waits for neither
+        _model_loading(settings.embedding_model, None if settings.model_dir is None else str(settings.model_dir))
+    starting.wait(settings.app_l1_wait_s)  # a remote or running server is there by now; a cold start goes on behind
     recorder, why = None, None
     try:
         recorder = invocation_store(str(Path(settings.invocation_db).resolve()), settings.db_memory_limit, settings.db_threads)
     except (StoreError, LookupLabError, OSError) as exc:
         why = str(exc)
-    return AppContext(settings, index.corpus, index.l0, conn, recorder, why, write_access(settings.read_only, server_address()))
+    access = write_access(settings.read_only, server_address())
+    return AppContext(settings, index.corpus, index.l0, starting, recorder, why, access)
 
 
 def page_context() -> AppContext:

@@ -103,7 +103,9 @@ def status(ctx: resources.AppContext) -> None:
                 "records nothing, Replay records nothing, judging and Sweep's Save write no file; the SQL console is "
                 "read-only either way."
             )
-        if ctx.conn.ok:
+        if ctx.l1_starting:
+            l1_starting_status(ctx)
+        elif ctx.conn.ok:
             st.markdown(f":green-badge[L1 connected] {md(ctx.conn.target)}")
             nodes = cluster_nodes(ctx)
             if nodes and len(nodes) > 1:
@@ -151,9 +153,30 @@ def cluster_nodes(ctx: resources.AppContext) -> tuple[NodeHealth, ...] | None:
     return _node_health(ctx.conn.target, ctx.conn.client) if ctx.conn.ok else None
 
 
+POLL_S = 1.0  # while Weaviate starts, the status looks again this often, and reruns the page once it is up
+
+
+def l1_starting_status(ctx: resources.AppContext) -> None:
+    """The status of a connection still opening in the background: a badge with the time so far, looked at again
+    every POLL_S by a fragment that reruns the whole page once the connection is open (or has failed)."""
+
+    @st.fragment(run_every=POLL_S)
+    def poll() -> None:
+        if not ctx.l1_starting:
+            st.rerun(scope="app")
+        st.markdown(f":blue-badge[L1 starting] {md(ctx.opening.target)}")
+        st.caption(
+            f"Weaviate is starting in the background ({ctx.opening.waited_s():.0f} s so far): this page works on L0 "
+            "meanwhile, and a page or lookup that needs L1 waits for it."
+        )
+
+    poll()
+
+
 def l1_banner(ctx: resources.AppContext) -> None:
-    """Shown on every page while Weaviate cannot be reached; the button reconnects without a restart."""
-    if ctx.conn.ok:
+    """Shown on every page while Weaviate cannot be reached; the button reconnects without a restart. While it is
+    still starting, the sidebar says so instead (l1_starting_status)."""
+    if ctx.l1_starting or ctx.conn.ok:
         return
     with st.container(border=False):
         st.warning(

@@ -11,18 +11,20 @@ import streamlit as st
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
+from retrieval.evals.configs import DEPTH
 from retrieval.evals.evaluation import CONFIGS, METRICS, run_eval, support_points
-from retrieval.evals.report import COLUMN_HELP, COLUMN_LABELS, metrics_display, metrics_frame, render_html, significance_legend
+from retrieval.evals.report import (
+    COLUMN_HELP,
+    COLUMN_LABELS,
+    metrics_display,
+    metrics_frame,
+    render_html,
+    significance_frame,
+    significance_legend,
+    significance_test,
+)
 from retrieval.evals.routing_metrics import HURT_MEANING
-
-CONFIG_HELP = {
-    "l0_only": "the L0 keyword matches alone",
-    "l1_unfiltered": "L1 vector search without any filter",
-    "l1_filtered": "L1 vector search filtered on the L0 domain when it is unambiguous",
-    "bm25": "Weaviate BM25F over the entry fields, with the same L0 filter rule",
-    "hybrid": "Weaviate hybrid (BM25F + vector), unfiltered",
-    "lookup": "lookup_knowledge as the tool runs it (L0 + L1 + fusion)",
-}
+from retrieval.evals.settings_strip import config_meaning
 
 
 def latency_table(latency: dict) -> pd.DataFrame:
@@ -61,8 +63,10 @@ configs = st.multiselect(
     choices,
     default=choices,
     key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
-    format_func=lambda c: f"{c}: {CONFIG_HELP[c]}",
+    format_func=lambda c: f"{c}: {config_meaning(c, settings)}",
 )
+# an eval ranks at least DEPTH entries whatever the app's top_k (run_eval): the strip says what the run will use
+render.settings_strip(settings.with_(top_k=max(DEPTH, settings.top_k)), label="The next run's settings", key="eval_next_settings")
 if ctx.read_only:
     st.info(
         f"**Read-only** ({md(ctx.access.reason)}): a run here is neither saved on the Runs page nor recorded in the "
@@ -119,6 +123,7 @@ report = stored[1]
 for warning in report.warnings:
     st.warning(md(warning), icon=":material/warning:")
 st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable.")
+render.settings_strip(report.settings, label="Settings of this run", key="eval_run_settings")
 if stored[2:] and stored[2]:
     st.caption(f"Saved as run **{md(stored[2])}**: compare it with other runs on the Runs page.")
 table = metrics_frame(report)
@@ -174,8 +179,9 @@ if report.filter_effect:
         )
 else:
     st.caption("Run `l1_unfiltered` and `l1_filtered` together to see which cases the L0 filter helped or hurt.")
-with st.expander("Significance (every pair of configurations)"):
-    st.dataframe(pd.DataFrame(report.significance.get("pairs", [])), hide_index=True)
+with st.expander(f"Significance against {report.significance.get('reference', 'lookup')}"):
+    st.caption(md(significance_test(report)) + ": each configuration against the reference, on each metric.")
+    st.dataframe(significance_frame(report), hide_index=True)
 with st.expander("Routing confusion: expected domain (rows) against the L0 filter (columns)"):
     st.dataframe(pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame())
 with st.expander("Latency per configuration (ms)"):

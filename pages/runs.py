@@ -48,13 +48,6 @@ def lookup_link(query: str, run: RunSummary, base: Settings) -> dict[str, str]:
     return params
 
 
-def run_label(run: RunSummary) -> str:
-    s = run.settings
-    weights = f"v{s.get('vector_weight')}/l{s.get('lexical_weight')}/L0 {s.get('l0_weight')}"
-    model = run.embedding_model or NO_MODEL
-    return f"{run.run_id} · {run.eval_set} · {model} · {s.get('search_mode')} {weights} · k={s.get('top_k')}"
-
-
 ctx = resources.page_context()
 base = resources.base_settings()
 store = RunStore(ctx.settings.invocation_db)
@@ -124,8 +117,10 @@ a_col, b_col, m_col = st.columns([2, 2, 1])
 run_a = a_col.selectbox("Run A (before)", ids, index=ids.index(a_default), key=A_KEY, bind="query-params")
 run_b = b_col.selectbox("Run B (after)", ids, index=ids.index(b_default), key=B_KEY, bind="query-params")
 metric = m_col.selectbox("Cases moved on", list(METRICS), index=list(METRICS).index("mrr@10"), key=METRIC_KEY)
-a_col.caption(md(run_label(by_id[run_a])))  # the ids alone in the boxes: they are what the URL carries
-b_col.caption(md(run_label(by_id[run_b])))
+for name, column, run in (("A", a_col, by_id[run_a]), ("B", b_col, by_id[run_b])):
+    with column:  # the ids alone in the boxes (they are what the URL carries); the settings strip under each
+        strip_settings = {**run.settings, "embedding_model": run.embedding_model or NO_MODEL}
+        render.settings_strip(strip_settings, label=f"{name}: {run.eval_set}", key=f"runs_{name.lower()}_settings")
 if run_a == run_b:
     st.warning(f"A and B are the same run ({md(run_a)}): pick two different runs to compare.", icon=":material/warning:")
     st.stop()

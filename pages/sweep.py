@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from app_support import eval_ui, render, resources
+from app_support import charts, eval_ui, render, resources
 from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evals.sets import load_eval_set
+from retrieval.evals.settings_strip import value_text
 from retrieval.evals.tuning import parse_grid
 from retrieval.lab.config_file import config_path, plan_config, write_config
 from retrieval.lab.sweep import check_folds, cv_for, fitting_eval_sets, keys_for, sweep_sets
@@ -35,6 +35,19 @@ def save_doubts(test: dict, unanswerable: int) -> list[str]:
             "corpus cannot answer (unanswerable unsupported)."
         )
     return out
+
+
+def points_display(frame: pd.DataFrame, settings_columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Points as text: settings as written (value_text), metrics with three decimals, '–' where one does not apply."""
+
+    def cell(column: str, value) -> str:
+        if value is None or value == "" or (isinstance(value, float) and value != value):
+            return "–"
+        if column in settings_columns or not isinstance(value, float):
+            return value_text(value)
+        return f"{value:.3f}"
+
+    return pd.DataFrame({c: [cell(c, v) for v in frame[c]] for c in frame.columns}, index=frame.index)
 
 
 ctx = resources.page_context()
@@ -99,6 +112,7 @@ except LookupLabError as exc:
 cases = sum(len(e.cases) for e in eval_sets)
 points = grid.points()
 st.caption(f"{len(points)} points × {cases} cases; {len(keys_for(grid, settings))} Weaviate queries per case.")
+render.settings_strip(settings, label="Current settings (what each point is measured against)", key="sweep_current_settings")
 view = eval_ui.run_view(
     settings, label=", ".join(picked), grid=grid_text.strip(), folds=str(folds), repeats=str(repeats), cv=cv, choose=rule
 )
@@ -189,47 +203,16 @@ if saved:
     )
 shown = ["mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"]
 st.table(
-    pd.DataFrame(
-        [{"": "best", **best.point.metrics}, {"": before.lower(), **now.metrics}],
-        columns=["", *shown],
+    points_display(
+        pd.DataFrame([{"": "best", **best.point.metrics}, {"": before.lower(), **now.metrics}], columns=["", *shown])
     ).set_index("")
 )
 unanswerable = sum(1 for e in eval_sets for c in e.cases if not c.answerable)
 
 frame = pd.DataFrame(result.rows())
-if len(names) == 2:
-    table = frame.pivot_table(index=names[1], columns=names[0], values=METRIC, aggfunc="first")
-    fig = go.Figure(
-        go.Heatmap(
-            z=table.values,
-            x=[str(v) for v in table.columns],
-            y=[str(v) for v in table.index],
-            colorscale="Viridis",
-            texttemplate="%{z:.3f}",
-            colorbar=dict(title=METRIC),
-        )
-    )
-    fig.update_layout(title=f"{METRIC} per point (in-sample)", xaxis_title=names[0], yaxis_title=names[1])
-elif len(names) == 1:
-    fig = go.Figure(go.Scatter(x=[str(v) for v in frame[names[0]]], y=frame[METRIC], mode="lines+markers", name=METRIC))
-    fig.update_layout(title=f"{METRIC} per point (in-sample)", xaxis_title=names[0], yaxis_title=METRIC)
-else:
-    dims = []
-    for name in names:
-        values = list(dict.fromkeys(frame[name]))
-        code = {v: i for i, v in enumerate(values)}
-        dims.append(
-            dict(
-                label=name, values=[code[v] for v in frame[name]], tickvals=list(code.values()), ticktext=[str(v) for v in values]
-            )
-        )
-    dims.append(dict(label=METRIC, values=frame[METRIC]))
-    fig = go.Figure(go.Parcoords(line=dict(color=frame[METRIC], colorscale="Viridis", showscale=True), dimensions=dims))
-    fig.update_layout(title=f"{METRIC} per point (in-sample)")
-fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
-st.plotly_chart(fig, width="stretch")
+st.plotly_chart(charts.sweep_figure(frame, names, METRIC), width="stretch")
 with st.expander(f"All {len(result.points)} points; chosen per training split"):
-    st.dataframe(frame.sort_values(METRIC, ascending=False), hide_index=True)
+    st.dataframe(points_display(frame.sort_values(METRIC, ascending=False), tuple(names)), hide_index=True)
     st.dataframe(pd.DataFrame([{"settings": settings_text(s), "times": n} for s, n in best.chosen]), hide_index=True)
 
 target = config_path().resolve()
@@ -240,7 +223,8 @@ except LookupLabError as exc:
     render.error("The settings file cannot be read", exc, "Fix the file named above.")
     st.stop()
 if not plan.changes:
-    st.caption(f"{md(plan.path)} already gives the best settings: nothing to write.")
+    giver = md(plan.path) if plan.exists else f"The defaults ({md(plan.path)} does not exist)"
+    st.caption(f"{giver} already give{'s' if plan.exists else ''} the best settings: nothing to write.")
 else:
     source = md(plan.path) if plan.exists else f"the defaults ({md(plan.path)} does not exist yet)"
     st.markdown(f"Against {source}:")

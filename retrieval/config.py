@@ -70,6 +70,7 @@ class Settings:
     top_k: int = 5
     candidate_depth: int = 15  # candidates each L1 query returns for the fusion (at least top_k); chosen by CV, docs/quality.md
     l1_timeout_s: float = 10.0
+    app_l1_wait_s: float = 2.0  # the app's frame waits this long for Weaviate, then renders while it goes on starting
     vector_weight: float = 2.5  # with bge-small: chosen by 5x5-fold CV on the shared answerable sets (docs/quality.md)
     lexical_weight: float = 1.0
     l0_weight: float = 0.0
@@ -109,6 +110,8 @@ class Settings:
         object.__setattr__(self, "missing_score", _one_of(MissingScore, self.missing_score, "missing_score"))
         if self.l1_timeout_s <= 0:
             raise ConfigError(f"l1_timeout_s: {self.l1_timeout_s} must be positive")
+        if self.app_l1_wait_s < 0:
+            raise ConfigError(f"app_l1_wait_s: {self.app_l1_wait_s} must be zero or more")
         for name in ("replication_factor", "shards"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"{name}: {getattr(self, name)} must be at least 1")
@@ -191,6 +194,7 @@ ENV_NAMES = {
     "LOOKUP_CANDIDATE_DEPTH": "candidate_depth",
     "LOOKUP_MISSING_SCORE": "missing_score",
     "LOOKUP_L1_TIMEOUT_S": "l1_timeout_s",
+    "LOOKUP_APP_L1_WAIT_S": "app_l1_wait_s",
     "LOOKUP_SESSION_TAG": "session_tag",
     "LOOKUP_L0_WEIGHT": "l0_weight",
     "LOOKUP_NAME_WEIGHT": "name_weight",
@@ -314,7 +318,16 @@ NOT_QUALITY = frozenset(
         *("corpus_dir", "data_dir", "db_path", "judgments_dir", "collection", "model_dir"),  # where the corpus, data, model are
         *("weaviate_url", "weaviate_api_key", "remote_grpc_port", "weaviate_version", "weaviate_bin_dir"),  # which Weaviate
         *("embedded_port", "embedded_grpc_port"),
-        *("l1_timeout_s", "session_tag", "read_only", "read_only_records", "replication_factor", "shards", "consistency"),
+        *(
+            "l1_timeout_s",
+            "app_l1_wait_s",
+            "session_tag",
+            "read_only",
+            "read_only_records",
+            "replication_factor",
+            "shards",
+            "consistency",
+        ),
         *("db_memory_limit", "db_threads"),  # the DuckDB files' memory budget
         "vector_compression",  # how the collection stores its vectors: fixed when it is made, so no sweep can vary it
     }

@@ -39,7 +39,9 @@ def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
     assert set(data["l0"]) >= {"matched_titles", "matched_keywords", "domains", "entities", "matches"}
     assert set(data["l1"]) >= {"status", "filter", "candidates", "error"}
     assert set(data["results"][0]) >= {"entry_id", "title", "domain", "score", "source"}
-    assert set(data["relevance"]) == {"semantic_support", "level", "reason", "confidence", "threshold", "features"}
+    relevance = data["relevance"]
+    assert set(relevance) == {"semantic_support", "level", "reason", "confidence", "estimate", "threshold", "features"}
+    assert relevance["estimate"] in relevance["reason"]  # one wording of the estimate: the figure the text gives
     assert data["embedding_model"] == "bge-small-en-v1.5"
 
     rows = cli("sql", f"SELECT layer, l1_status FROM tool_invocation WHERE id = '{data['invocation_id']}'", "--json", env=env)

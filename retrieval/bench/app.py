@@ -1,15 +1,19 @@
 """`python -m retrieval bench`, what the app costs its user: the embedding model's load time and a query's
-embedding time on a fresh `Embedder`, and the resident memory of a real `streamlit run app.py` process after
-one lookup typed into its Lookup page by a headless chromium (Playwright).
+embedding time on a fresh `Embedder`; and a real `streamlit run app.py` process driven by a headless chromium
+(Playwright): its first page, its resident memory after one lookup typed into its Lookup page, and every page
+opened twice (first and warm seconds, the 1-minute load beside each), then the first page of a cold start of the
+embedded default (the app starting its own Weaviate).
 
-The app serves the sample corpus, indexed for it in a collection of its own in the bench's Weaviate, which it
-reaches by URL (it starts no Weaviate of its own); every `LOOKUP_*` setting of the bench goes to it.
+The walked app serves the bench's 1k corpus (APP_ENTRIES synthetic entries written as markdown), indexed for it
+in a collection of its own in the bench's Weaviate, which it reaches by URL; every `LOOKUP_*` setting of the
+bench goes to it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +22,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import pct
@@ -137,82 +142,184 @@ def _stop(proc: subprocess.Popen) -> int:
         return proc.wait()
 
 
-def _lookup_in_browser(url: str, query: str, pid: int) -> dict[str, float] | None:
-    """Type `query` on the Lookup page and press Enter (an explicit, recorded run of lookup_knowledge); the
-    app process's RSS once that run has finished, read while the browser session is still open."""
+PAGE_VISITS = {  # the pages the walk opens, each twice (the second is the warm figure), after the first lookup
+    "Lookup from a URL": "?q=",
+    "Invocations": "invocations",
+    "Runs": "runs",
+    "Sweep": "sweep",
+    "Evaluate": "evaluate",
+    "Filter comparison": "filter_comparison",
+    "Corpus": "corpus",
+}
+TITLES = {"Lookup from a URL": "Lookup"}
+GOAL_FIRST_PAGE_S = 5.0  # from the server's start (health answering) to the first page drawn, Weaviate still starting
+GOAL_WARM_PAGE_S = 2.0  # a page opened again, from the request to the end of its script run
+
+
+def _page_s(page, url: str, title: str) -> float:
+    """Seconds from asking for `url` to the end of its first script run (its title drawn, the run over)."""
+    t0 = time.perf_counter()
+    page.goto(url)
+    page.locator('[data-testid="stMain"] h1').filter(has_text=title).first.wait_for()
+    page.wait_for_function(IDLE)
+    return round(time.perf_counter() - t0, 2)
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _walk_in_browser(url: str, query: str, pid: int, *, started: float) -> dict[str, Any]:
+    """The first page (timed from `started`, when the server answered its health check), then `query` typed on
+    Lookup and Enter (an explicit, recorded run of lookup_knowledge) with the app process's RSS once that run has
+    finished, then every page of PAGE_VISITS opened twice: each figure with the 1-minute load beside it."""
     from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import sync_playwright
 
+    out: dict[str, Any] = {}
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             try:
-                page = browser.new_page()
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
                 page.set_default_timeout(WAIT_S * 1000)
-                page.goto(url)
-                page.locator('[data-testid="stMain"] h1').first.wait_for()
-                page.wait_for_function(IDLE)
+                _page_s(page, url, "Lookup")
+                out["first_page"] = {"s": round(time.perf_counter() - started, 2), "loadavg": _load()}
                 before = page.evaluate(WATCH_RUNS)
                 box = page.get_by_label("Query", exact=True)
                 box.fill(query)
                 box.press("Enter")
                 page.wait_for_function(RUN_DONE, arg=[before])
-                page.get_by_text("L1 candidates", exact=True).wait_for()
+                page.get_by_text(re.compile(r"^L1 candidates: ")).first.wait_for()  # the folded candidate tables
                 shown = page.locator('[data-testid="stException"]')
                 if shown.count():
                     raise AppBenchError(f"the Lookup page showed an exception: {shown.first.inner_text()[:500]}")
-                return rss_mb(pid)
+                out["rss"] = rss_mb(pid)
+                pages = {}
+                for name, path in PAGE_VISITS.items():
+                    target = url + (path + quote_plus(query) if path == "?q=" else path)
+                    first = _page_s(page, target, TITLES.get(name, name))
+                    warm = _page_s(page, target, TITLES.get(name, name))
+                    pages[name] = {"first_s": first, "warm_s": warm, "loadavg": _load()}
+                    if page.locator('[data-testid="stException"]').count():
+                        raise AppBenchError(f"the {name} page showed an exception")
+                out["pages"] = pages
+                return out
             finally:
                 browser.close()
     except PlaywrightError as exc:
-        raise AppBenchError(f"driving chromium to a lookup failed: {exc}") from exc
+        raise AppBenchError(f"driving chromium through the app failed: {exc}") from exc
+
+
+def cold_first_page(settings: Settings, corpus_dir: Path, *, workdir: Path) -> dict[str, Any]:
+    """The default a user starts: the app with an embedded Weaviate of its own, starting cold (a fresh data
+    directory on free ports). Seconds from the server's start (health answering) to the first page drawn, and to
+    the sidebar's "L1 connected" once Weaviate is up; None and `why` without the Weaviate binary."""
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    from retrieval.engine.server import embedded_binary
+
+    if not embedded_binary(settings).is_file():
+        return {"s": None, "why": f"no Weaviate binary at {embedded_binary(settings)} (scripts/setup.sh builds it)"}
+    home = workdir / "cold"
+    home.mkdir(parents=True, exist_ok=True)
+    env = _served_env(settings.with_(weaviate_url=None, remote_grpc_port=None), home, "data")
+    env.update(
+        LOOKUP_CONFIG=str(home / "no-lookup.yaml"),
+        LOOKUP_CORPUS_DIR=str(corpus_dir),
+        LOOKUP_WEAVIATE_PORT=str(free_port()),
+        LOOKUP_WEAVIATE_GRPC_PORT=str(free_port()),
+    )
+    env.pop("LOOKUP_WEAVIATE_URL", None)
+    env.pop("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", None)
+    env.pop("LOOKUP_COLLECTION", None)
+    port = free_port()
+    spawned = time.perf_counter()
+    proc = _start_app(env, port, home / "streamlit.log")
+    started = time.perf_counter()
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.set_default_timeout(WAIT_S * 1000)
+                _page_s(page, f"http://127.0.0.1:{port}/", "Lookup")
+                first = round(time.perf_counter() - started, 2)
+                load = _load()
+                page.locator('[data-testid="stSidebar"]').get_by_text("L1 connected").wait_for()
+                connected = round(time.perf_counter() - started, 2)
+            finally:
+                browser.close()
+    except PlaywrightError as exc:
+        return {"s": None, "why": f"driving chromium to the first page failed: {exc}"}
+    finally:
+        _stop(proc)
+    return {"s": first, "l1_connected_s": connected, "server_start_s": round(started - spawned, 2), "loadavg": load}
+
+
+APP_ENTRIES = 1000  # the bench's 1k corpus: synthetic entries with short bodies, written as markdown
 
 
 def app_memory(
-    settings: Settings, client, embedder: Embedder, *, workdir: Path, run_id: str, log: Callable[[str], None]
+    settings: Settings,
+    client,
+    embedder: Embedder,
+    *,
+    workdir: Path,
+    run_id: str,
+    log: Callable[[str], None],
+    entries: int = APP_ENTRIES,
+    seed: int = 7,
 ) -> dict[str, Any]:
-    """The app process's RSS after one lookup (see the module doc). `settings` name the bench's Weaviate: by
-    URL, or the embedded server's ports. A missing chromium or Playwright, or an app that fails, gives
-    `rss_mb` None and `why`; the collection made here is dropped at the end."""
+    """The app on a corpus of `entries` synthetic entries (see the module doc): the process's RSS after one
+    lookup, the first page and every page opened twice (first and warm seconds, the load beside each), and the
+    first page of a cold start of the embedded default. `settings` name the bench's Weaviate: by URL, or the
+    embedded server's ports. A missing chromium or Playwright, or an app that fails, gives `rss_mb` None and
+    `why`; the collection made here is dropped at the end."""
     if not Path(CHROMIUM).is_file():
         return {"rss_mb": None, "why": f"{CHROMIUM} is missing: scripts/setup.sh --browser installs Debian's chromium"}
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError as exc:
         return {"rss_mb": None, "why": f"Playwright is not installed ({exc})"}
+    embedded = settings
     if not settings.weaviate_url:
         settings = settings.with_(
             weaviate_url=f"http://127.0.0.1:{settings.embedded_port}", remote_grpc_port=settings.embedded_grpc_port
         )
-    corpus_dir = REPO_ROOT / "sample_corpus"
+    home = workdir / "app"
+    home.mkdir(parents=True, exist_ok=True)
+    corpus_dir = synthetic.write_corpus(synthetic.make_entries(entries, seed=seed, body=synthetic.SHORT), home / "kb")
     settings = settings.with_(corpus_dir=corpus_dir, collection=f"Bench_app_{run_id}", session_tag=SESSION_TAG)
     corpus = load_corpus(corpus_dir)
     store = knowledge_store(client, settings)
-    home = workdir / "app"
-    home.mkdir(parents=True, exist_ok=True)
     proc: subprocess.Popen | None = None
     out: dict[str, Any] = {"query": APP_QUERY, "entries": len(corpus.entries), "collection": settings.collection}
     try:
         store.drop()
-        log(f"app: indexing the sample corpus ({len(corpus.entries)} entries) in {settings.collection}")
+        log(f"app: indexing {len(corpus.entries)} synthetic entries in {settings.collection}")
         indexing.ingest(store, corpus, embedder)
         env = _served_env(settings, home, "data")
         env["LOOKUP_CONFIG"] = str(home / "no-lookup.yaml")  # no ./lookup.yaml: only the bench's settings
         port = free_port()
-        log(f"app: streamlit run app.py on 127.0.0.1:{port}, one lookup in chromium")
+        log(f"app: streamlit run app.py on 127.0.0.1:{port}; the first page, one lookup, every page twice in chromium")
         t0 = time.perf_counter()
         proc = _start_app(env, port, home / "streamlit.log")
-        out["pid"] = proc.pid
-        measured = _lookup_in_browser(f"http://127.0.0.1:{port}/", APP_QUERY, proc.pid)
-        out["seconds_to_lookup"] = round(time.perf_counter() - t0, 1)
+        walk = _walk_in_browser(f"http://127.0.0.1:{port}/", APP_QUERY, proc.pid, started=time.perf_counter())
+        out["seconds_to_walk"] = round(time.perf_counter() - t0, 1)
+        measured = walk["rss"]
         if measured is None:
             raise AppBenchError(f"the app process ({proc.pid}) was gone before its RSS was read")
         out.update(rss_mb=measured["now_mb"], peak_mb=measured["peak_mb"])
+        out.update(first_page=walk["first_page"], pages=walk["pages"])
         out["exit_code"] = _stop(proc)
         # The recorded row proves that the server process ran lookup_knowledge (its spool is adopted here).
         recorder = InvocationStore(Path(env["LOOKUP_DB_PATH"]))
         out["recorded"] = recorder.count(SESSION_TAG)
         recorder.close()
+        log("app: a cold start of the embedded default (its own Weaviate), the first page")
+        out["cold_first_page"] = cold_first_page(embedded, corpus_dir, workdir=home)
     except AppBenchError as exc:
         log(f"app: no memory figure: {exc}")
         out.update(rss_mb=None, why=str(exc))

@@ -22,6 +22,8 @@ GOALS = {  # name: (comparison, target)
     "store_insert_peak_rss_mb": ("<=", 1500.0),
     "model_load_s": ("<=", 1.0),  # a fresh Embedder, files in the OS cache
     "app_rss_mb": ("<=", 600.0),  # the streamlit process after one lookup
+    "app_first_page_s": ("<=", 5.0),  # a cold start of the embedded default: server up to the first page drawn
+    "app_warm_page_max_s": ("<=", 2.0),  # the slowest page opened a second time, on the bench's 1k corpus
 }
 STAGES = ("l0", "embed", "l1", "fuse", "record")
 # The stage of the largest size whose 1-minute load average goes beside a goal (bench_size's "loadavg" keys)
@@ -48,6 +50,7 @@ def ratios_and_goals(
     model_load_s: float | None = None,
     app_rss_mb: float | None = None,
     l0_paired: dict[str, Any] | None = None,
+    app_fig: dict[str, Any] | None = None,
 ) -> tuple[dict, dict]:
     """The ratios, and every goal with its value and whether it is met (None: not measured in this run). L0's
     growth is `l0_paired`'s (the smallest and the largest size timed side by side) when given, else the ratio of
@@ -73,7 +76,9 @@ def ratios_and_goals(
         "store_insert_peak_rss_mb": store_fig.get("insert_peak_rss_mb") if store_fig else None,
         "model_load_s": model_load_s,
         "app_rss_mb": app_rss_mb,
+        **app_page_values(app_fig),
     }
+    loads = app_page_loads(app_fig)
     goals = {}
     for name, (op, target) in GOALS.items():
         v = values[name]
@@ -83,8 +88,33 @@ def ratios_and_goals(
             load = l0_paired.get("loadavg")
         if name.startswith("store_insert") and store_fig and store_fig.get("loadavg"):
             load = store_fig["loadavg"][0]  # the load as the insert ended
+        if name in loads:
+            load = loads[name]
         goals[name] = {"value": v, "goal": f"{op} {target}", "met": met, **({"loadavg": load} if load is not None else {})}
     return ratios, goals
+
+
+def _slowest_warm(app_fig: dict[str, Any] | None) -> tuple[str, dict[str, Any]] | None:
+    pages = (app_fig or {}).get("pages") or {}
+    return max(pages.items(), key=lambda kv: kv[1]["warm_s"]) if pages else None
+
+
+def app_page_values(app_fig: dict[str, Any] | None) -> dict[str, float | None]:
+    """The app's page goals: the cold first page of the embedded default, and the slowest warm page."""
+    cold = (app_fig or {}).get("cold_first_page") or {}
+    slowest = _slowest_warm(app_fig)
+    return {"app_first_page_s": cold.get("s"), "app_warm_page_max_s": slowest[1]["warm_s"] if slowest else None}
+
+
+def app_page_loads(app_fig: dict[str, Any] | None) -> dict[str, float]:
+    cold = (app_fig or {}).get("cold_first_page") or {}
+    slowest = _slowest_warm(app_fig)
+    out = {}
+    if cold.get("loadavg") is not None:
+        out["app_first_page_s"] = cold["loadavg"]
+    if slowest:
+        out["app_warm_page_max_s"] = slowest[1]["loadavg"]
+    return out
 
 
 def _recall_cell(l1: dict[str, Any]) -> str:
@@ -121,7 +151,32 @@ def _model_and_app_lines(result: dict[str, Any]) -> list[str]:
         f"{result['query_embed_first_ms']} ms) | {result['query_embed_p50_ms']} / {result['query_embed_p95_ms']} |",
         f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {rss} |",
         "",
+        *_page_lines(app),
     ]
+
+
+def _page_lines(app: dict[str, Any]) -> list[str]:
+    """The app's page timings: the first pages (a cold start of the embedded default; the walked app, Weaviate by
+    URL), then each page opened twice, each with its goal and the 1-minute load."""
+    if not app.get("pages"):
+        return []
+    cold, first = app.get("cold_first_page") or {}, app.get("first_page") or {}
+    goal = f"<= {GOALS['app_first_page_s'][1]}"
+    if cold.get("s") is not None:
+        cold_cells = f"{cold['s']} (L1 connected at {cold['l1_connected_s']}) | – | {goal} | {cold['loadavg']}"
+    else:
+        cold_cells = f"n/a: {cold.get('why', 'not measured')} | – | {goal} | –"
+    by_url = f"{first.get('s', 'n/a')} | – | – | {first.get('loadavg', '–')}"
+    lines = [
+        f"| app page ({app.get('entries')} entries) | first s | warm s | goal | load |",
+        "|---|---|---|---|---|",
+        f"| first page after the server's start, embedded Weaviate starting cold | {cold_cells} |",
+        f"| first page after the server's start, Weaviate by URL | {by_url} |",
+    ]
+    warm_goal = GOALS["app_warm_page_max_s"][1]
+    for name, fig in app["pages"].items():
+        lines.append(f"| {name} | {fig['first_s']} | {fig['warm_s']} | <= {warm_goal} warm | {fig['loadavg']} |")
+    return [*lines, ""]
 
 
 def render_table(result: dict[str, Any]) -> str:

@@ -379,13 +379,15 @@ def run_bench(
     vectors: str = "real",
     embed_queries: int = 60,
     app: bool = True,
+    app_entries: int | None = None,
     quiet_max_s: float = QUIET_MAX_S,
 ) -> dict[str, Any]:
     """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
 
     First a fresh Embedder's load time and `embed_queries` distinct single-query embeddings (bench_app); it is
     the bench's embedder unless one is given. With `app`, the memory of a real `streamlit run app.py` process
-    after one lookup (bench_app): needs chromium and Playwright, else the figure says why it is missing.
+    after one lookup, and its page timings (bench_app, on `app_entries` synthetic entries, 1k by default): needs
+    chromium and Playwright, else the figure says why it is missing.
 
     `vectors="synthetic"` stores synthetic chunk vectors instead of embedding every chunk (bench_vectors);
     the result says so in `corpus_vectors`, its table and its file name.
@@ -402,7 +404,7 @@ def run_bench(
         raise ValueError(f"--vectors {vectors!r}: real or synthetic")
     if embed_queries < 50:
         raise ValueError(f"embed_queries {embed_queries}: at least 50 queries make a p95")
-    from retrieval.bench.app import app_memory, model_figures, probe_queries
+    from retrieval.bench.app import APP_ENTRIES, app_memory, model_figures, probe_queries
 
     started = time.perf_counter()
     seed = int(time.time()) % 100_000 if seed is None else seed
@@ -471,7 +473,11 @@ def run_bench(
             l0_paired = {"sizes": [sizes[0], sizes[-1]], **paired_l0_growth(keep_l0[sizes[0]], keep_l0[sizes[-1]])}
         keep_l0.clear()  # the largest size's L0 index goes before the app's and the store's memory are measured
         kb_peak = peak_rss_mb()
-        app_fig = app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log) if app else None
+        app_fig = (
+            app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log, entries=app_entries or APP_ENTRIES)
+            if app
+            else None
+        )
         recorder.flush()
         store_fig = (
             bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log, budget=db_budget(settings))
@@ -480,7 +486,12 @@ def run_bench(
         )
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         ratios, goals = ratios_and_goals(
-            figures, store_fig, model_load_s=model["load_s"], app_rss_mb=(app_fig or {}).get("rss_mb"), l0_paired=l0_paired
+            figures,
+            store_fig,
+            model_load_s=model["load_s"],
+            app_rss_mb=(app_fig or {}).get("rss_mb"),
+            l0_paired=l0_paired,
+            app_fig=app_fig,
         )
         if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
             goals["ingest_over_raw"].update(value=None, met=None)

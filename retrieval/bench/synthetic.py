@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
+import frontmatter
 import numpy as np
 import pyarrow as pa
 
@@ -264,6 +266,17 @@ def make_entries(n: int, *, seed: int, body: BodyPolicy = FULL) -> list[Entry]:
 
 def make_corpus(n: int, *, seed: int, body: BodyPolicy = FULL) -> Corpus:
     return Corpus(root=f"synthetic:{n}:{seed}", entries=tuple(make_entries(n, seed=seed, body=body)))
+
+
+def write_corpus(entries: list[Entry], root: Path) -> Path:
+    """The entries as a corpus folder of markdown files with YAML frontmatter (one folder per domain), as a user's
+    knowledge base is: load_corpus reads them back as the same entries."""
+    for e in entries:
+        path = root / f"{e.entry_id}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"title": e.title, "domain": e.domain, "keywords": list(e.keywords), "entities": list(e.entities), **e.metadata}
+        path.write_text(frontmatter.dumps(frontmatter.Post(e.text, **meta)) + "\n", encoding="utf-8")
+    return root
 
 
 def make_queries(entries: list[Entry], count: int, *, seed: int, exclude: set[str] | None = None) -> list[str]:

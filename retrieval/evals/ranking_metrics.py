@@ -69,26 +69,44 @@ def compute_metrics(qrels, ranx_runs: dict) -> dict[str, dict[str, float]]:
     return out
 
 
-def compute_significance(qrels, ranx_runs: dict, *, stat_test: str = "student") -> dict[str, Any]:
-    """Paired test between every two configurations, per metric: p-values and whether p < 0.05."""
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None: no test), in their order: the k-th smallest of m
+    is multiplied by m − k + 1, kept monotone and at most 1. Rejecting where the adjusted p < alpha keeps the chance of
+    any false "significant" in the family below alpha."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m, running = len(tested), 0.0
+    out: list[float | None] = [None] * len(p_values)
+    for k, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - k) * p))
+        out[i] = running
+    return out
+
+
+def compute_significance(qrels, ranx_runs: dict, *, reference: str = "lookup", stat_test: str = "student") -> dict[str, Any]:
+    """Paired tests of every configuration against `reference` (the first configuration when it did not run), per
+    metric: the raw p-value, the Holm-adjusted one over the whole family of tests, and whether that one is below
+    alpha. Only against the reference: every pair would be n(n−1)/2 × 4 tests, most of them of no question asked."""
     names = list(ranx_runs)
+    reference = reference if reference in names else (names[0] if names else reference)
+    head = {"stat_test": stat_test, "alpha": ALPHA, "reference": reference, "correction": "holm"}
     if len(names) < 2:
-        return {"stat_test": stat_test, "alpha": ALPHA, "pairs": []}
+        return {**head, "tests": 0, "pairs": []}
     report = paired_comparison(qrels, [ranx_runs[n] for n in names], stat_test=stat_test)
     pairs = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            for short, long in METRICS.items():
-                p = float(report[a]["comparisons"][b][long])
-                pairs.append(
-                    {
-                        "a": a,
-                        "b": b,
-                        "metric": short,
-                        "p_value": None if math.isnan(p) else p,
-                        "significant": (not math.isnan(p)) and p < ALPHA,
-                        "a_score": float(report[a]["scores"][long]),
-                        "b_score": float(report[b]["scores"][long]),
-                    }
-                )
-    return {"stat_test": stat_test, "alpha": ALPHA, "pairs": pairs}
+    for other in (n for n in names if n != reference):
+        for short, long in METRICS.items():
+            p = float(report[other]["comparisons"][reference][long])
+            pairs.append(
+                {
+                    "a": other,
+                    "b": reference,
+                    "metric": short,
+                    "p_value": None if math.isnan(p) else p,
+                    "a_score": float(report[other]["scores"][long]),
+                    "b_score": float(report[reference]["scores"][long]),
+                }
+            )
+    for pair, adjusted in zip(pairs, holm([p["p_value"] for p in pairs]), strict=True):
+        pair["p_holm"] = adjusted
+        pair["significant"] = adjusted is not None and adjusted < ALPHA
+    return {**head, "tests": len(pairs), "pairs": pairs}

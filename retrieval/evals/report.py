@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import math
+from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
@@ -12,6 +13,7 @@ import plotly.graph_objects as go
 from retrieval.evals import report_charts as charts
 from retrieval.evals.evaluation import METRICS, ROUTING_FIGURES, EvalReport, support_points
 from retrieval.evals.routing_metrics import HURT_MEANING
+from retrieval.evals.settings_strip import strip_text
 
 REPORT_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")  # one per metric, distinct
 
@@ -50,10 +52,18 @@ def significance_marks(report: EvalReport, reference: str = "lookup") -> dict[tu
     return marks
 
 
+def significance_test(report: EvalReport) -> str:
+    """How the significance was tested, in words: 'paired student test, Holm-corrected over 20 tests, p < 0.05'."""
+    sig = report.significance
+    tests = sig.get("tests", len(sig.get("pairs", [])))
+    corrected = f", Holm-corrected over {tests} tests" if sig.get("correction") == "holm" else ", uncorrected"
+    return f"paired {sig.get('stat_test', '')} test{corrected}, p < {sig.get('alpha', 0.05)}"
+
+
 def significance_legend(report: EvalReport, reference: str = "lookup") -> str:
     return (
-        f"{HIGHER} / {LOWER}: significantly higher / lower than {reference} (paired "
-        f"{report.significance.get('stat_test', '')} test, p < 0.05); a blank cell does not apply"
+        f"{HIGHER} / {LOWER}: significantly higher / lower than {reference} ({significance_test(report)}); "
+        "a blank cell does not apply"
     )
 
 
@@ -150,19 +160,33 @@ def setting_text(value: Any) -> str:
 
 
 def significance_frame(report: EvalReport) -> pd.DataFrame:
+    """One row per configuration and metric tested against the reference: both scores, the raw and the Holm p."""
+    reference = report.significance.get("reference", "lookup")
     rows = [
         {
-            "A": p["a"],
-            "B": p["b"],
+            "configuration": p["a"],
             "metric": p["metric"],
-            "A score": fmt(p.get("a_score")),
-            "B score": fmt(p.get("b_score")),
+            "score": fmt(p.get("a_score")),
+            f"{p['b']}": fmt(p.get("b_score")),
             "p": fmt_p(p.get("p_value")),
+            "p (Holm)": fmt_p(p.get("p_holm")),
             "significant": fmt(bool(p.get("significant"))),
         }
         for p in report.significance.get("pairs", [])
+        if p["b"] == reference
     ]
     return pd.DataFrame(rows)
+
+
+def created_text(created_at: str) -> str:
+    """An ISO timestamp as people read it: 2026-12-04 04:31 UTC (the text as given when it is not one)."""
+    try:
+        moment = datetime.fromisoformat(created_at)
+    except (TypeError, ValueError):
+        return str(created_at)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _table(frame: pd.DataFrame, *, index: bool = False) -> str:
@@ -219,24 +243,27 @@ def render_html(report: EvalReport) -> str:
         "font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}th{background:#f3f3f3}"
         "svg.chart{display:block;max-width:100%;height:auto;margin:1em 0}</style></head><body>",
         f"<h1>Eval set {e(report.eval_set)}</h1>",
-        f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(report.created_at)}: {fmt(report.settings.get('cases'))} cases, "
-        f"{fmt(report.settings.get('answerable'))} answerable.</p>",
+        f"<p>Run tag <code>{e(report.run_tag)}</code>, {e(created_text(report.created_at))}: "
+        f"{fmt(report.settings.get('cases'))} cases, {fmt(report.settings.get('answerable'))} answerable.</p>",
+        f"<p><b>Settings of this run</b>: <code>{e(strip_text(report.settings))}</code></p>",
         "".join(f"<p><b>Warning:</b> {e(w)}</p>" for w in report.warnings),
         "<h2>Metrics and routing</h2>",
-        metrics_display(report).to_html(border=0),
+        metrics_display(report).reset_index().to_html(index=False, border=0),
         f"<p>{e(significance_legend(report))}</p>",
         "".join(f"<p><i>{e(COLUMN_LABELS[c])}</i>: {e(h)}</p>" for c, h in COLUMN_HELP.items()),
         *(f"<h2>{e(heading)}</h2>{svg}" for heading, svg in report_charts(report)),
         (
             f"<p>The filter helped {effect['counts'].get('helped', 0)} and hurt {effect['counts'].get('hurt', 0)} cases"
-            f"{': ' + e(', '.join(effect['hurt_cases'])) if effect.get('hurt_cases') else ''}. {e(HURT_MEANING)}.</p>"
+            f"{': ' + e(', '.join(effect['hurt_cases'])) if effect.get('hurt_cases') else ''}. "
+            f"A case is hurt when {e(HURT_MEANING)}.</p>"
             if effect
             else ""
         ),
-        "<h2>Settings</h2>",
-        _table(settings),
-        f"<h2>Significance (paired {e(str(report.significance.get('stat_test') or ''))} test, p &lt; 0.05)</h2>",
+        f"<h2>Significance against {e(str(report.significance.get('reference', 'lookup')))} "
+        f"({e(significance_test(report))})</h2>",
         _table(significance_frame(report)),
+        "<h2>Every setting</h2>",
+        _table(settings),
         "<h2>Routing confusion: expected domain (rows) against the L0 filter (columns)</h2>",
         _table(conf, index=True),
         "<h2>Latency (ms, p50 and p95 per stage)</h2>",

@@ -228,6 +228,13 @@ def test_runbooks_evaluate_results_fit_the_page(page, runbooks_app):
     fits = table.evaluate("el => el.scrollWidth <= el.clientWidth + 1 && el.getBoundingClientRect().right <= window.innerWidth")
     assert fits, "the metrics table is wider than the page"
     expect(page.get_by_text("significantly higher / lower than lookup").first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Holm-corrected over \d+ tests")).first).to_be_visible()
+    # the settings of the run, as name=value chips, under its tag
+    strip = page.locator(".st-key-eval_run_settings")
+    expect(strip).to_be_visible()
+    chips = [c.strip() for c in strip.locator("code").all_inner_texts()]
+    assert "search_mode=fusion" in chips and any(c.startswith("embedding_model=") for c in chips), chips
+    assert any(c.startswith("support_threshold=") for c in chips) and any(c.startswith("top_k=") for c in chips), chips
     shot(page, "runbooks-evaluate-results")
 
 

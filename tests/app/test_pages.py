@@ -666,6 +666,11 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     mrr = table["mrr@10"].map(lambda v: float(v.split(" ")[0]))
     assert ((mrr >= 0) & (mrr <= 1)).all() and mrr["lookup"] > mrr["l0_only"]
     assert {b.label for b in at.get("download_button")} == {"Download JSON", "Download HTML report"}
+    # the settings of the run, as name=value, beside its figures; the significance against lookup, Holm-corrected
+    (strip,) = [t for t in texts(at.markdown) if t.startswith("**Settings of this run**")]
+    assert "`search_mode=fusion`" in strip and "`top_k=10`" in strip and "`embedding_model=" in strip
+    assert "`support_threshold=" in strip and "`vector_weight=" in strip
+    assert any("Holm-corrected over 12 tests" in t for t in texts(at.caption))
     # the support estimates: one point per case (all answerable) in a strip per outcome, the claim threshold drawn
     (support,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Support estimate")]
     drawn = {t["name"].split(" ")[0]: t.get("x", []) for t in support["data"]}
@@ -687,6 +692,18 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     assert "top-k 5 → 6" in stale
     at.button(key="run_eval").click().run()
     assert not [w for w in texts(at.warning) if "Settings changed" in w]
+
+
+def test_evaluate_names_the_lookup_for_the_mode_and_shows_the_next_runs_settings(app_env):
+    at = open_app("Evaluate")
+    options = at.multiselect(key="eval_configs-True").options
+    assert [o for o in options if o.startswith("lookup:") and "BM25F queries, fused" in o]
+    at.radio(key="mode").set_value("near_vector").run()
+    assert_clean(at)
+    (lookup,) = [o for o in at.multiselect(key="eval_configs-True").options if o.startswith("lookup:")]
+    assert "vector query, fused with L0" in lookup and "BM25F" not in lookup and "fusion" not in lookup
+    (strip,) = [t for t in texts(at.markdown) if t.startswith("**The next run's settings**")]
+    assert "`search_mode=near_vector`" in strip and "lexical_weight" not in strip and "`top_k=10`" in strip
 
 
 def test_sql_console_refuses_drop_table_and_runs_a_select(app_env):

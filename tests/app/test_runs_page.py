@@ -65,6 +65,11 @@ def test_history_trend_and_a_two_run_comparison(two_runs):
     assert any("sample-ops-alerts: lookup over time" in c.proto.spec for c in at.get("plotly_chart"))
     assert (at.selectbox(key="run_a").value, at.selectbox(key="run_b").value) == (a.run_id, b.run_id)
     assert any("Settings changed" in t and "search_mode fusion → near_vector" in t for t in texts(at.markdown))
+    # each run's settings strip follows its mode: near_vector fuses no BM25F list, so no lexical weight
+    (strip_a,) = [t for t in texts(at.markdown) if t.startswith("**A: sample")]
+    (strip_b,) = [t for t in texts(at.markdown) if t.startswith("**B: sample")]
+    assert "`lexical_weight=" in strip_a and "`search_mode=near_vector`" in strip_b and "lexical_weight" not in strip_b
+    assert "`l0_weight=1`" in strip_b and "`vector_weight=0`" in strip_b
     assert any("48** shared answerable cases, B is **significantly worse** on mrr@10" in t for t in texts(at.markdown))
     deltas = at.dataframe[1].value.set_index("metric")
     assert list(deltas.index) == ["hit@1", "recall@5", "mrr@10", "ndcg@10"]
@@ -133,10 +138,11 @@ def test_runs_of_two_models_side_by_side(app_env, sample_corpus, sample_store, e
     assert list(history["embedding_model"]) == [MINILM, "bge-small-en-v1.5"]
     assert list(history["collection"]) == ["Kb_sample_corpus_minilm", "TestSample"]
     assert history.loc[0, "mrr@10"] == pytest.approx(b.metrics["lookup"]["mrr@10"])
-    captions = texts(at.caption)
-    assert any(t.startswith(f"{a.run_id} · sample-ops-alerts · bge-small-en-v1.5 · fusion") for t in captions)
-    assert any(t.startswith(f"{b.run_id} · sample-ops-alerts · {MINILM} · fusion") for t in captions)
     markdown = texts(at.markdown)
+    strips = [t for t in markdown if t.startswith(("**A: sample", "**B: sample"))]
+    assert len(strips) == 2
+    assert "`embedding_model=bge-small-en-v1.5`" in strips[0] and "`search_mode=fusion`" in strips[0]
+    assert f"`embedding_model={MINILM}`" in strips[1] and "`search_mode=fusion`" in strips[1]
     assert f"**Embedding model**: A bge-small-en-v1.5 · B {MINILM}" in markdown
     assert any("Settings changed" in t and f"embedding_model bge-small-en-v1.5 → {MINILM}" in t for t in markdown)
     deltas = at.dataframe[1].value.set_index("metric")

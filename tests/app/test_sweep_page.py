@@ -43,6 +43,15 @@ def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):
     figure = plotly.io.from_json(at.get("plotly_chart")[0].proto.spec)
     heatmap = figure.data[0]
     assert heatmap.type == "heatmap" and len(heatmap.x) == len(heatmap.y) == 2  # vector_weight across, l0_weight up
+    # each cell is its difference from the best, labelled so; the scale spans at least 0.05 whatever the gaps
+    cells = [v for row in heatmap.z for v in row]
+    assert max(cells) == 0.0 and all(v <= 0.0 for v in cells)
+    assert heatmap.zmax == 0.0 and heatmap.zmin <= -0.05 and heatmap.zmin <= min(cells)
+    labels = [t for row in heatmap.text for t in row]
+    assert "best" in labels and all(t == "best" or t.startswith(("-", "+")) for t in labels), labels
+    assert "None" not in str(table.to_numpy().tolist())  # a figure that does not apply reads –
+    strip = [t for t in texts(at.markdown) if t.startswith("**Current settings")]
+    assert strip and "`vector_weight=" in strip[0] and "`search_mode=fusion`" in strip[0] and "`top_k=" in strip[0]
     # the diff against the defaults (no settings file yet) is on the page before anything is written
     settings_file = app_env / "no-lookup.yaml"
     diff = at.code[0].value
@@ -125,3 +134,14 @@ def test_two_styles_leave_one_set_out_and_the_page_shows_each_held_out_set(app_e
     at.button(key="run_sweep").click().run()
     assert_clean(at)
     assert "held-out folds" in " ".join(texts(at.markdown)) and at.session_state["_sweep"][1].validation.method == "kfold"
+
+
+def test_when_the_defaults_give_the_best_the_page_says_the_defaults(app_env):
+    at = open_sweep()
+    current = load_settings()
+    at.text_input(key="sweep_grid").input(f"vector_weight={current.vector_weight:g}").run()  # one point: the current one
+    at.button(key="run_sweep").click().run()
+    assert_clean(at)
+    (said,) = [c for c in texts(at.caption) if "the best settings: nothing to write" in c]
+    assert said.startswith("The defaults (") and "does not exist) already give the best settings" in said
+    assert not at.code  # no diff: nothing to write

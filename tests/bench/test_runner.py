@@ -58,6 +58,7 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
         raw_sample_chunks=60,
         seed=11,
         quiet_max_s=10.0,
+        app_entries=60,
     )
     assert set(result["ratios"]) == {"l0_p50_growth", "lookup_over_floor", "filtered_over_unfiltered", "record_ms", "reingest_s"}
     for name, value in result["ratios"].items():
@@ -82,7 +83,16 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert result["app_rss_mb"] == app["rss_mb"] > 50 and app["peak_mb"] >= app["rss_mb"]
     assert app["recorded"] == 1  # the app process itself ran and recorded the lookup
     assert not Path(f"/proc/{app['pid']}").exists()  # and was stopped
-    assert {"model_load_s", "app_rss_mb"} <= set(result["goals"])
+    assert {"model_load_s", "app_rss_mb", "app_first_page_s", "app_warm_page_max_s"} <= set(result["goals"])
+    # the app's pages: each opened twice, the first page of the walked app and of a cold embedded start
+    assert app["entries"] == 60 and app["first_page"]["s"] > 0
+    assert set(app["pages"]) == {"Lookup from a URL", "Invocations", "Runs", "Sweep", "Evaluate", "Filter comparison", "Corpus"}
+    assert all(p["first_s"] > 0 and p["warm_s"] > 0 and p["loadavg"] >= 0 for p in app["pages"].values())
+    cold = app["cold_first_page"]
+    assert cold["s"] is not None, cold.get("why")
+    assert cold["s"] > 0 and cold["l1_connected_s"] >= cold["s"] and cold["server_start_s"] > 0
+    assert result["goals"]["app_first_page_s"]["value"] == cold["s"]
+    assert result["goals"]["app_warm_page_max_s"]["value"] == max(p["warm_s"] for p in app["pages"].values())
     md = sorted(tmp_path.glob("*-bench-40-200.md"))
     js = sorted(tmp_path.glob("*-bench-40-200.json"))
     assert len(md) == 1 and len(js) == 1
@@ -90,6 +100,8 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert "| goal |" in table and "| model_load_s |" in table and "| app_rss_mb |" in table
     assert "L0 of 40 and 200 entries timed side by side" in table
     assert f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {app['rss_mb']} " in table
+    assert "| first page after the server's start, embedded Weaviate starting cold | " in table
+    assert "| Invocations | " in table and "| app_warm_page_max_s |" in table
     saved = json.loads(js[0].read_text(encoding="utf-8"))
     assert {"machine", "sizes", "ratios", "model_load_s", "query_embed_p50_ms", "app_rss_mb"} <= set(saved)
     assert not [n for n in weaviate_client.collections.list_all() if n.startswith("Bench_")]  # dropped afterwards

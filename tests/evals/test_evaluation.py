@@ -64,8 +64,11 @@ def test_routing_metrics_and_significance_are_reported(runbooks_run):
     assert report.confusion["kubernetes"].get("kubernetes", 0) > 0
     pairs = report.significance["pairs"]
     n = len(report.configs)
-    assert len(pairs) == n * (n - 1) // 2 * 4  # every pair of configurations, on four metrics
-    assert all(p["p_value"] is None or 0.0 <= p["p_value"] <= 1.0 for p in pairs)
+    assert report.significance["reference"] == "lookup" and report.significance["correction"] == "holm"
+    assert len(pairs) == (n - 1) * 4 == report.significance["tests"]  # each configuration against lookup, four metrics
+    assert all(p["b"] == "lookup" and p["a"] != "lookup" for p in pairs)
+    assert all(p["p_value"] is None or 0.0 <= p["p_value"] <= p["p_holm"] <= 1.0 for p in pairs)
+    assert all(p["significant"] == (p["p_holm"] is not None and p["p_holm"] < 0.05) for p in pairs)
     assert report.latency["lookup"]["l1_p50"] > 0 and report.latency["lookup"]["l1_p95"] >= report.latency["lookup"]["l1_p50"]
 
 

@@ -11,7 +11,15 @@ import pytest
 
 from retrieval.config import REPO_ROOT
 from retrieval.evals.evaluation import EvalReport
-from retrieval.evals.report import REPORT_COLORS, metrics_display, metrics_figure, metrics_text, render_html
+from retrieval.evals.report import (
+    REPORT_COLORS,
+    created_text,
+    metrics_display,
+    metrics_figure,
+    metrics_text,
+    render_html,
+    significance_frame,
+)
 
 SHOTS = REPO_ROOT / "test-artifacts" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
@@ -88,7 +96,14 @@ def tiny_report() -> EvalReport:
         settings={"top_k": 10, "cases": 4, "answerable": 4},
         configs=tuple(metrics),
         metrics=metrics,
-        significance={"stat_test": "student", "alpha": 0.05, "pairs": pairs},
+        significance={
+            "stat_test": "student",
+            "alpha": 0.05,
+            "reference": "lookup",
+            "correction": "holm",
+            "tests": 2,
+            "pairs": [{**p, "p_holm": min(1.0, p["p_value"] * 2)} for p in pairs],
+        },
         routing=routing,
         confusion={"x": {"x": 3, "(none)": 1}},
         latency={c: {"total_p50": 10.0} for c in metrics},
@@ -252,7 +267,7 @@ def test_the_html_report_fits_an_email_and_reads_on_its_own():
     text = visible_text(page)
     assert "e-04" not in page and "< 0.001" in text  # p = 9.788707e-04
     assert "None" not in text and "NaN" not in text
-    settings = page.split("<h2>Settings</h2>")[1].split("<h2>")[0]
+    settings = page.split("<h2>Every setting</h2>")[1].split("<h2>")[0]
     for name, value in (("vector_weight", "2.5"), ("top_k", "10"), ("search_mode", "fusion"), ("support_threshold", "0.42")):
         assert re.search(rf"<td>{name}</td>\s*<td>{re.escape(value)}</td>", settings), name
     assert "{" not in settings  # a table, not raw JSON
@@ -268,3 +283,54 @@ def test_an_unanswerable_only_report_draws_no_metrics_chart():
     report = replace(big_report(20), settings={"cases": 20, "answerable": 0})
     labels = re.findall(r"aria-label='([^']+)'", render_html(report))
     assert "Metrics per configuration" not in labels and labels  # the support and filter charts remain
+
+
+def test_the_report_opens_with_its_settings_and_a_readable_time():
+    report = replace(
+        tiny_report(),
+        created_at="2026-12-01T08:00:12.345678+00:00",
+        settings={
+            "embedding_model": "bge-small-en-v1.5",
+            "search_mode": "near_vector",
+            "vector_weight": 2.5,
+            "lexical_weight": 1.0,
+            "top_k": 10,
+            "support_threshold": 0.42,
+            "cases": 4,
+            "answerable": 4,
+        },
+    )
+    page = render_html(report)
+    head = page.split("<h2>")[0]
+    assert "2026-12-01 08:00 UTC" in head and "08:00:12" not in page and ".345678" not in page
+    strip = re.search(r"Settings of this run</b>: <code>([^<]+)</code>", head)
+    assert strip is not None, head
+    assert "embedding_model=bge-small-en-v1.5" in strip.group(1) and "search_mode=near_vector" in strip.group(1)
+    assert "top_k=10" in strip.group(1) and "support_threshold=0.42" in strip.group(1)
+    assert "lexical_weight" not in strip.group(1)  # near_vector fuses no BM25F list: its weight is not a setting of the run
+
+
+def test_the_metrics_table_has_one_header_row_and_the_hurt_definition_is_a_sentence():
+    report = replace(tiny_report(), filter_effect={"counts": {"helped": 1, "hurt": 0}, "hurt_cases": []})
+    page = render_html(report)
+    table = page.split("<h2>Metrics and routing</h2>")[1].split("</table>")[0]
+    head = table.split("<thead>")[1].split("</thead>")[0]
+    assert head.count("<tr") == 1, head  # no row holding the index's name alone
+    assert re.findall(r"<th[^>]*>([^<]*)</th>", head)[0] == "config"
+    assert "<th></th>" not in table
+    text = visible_text(page)
+    assert "hurt 0 cases. A case is hurt when the expected entry ranks lower" in text
+
+
+def test_significance_is_against_lookup_with_holm_and_says_so():
+    report = tiny_report()
+    frame = significance_frame(report)
+    assert list(frame["configuration"]) == ["l0_only", "l1_filtered"] and "lookup" in frame.columns
+    assert list(frame["p (Holm)"]) == ["0.020", "0.400"] and list(frame["p"]) == ["0.010", "0.200"]
+    page = render_html(report)
+    assert "<h2>Significance against lookup (paired student test, Holm-corrected over 2 tests, p &lt; 0.05)</h2>" in page
+
+
+def test_a_timestamp_that_is_not_one_reads_as_given():
+    assert created_text("2026-12-01T09:30:00+01:00") == "2026-12-01 08:30 UTC"
+    assert created_text("yesterday") == "yesterday"

@@ -36,6 +36,7 @@ def point_app_at(
     if grpc_port is not None:
         monkeypatch.setenv("LOOKUP_WEAVIATE_REMOTE_GRPC_PORT", str(grpc_port))
     monkeypatch.setenv("LOOKUP_COLLECTION", collection)
+    monkeypatch.setenv("LOOKUP_APP_L1_WAIT_S", "300")  # AppTest reads a page as one run: the frame waits for Weaviate
     monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("LOOKUP_DB_PATH", str(tmp_path / "invocations.duckdb"))
     if corpus is not None:

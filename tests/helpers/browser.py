@@ -89,6 +89,9 @@ def start_app(
     )
     if corpus is not None:
         env["LOOKUP_CORPUS_DIR"] = str(corpus)
+    # The frame waits for Weaviate as long as a page takes to load, so a test reads one settled page; the
+    # background start itself is tested with LOOKUP_APP_L1_WAIT_S=0 (tests/app/test_background_start.py).
+    env["LOOKUP_APP_L1_WAIT_S"] = str(WAIT_MS / 1000)
     env.update(env_extra or {})
     log = tmp / "streamlit.log"
     with open(log, "wb") as out:
