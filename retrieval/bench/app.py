@@ -306,6 +306,7 @@ def app_memory(
         log(f"app: streamlit run app.py on 127.0.0.1:{port}; the first page, one lookup, every page twice in chromium")
         t0 = time.perf_counter()
         proc = _start_app(env, port, home / "streamlit.log")
+        out["pid"] = proc.pid
         walk = _walk_in_browser(f"http://127.0.0.1:{port}/", APP_QUERY, proc.pid, started=time.perf_counter())
         out["seconds_to_walk"] = round(time.perf_counter() - t0, 1)
         measured = walk["rss"]
