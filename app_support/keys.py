@@ -43,6 +43,7 @@ INV_FALLBACK = "inv_fallback"
 INV_TEXT = "inv_text"
 INV_TABLE = "inv_table"
 INV_LIVE = "inv_live"  # follow live traffic: the dashboard reloads itself
+INV_SINGLE_WORDS = "inv_single_words"  # the top L0 keywords chart counts single title words too
 SQL_EXAMPLE = "sql_example"
 SQL_TEXT = "sql_text"
 SQL_ROWS = "sql_rows"

@@ -2,10 +2,10 @@
 
 - the embedding model, loaded once, on a thread of its own from the first page on;
 - the Weaviate connection (or why there is none), per connection settings, opened on a thread of its own: the
-  frame waits for it at most `app_l1_wait_s`, so a page renders while an embedded server starts, and a page
-  that needs L1 waits for it (`AppContext.conn`). A failed connection is cached too, so pages do not wait on
-  a dead server every rerun: it is retried after RETRY_AFTER_S, or at once with the "Retry connection" button
-  (`retry_connection`);
+  frame waits for a running or remote one at most `app_l1_wait_s` and not at all for an embedded one starting cold,
+  so a page renders while an embedded server starts, and a page that needs L1 waits for it (`AppContext.conn`). A
+  failed connection is cached too, so pages do not wait on a dead server every rerun: it is retried after
+  RETRY_AFTER_S, or at once with the "Retry connection" button (`retry_connection`);
 - the corpus and its L0 index, per corpus folder;
 - the invocation store, per database file, with its background flusher.
 """
@@ -31,7 +31,7 @@ from retrieval.config import Settings, load_settings
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
-from retrieval.engine.server import connect
+from retrieval.engine.server import connect, port_open
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.evals.catalog import CorpusChoice, known_corpora, same_path
 from retrieval.records.invocations import InvocationStore
@@ -145,12 +145,14 @@ class Opening:
     target: str
     started: float
     future: Future[Connection]
+    cold: bool = False  # an embedded server that is started here: nothing serves its port yet
 
     @classmethod
     def start(cls, settings: Settings) -> Opening:
+        cold = not settings.weaviate_url and not port_open("127.0.0.1", settings.embedded_port, 0.2)
         future: Future[Connection] = Future()
         threading.Thread(target=lambda: future.set_result(_open(settings)), name="weaviate-connect", daemon=True).start()
-        return cls(describe_target(settings), time.monotonic(), future)
+        return cls(describe_target(settings), time.monotonic(), future, cold)
 
     @classmethod
     def of(cls, conn: Connection) -> Opening:
@@ -375,7 +377,8 @@ def context(settings: Settings | None = None) -> AppContext:
     starting = opening(settings)
     if settings.l1_enabled:  # the model loads beside Weaviate's start, so the first lookup waits for neither
         _model_loading(settings.embedding_model, None if settings.model_dir is None else str(settings.model_dir))
-    starting.wait(settings.app_l1_wait_s)  # a remote or running server is there by now; a cold start goes on behind
+    # A remote or running server answers by now; an embedded one that starts cold takes seconds: it is not waited for
+    starting.wait(0.0 if starting.cold else settings.app_l1_wait_s)
     recorder, why = None, None
     try:
         recorder = invocation_store(str(Path(settings.invocation_db).resolve()), settings.db_memory_limit, settings.db_threads)

@@ -142,10 +142,18 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
     c3, c4, c5 = st.columns(3)
     c3.plotly_chart(charts.fallback_rate(dash.fallback_over_time, dash.bucket), width="stretch")
     c4.plotly_chart(charts.top_counts(dash.top_domains, "domain", "Top domains"), width="stretch")
-    if dash.top_keywords.empty:
-        c5.caption("No L0 keywords matched in these rows.")
+    hidden = dash.hidden_keywords
+    single = bool(hidden) and c5.toggle(
+        "Single title words too",
+        key=keys.INV_SINGLE_WORDS,
+        help="L0 also matches single words of titles and file names (" + ", ".join(hidden[:5]) + "): frequent, and "
+        "telling little on their own. Stop words are never shown.",
+    )
+    top_keywords = dash.top_keywords if single else dash.telling_keywords
+    if top_keywords.empty:
+        c5.caption("No L0 keywords matched in these rows." if dash.top_keywords.empty else "Only single title words matched.")
     else:
-        c5.plotly_chart(charts.top_counts(dash.top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
+        c5.plotly_chart(charts.top_counts(top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
 
     st.markdown(
         f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "

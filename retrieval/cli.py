@@ -10,16 +10,14 @@ import typer
 
 from retrieval.config import db_budget, load_settings
 from retrieval.engine.cluster_cli import register as register_cluster
+from retrieval.engine.server_cli import register as register_server
 from retrieval.errors import LookupLabError
 from retrieval.lab.calibration_cli import register as register_calibrate
 from retrieval.lab.eval_cli import register as register_eval
 from retrieval.lab.replay_cli import register as register_replay
 from retrieval.lab.runs_cli import register as register_runs
 from retrieval.lab.sweep_cli import register as register_sweep
-from retrieval.progress import progress_display
 from retrieval.serve.serve_cli import serve as serve_command
-from retrieval.store import indexing
-from retrieval.store.factory import knowledge_store
 from retrieval.store.models_cli import register as register_models
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
@@ -47,7 +45,10 @@ def ingest(
     """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
     from retrieval.core.corpus import load_corpus
     from retrieval.engine.server import connect
+    from retrieval.progress import progress_display
     from retrieval.services import open_embedder
+    from retrieval.store import indexing
+    from retrieval.store.factory import knowledge_store
 
     try:
         settings = _settings(config, corpus_dir=corpus)
@@ -97,7 +98,8 @@ def lookup(
         from retrieval.core.lookup import clean_query
 
         clean_query(query)  # refuse before starting anything
-        runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
+        # the record goes to the spool, never waiting for the DuckDB file: the next store that flushes moves it in
+        runtime = open_runtime(settings, record="spool", log=lambda m: typer.echo(m, err=True))
     except LookupLabError as exc:
         _fail(exc)
     try:
@@ -219,6 +221,7 @@ app.command(name="serve")(serve_command)  # retrieval/serve/serve_cli.py: `pytho
 
 
 register_cluster(app)  # cluster start|status|stop (retrieval/engine/cluster_cli.py)
+register_server(app)  # server start|status|stop: a standing embedded Weaviate (retrieval/engine/server_cli.py)
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)

@@ -70,7 +70,7 @@ class Settings:
     top_k: int = 5
     candidate_depth: int = 15  # candidates each L1 query returns for the fusion (at least top_k); chosen by CV, docs/quality.md
     l1_timeout_s: float = 10.0
-    app_l1_wait_s: float = 2.0  # the app's frame waits this long for Weaviate, then renders while it goes on starting
+    app_l1_wait_s: float = 2.0  # the app's frame waits this long for a running or remote Weaviate (never for a cold start)
     vector_weight: float = 2.5  # with bge-small: chosen by 5x5-fold CV on the shared answerable sets (docs/quality.md)
     lexical_weight: float = 1.0
     l0_weight: float = 0.0

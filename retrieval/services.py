@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from weaviate import WeaviateClient
 
@@ -15,6 +16,7 @@ from retrieval.core.protocols import LookupServices
 from retrieval.engine.server import connect
 from retrieval.errors import L1Error, WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
+from retrieval.records.spool import SpoolRecorder
 from retrieval.store.embedding import Embedder
 from retrieval.store.factory import knowledge_store
 from retrieval.store.weaviate_store import KnowledgeStore
@@ -55,7 +57,7 @@ def open_runtime(
     settings: Settings,
     *,
     embedder: Embedder | None = None,
-    record: bool = True,
+    record: bool | Literal["spool"] = True,
     connect_l1: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> Runtime:
@@ -69,8 +71,13 @@ def open_runtime(
         client, store, why = open_store(settings)
         if embedder is None and store is not None:
             embedder = open_embedder(settings)
-    recorder = InvocationStore(settings.invocation_db, budget=db_budget(settings)) if record else None
-    if recorder is not None:
+    recorder: InvocationStore | SpoolRecorder | None = None
+    if record == "spool":  # a short-lived process: its rows wait in the spool for the next store that flushes
+        recorder = SpoolRecorder(settings.invocation_db)
+    elif record:
+        recorder = InvocationStore(settings.invocation_db, budget=db_budget(settings))
         recorder.start_background_flush()
-    services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder, l1_unavailable=why)
+    services = LookupServices[KnowledgeStore, Embedder, InvocationStore | SpoolRecorder](
+        l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder, l1_unavailable=why
+    )
     return Runtime(settings, corpus, services, client)

@@ -24,6 +24,8 @@ GOALS = {  # name: (comparison, target)
     "app_rss_mb": ("<=", 600.0),  # the streamlit process after one lookup
     "app_first_page_s": ("<=", 5.0),  # a cold start of the embedded default: server up to the first page drawn
     "app_warm_page_max_s": ("<=", 2.0),  # the slowest page opened a second time, on the bench's 1k corpus
+    "cli_warm_lookup_s": ("<=", 1.5),  # `python -m retrieval lookup` wall, a standing server running (bench/cli_lookup.py)
+    "cli_over_in_process": ("<=", 1.5),  # that, over a Python start-up with the lookup's imports plus one in-process lookup
 }
 STAGES = ("l0", "embed", "l1", "fuse", "record")
 # The stage of the largest size whose 1-minute load average goes beside a goal (bench_size's "loadavg" keys)
@@ -51,6 +53,7 @@ def ratios_and_goals(
     app_rss_mb: float | None = None,
     l0_paired: dict[str, Any] | None = None,
     app_fig: dict[str, Any] | None = None,
+    cli_fig: dict[str, Any] | None = None,
 ) -> tuple[dict, dict]:
     """The ratios, and every goal with its value and whether it is met (None: not measured in this run). L0's
     growth is `l0_paired`'s (the smallest and the largest size timed side by side) when given, else the ratio of
@@ -77,8 +80,12 @@ def ratios_and_goals(
         "model_load_s": model_load_s,
         "app_rss_mb": app_rss_mb,
         **app_page_values(app_fig),
+        "cli_warm_lookup_s": (cli_fig or {}).get("warm_s"),
+        "cli_over_in_process": (cli_fig or {}).get("over_in_process"),
     }
     loads = app_page_loads(app_fig)
+    if cli_fig and cli_fig.get("loadavg") is not None:
+        loads.update(cli_warm_lookup_s=cli_fig["loadavg"], cli_over_in_process=cli_fig["loadavg"])
     goals = {}
     for name, (op, target) in GOALS.items():
         v = values[name]
@@ -152,6 +159,26 @@ def _model_and_app_lines(result: dict[str, Any]) -> list[str]:
         f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {rss} |",
         "",
         *_page_lines(app),
+        *_cli_lines(result.get("cli_lookup")),
+    ]
+
+
+def _cli_lines(cli: dict[str, Any] | None) -> list[str]:
+    """The CLI lookup's figures: warm (a standing server) against what a process cannot avoid, and cold."""
+    if not cli:
+        return []
+    if cli.get("warm_s") is None:
+        return [f"CLI lookup: not measured ({cli.get('why', 'unknown')})", ""]
+    return [
+        f"| CLI lookup ({cli['corpus']}, median of {cli['runs']}) | s |",
+        "|---|---|",
+        f"| `python -m retrieval lookup`, a standing server running (`server start`) | {cli['warm_s']} "
+        f"(each: {', '.join(map(str, cli['warm_all_s']))}; load {cli['loadavg']}) |",
+        f"| Python start-up: `python -c pass` / importing what the lookup imports | {cli['python_s']} / {cli['startup_s']} |",
+        f"| one lookup in an open process, p50 | {cli['in_process_ms'] / 1000:.3f} |",
+        f"| warm CLI over (start-up with imports + in-process lookup) | {cli['over_in_process']} |",
+        f"| `python -m retrieval lookup` starting its own embedded server | {cli['cold_s']} (load {cli['cold_loadavg']}) |",
+        "",
     ]
 
 

@@ -363,6 +363,21 @@ def _exit_on_sigterm() -> Callable[[], None]:
     return restore
 
 
+def _cli_figure(settings: Settings, workdir: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    """bench_cli_lookup's figures, or why there are none (no Weaviate binary here, or a run that failed)."""
+    from retrieval.bench.cli_lookup import cli_lookup_figures
+    from retrieval.engine.server import embedded_binary
+    from retrieval.errors import LookupLabError
+
+    if not embedded_binary(settings).is_file():
+        return {"warm_s": None, "why": f"no Weaviate binary at {embedded_binary(settings)} (scripts/setup.sh builds it)"}
+    try:
+        return cli_lookup_figures(settings, workdir, log=log)
+    except (LookupLabError, RuntimeError, OSError) as exc:
+        log(f"cli: no figure: {exc}")
+        return {"warm_s": None, "why": str(exc)}
+
+
 def run_bench(
     settings: Settings,
     *,
@@ -380,6 +395,7 @@ def run_bench(
     embed_queries: int = 60,
     app: bool = True,
     app_entries: int | None = None,
+    cli: bool = True,
     quiet_max_s: float = QUIET_MAX_S,
 ) -> dict[str, Any]:
     """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
@@ -387,7 +403,8 @@ def run_bench(
     First a fresh Embedder's load time and `embed_queries` distinct single-query embeddings (bench_app); it is
     the bench's embedder unless one is given. With `app`, the memory of a real `streamlit run app.py` process
     after one lookup, and its page timings (bench_app, on `app_entries` synthetic entries, 1k by default): needs
-    chromium and Playwright, else the figure says why it is missing.
+    chromium and Playwright, else the figure says why it is missing. With `cli`, CLI lookups against a standing server
+    and one cold (bench_cli_lookup, on the sample corpus; needs the Weaviate binary).
 
     `vectors="synthetic"` stores synthetic chunk vectors instead of embedding every chunk (bench_vectors);
     the result says so in `corpus_vectors`, its table and its file name.
@@ -478,6 +495,7 @@ def run_bench(
             if app
             else None
         )
+        cli_fig = _cli_figure(where, workdir, log) if cli else None
         recorder.flush()
         store_fig = (
             bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log, budget=db_budget(settings))
@@ -492,6 +510,7 @@ def run_bench(
             app_rss_mb=(app_fig or {}).get("rss_mb"),
             l0_paired=l0_paired,
             app_fig=app_fig,
+            cli_fig=cli_fig,
         )
         if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
             goals["ingest_over_raw"].update(value=None, met=None)
@@ -508,6 +527,7 @@ def run_bench(
             "query_embed_queries": model["query_embed"]["queries"],
             "app_rss_mb": (app_fig or {}).get("rss_mb"),
             "app": app_fig or {"rss_mb": None, "why": "not asked for (app=False)"},
+            "cli_lookup": cli_fig or {"warm_s": None, "why": "not asked for (cli=False)"},
             "corpus_vectors": "real" if synth is None else synth.describe(),
             "sizes": {str(n): f for n, f in figures.items()},
             "l0_paired": l0_paired,

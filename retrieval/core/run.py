@@ -216,5 +216,5 @@ def _single_support(
     chance = model.probability(features)
     cut = model.cut(settings.support_threshold)
     claimed = chance >= cut
-    reason = f"{mode} alone: an estimated {percent(chance)} chance that its top result is right."
+    reason = f"The {mode} query alone: an estimated {percent(chance)} chance that its top result is right."
     return Relevance(claimed, "medium" if claimed else "low", reason, chance, cut, features)

@@ -12,8 +12,6 @@ from retrieval.config import eval_set_corpus, load_settings
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import CONFIGS
 from retrieval.lab.runs_cli import save_eval_run
-from retrieval.progress import progress_display
-from retrieval.store import indexing
 
 ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 CorpusOpt = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)")
@@ -57,7 +55,9 @@ def eval_cmd(
     from retrieval.evals.gates import check_gates
     from retrieval.evals.report import metrics_text, render_html
     from retrieval.evals.sets import load_eval_set
+    from retrieval.progress import progress_display
     from retrieval.services import open_runtime
+    from retrieval.store import indexing
 
     try:
         loaded = load_eval_set(eval_set)

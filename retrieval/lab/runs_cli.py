@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from retrieval.config import Settings, load_settings
 from retrieval.errors import LookupLabError
-from retrieval.evals.evaluation import EvalReport
 from retrieval.evals.ranking_metrics import METRICS
-from retrieval.evals.sets import EvalSet
-from retrieval.lab.compare import RunComparison, compare_runs
-from retrieval.lab.run_summary import HISTORY_SETTINGS, RunSummary
-from retrieval.lab.runs import RunStore
+from retrieval.lab.run_summary import HISTORY_SETTINGS
+
+if TYPE_CHECKING:  # the CLI imports this module for every command: pandas and ranx load only where used
+    from retrieval.evals.evaluation import EvalReport
+    from retrieval.evals.sets import EvalSet
+    from retrieval.lab.compare import RunComparison
+    from retrieval.lab.run_summary import RunSummary
 
 SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 SHOWN_SETTINGS = HISTORY_SETTINGS  # as the Runs page's history shows them
@@ -29,6 +31,8 @@ def _fail(exc: Exception) -> None:
 
 def save_eval_run(report: EvalReport, eval_set: EvalSet, settings: Settings, *, source: str = "cli") -> str | None:
     """Save the run in the settings' DuckDB file; its run_id, or None (with the reason on stderr) when it cannot."""
+    from retrieval.lab.runs import RunStore
+
     try:
         return RunStore(settings.invocation_db).save(report, eval_set, settings, source=source).run_id
     except LookupLabError as exc:
@@ -95,6 +99,8 @@ def register(app: typer.Typer) -> None:
         settings_file: Path | None = SettingsOpt,
     ) -> None:
         """List the saved eval runs, newest first."""
+        from retrieval.lab.runs import RunStore
+
         try:
             found = RunStore(load_settings(config_file=settings_file).invocation_db).list_runs(eval_set)
         except LookupLabError as exc:
@@ -134,6 +140,9 @@ def register(app: typer.Typer) -> None:
         settings_file: Path | None = SettingsOpt,
     ) -> None:
         """Metric deltas of B against A with a paired test on their shared cases, and the cases that moved."""
+        from retrieval.lab.compare import compare_runs
+        from retrieval.lab.runs import RunStore
+
         try:
             store = RunStore(load_settings(config_file=settings_file).invocation_db)
             cmp = compare_runs(store, run_a, run_b, config=config, metric=metric)

@@ -10,7 +10,6 @@ from pathlib import Path
 import typer
 
 from retrieval.evals.tuning import ALIASES, SWEEPABLE
-from retrieval.store.factory import knowledge_store
 
 TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
 GRID_HELP = "NAME=V1,V2;NAME=... over " + ", ".join(
@@ -138,6 +137,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     from retrieval.lab.sweep_signals import collect_signals
     from retrieval.services import open_embedder, open_runtime
     from retrieval.store import indexing
+    from retrieval.store.factory import knowledge_store
 
     signals: list = []
     embedders: dict = {}  # model -> its Embedder, loaded once for every set

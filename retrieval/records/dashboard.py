@@ -7,6 +7,7 @@ never the JSON of every row: on 1M rows each stays under 200 ms (retrieval.bench
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any, TypeVar
 import duckdb
 import pandas as pd
 
+from retrieval.core.text import STOPWORDS, tokens
 from retrieval.errors import StoreError
 from retrieval.records.db_budget import duckdb_frames
 from retrieval.records.invocations import COLUMNS, STAGES, InvocationStore
@@ -137,6 +139,25 @@ class Dashboard:
     @property
     def fallback_rate(self) -> float | None:
         return self.fallbacks / self.total if self.total else None
+
+    # the top keywords that `telling` keeps (keyword, field, calls), and those of top_keywords it leaves out
+    telling_keywords: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=["keyword", "field", "calls"])
+    )
+    hidden_keywords: tuple[str, ...] = ()
+
+
+KEYWORD_POOL = 5  # keyword rows read per keyword shown, so that top_n telling ones remain after `telling`
+
+
+def telling(term: str, field: str | None) -> bool:
+    """Whether a matched keyword says something on a chart of the most matched ones: not made of L0's stop words
+    alone, and not a single word of a title or file name ("Set" of StatefulSet, "out" of OutOfSpace), which L0 matches
+    in many queries while it tells little. Phrases, curated keywords, entities and domains always count."""
+    keys = tokens(term)
+    if not keys or all(k in STOPWORDS for k in keys):
+        return False
+    return not (len(keys) == 1 and field in ("title", "name"))
 
 
 def _triples(values) -> list[tuple]:
@@ -334,14 +355,21 @@ def load_dashboard(
             "GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
             [int(top_n)],
         )
+        pool = int(top_n) * KEYWORD_POOL
         if every_row:  # the keyword rollup holds the counts
-            keywords = df(top_keywords_sql(), [int(top_n)])
+            keywords = df(top_keywords_sql(), [pool])
         else:  # the matching rows' own keyword lists
             keywords = df(
                 f"SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM (SELECT unnest({KEYWORDS_COLUMN}) AS k "
                 f"FROM {table}) WHERE k.term IS NOT NULL GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
-                [int(top_n)],
+                [pool],
             )
+        told = [
+            telling(str(k), None if pd.isna(f) else str(f)) for k, f in zip(keywords["keyword"], keywords["field"], strict=True)
+        ]
+        told_rows = keywords[told] if len(keywords) else keywords
+        # what the chart of every keyword shows that the telling ones leave out
+        hidden = tuple(dict.fromkeys(str(k) for k, x in zip(keywords["keyword"].head(int(top_n)), told, strict=False) if not x))
         return Dashboard(
             int(total),
             int(fallbacks),
@@ -352,9 +380,11 @@ def load_dashboard(
             samples,
             fallback,
             domains,
-            keywords,
+            keywords.head(int(top_n)).reset_index(drop=True),
             unit,
             summary is not None,
+            told_rows.head(int(top_n)).reset_index(drop=True),
+            hidden,
         )
 
     return _read(store, run)

@@ -20,10 +20,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import pandas as pd
 
 from retrieval.config import db_budget
 from retrieval.core.record import InvocationRecord
@@ -31,8 +30,11 @@ from retrieval.errors import StoreError
 from retrieval.records.db_budget import connect_retrying, duckdb_frames
 from retrieval.records.insert import chunk_bytes, insert_rows
 from retrieval.records.schema import COLUMNS, ROW_GROUP_ROWS, SCHEMA, STAGE_COLUMNS, STAGES, ensure_schema
-from retrieval.records.spool import Spool, spool_line, spool_table, spooled_chunks
+from retrieval.records.spool import Spool, spool_dir_of, spool_line, spool_table, spooled_chunks
 from retrieval.types.budget import DbBudget
+
+if TYPE_CHECKING:  # query() hands over duckdb's own frame: a lookup that only records never loads pandas
+    import pandas as pd
 
 __all__ = [
     "COLUMNS",
@@ -68,7 +70,7 @@ class InvocationStore:
     def __init__(self, db_path: Path | str, *, lock_timeout_s: float = 30.0, budget: DbBudget | None = None) -> None:
         self.db_path = Path(db_path)
         self.budget = db_budget() if budget is None else budget  # None: LOOKUP_DB_MEMORY_LIMIT / LOOKUP_DB_THREADS
-        self.spool_dir = self.db_path.with_name(self.db_path.name + ".spool")
+        self.spool_dir = spool_dir_of(self.db_path)
         self.lock_timeout_s = lock_timeout_s
         self._lock = threading.RLock()  # one DuckDB connection at a time in this process
         self._held = threading.local()  # the connection reading() holds for this thread

@@ -180,3 +180,25 @@ class Spool:
             except FileNotFoundError:
                 continue
         return n
+
+
+def spool_dir_of(db_path: Path) -> Path:
+    """The spool folder of a DuckDB file: `<file>.spool` beside it."""
+    return db_path.with_name(db_path.name + ".spool")
+
+
+class SpoolRecorder:
+    """Records into the spool of a DuckDB file and never opens the file: for a short-lived process (a CLI lookup),
+    which then neither waits for DuckDB's one writer nor loads what writing needs. Its rows are durable once
+    `record` returns; the next store that flushes (the app's, `sql`, `eval`, `serve`) moves them in, and readers
+    count them meanwhile."""
+
+    def __init__(self, db_path: Path | str) -> None:
+        self.spool = Spool(spool_dir_of(Path(db_path)))
+
+    def record(self, rec: InvocationRecord) -> None:
+        self.spool.append(spool_line(rec))
+
+    def close(self) -> None:
+        """Mark this process's spool file finished, so the next flush takes it at once."""
+        self.spool.rotate()

@@ -348,8 +348,13 @@ class KnowledgeStore:
             try:
                 res = run() if deadline is None else call_within(run, max(deadline - time.monotonic(), 0.05) + GRACE_S)
             except Exception as exc:
-                if tenant is not None and "tenant" in str(exc).lower():
-                    tenant = None  # no tenant for this domain (the partition changed since it was read): the filter
+                said = str(exc).lower()
+                if tenant is not None and ("tenant" in said or any(sign in said for sign in LOADING_SIGNS)):
+                    # No tenant for this domain (the partition changed since it was read), or the partition is not
+                    # loaded yet (a restarted server loads it after the collection): the where-filter on the
+                    # collection answers, or fails as the collection does (loading, down), and the partition's
+                    # state is read again at the next search.
+                    tenant = None
                     self.forget_partition()
                     continue
                 if endpoint is not None:

@@ -25,6 +25,7 @@ from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
 from retrieval.core.search_request import SearchRequest
+from retrieval.core.text import tokens
 from retrieval.evals.catalog import known_corpora
 from retrieval.evals.evaluation import CONFIGS
 from retrieval.evals.sets import load_eval_set
@@ -763,6 +764,26 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
     assert metrics(at)["Calls"] == "1"
     at.selectbox(key="inv_range").select("Last hour").run()
     assert metrics(at)["Calls"] == "1"
+    assert_clean(at)
+
+
+def test_the_top_keywords_chart_leaves_out_single_title_words_until_asked(app_env, sample_corpus, base_settings):
+    recorder = InvocationStore(app_env / "invocations.duckdb")
+    services = LookupServices(L0Index(sample_corpus.entries), recorder=recorder)
+    for query in ("Vault is sealed", "the vault got sealed again", "sealed vault"):  # "sealed", "Vault": title words
+        lookup_knowledge(query, services, base_settings.with_(l1_enabled=False))
+    recorder.close()
+
+    def single_title_words(at) -> set[str]:
+        spec = next(s for s in plotly_specs(at) if s["layout"]["title"]["text"] == "Top L0 keywords")
+        return {v for trace in spec["data"] if trace["name"] in ("title", "name") for v in trace["y"] if len(tokens(v)) == 1}
+
+    at = open_app("Invocations")
+    assert not single_title_words(at)  # the chart leads with what tells something
+    switch = at.toggle(key="inv_single_words")
+    assert "sealed" in switch.help and "Vault" in switch.help  # and the switch names what it adds
+    switch.set_value(True).run()
+    assert {"sealed", "Vault"} <= single_title_words(at)
     assert_clean(at)
 
 

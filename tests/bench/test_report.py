@@ -23,6 +23,8 @@ OK = {
     "rss": 450.0,
     "first_page": 3.1,
     "warm": 1.4,
+    "cli": 1.3,
+    "cli_ratio": 1.2,
 }
 
 
@@ -43,6 +45,8 @@ OK = {
         ({"warm": 2.3}, False),  # the slowest warm page over 2 s
         ({"fil": 2.1}, False),  # filtered L1 slower than unfiltered (goal <= 1.0)
         ({"recall": 0.97}, False),  # filtered recall@10 against the exact filtered ranking (goal >= 0.98)
+        ({"cli": 1.6}, False),  # a CLI lookup with a standing server over 1.5 s
+        ({"cli_ratio": 1.6}, False),  # over 1.5 times start-up with imports plus an in-process lookup
     ],
 )
 def test_goals_follow_the_figures(changes, met):
@@ -75,6 +79,7 @@ def test_goals_follow_the_figures(changes, met):
                 "Invocations": {"first_s": 2.5, "warm_s": values["warm"], "loadavg": 1.3},
             },
         },
+        cli_fig={"warm_s": values["cli"], "over_in_process": values["cli_ratio"], "loadavg": 0.8},
     )
     assert ratios["l0_p50_growth"] == values["l0"] and ratios["reingest_s"] == 1.0
     # the slowest warm page is the page goal, with the load it was measured at; the cold first page with its own
@@ -90,6 +95,7 @@ def test_goals_follow_the_figures(changes, met):
     assert goals["model_load_s"] == {"value": values["load"], "goal": "<= 1.0", "met": values["load"] <= 1.0}
     assert goals["app_rss_mb"] == {"value": values["rss"], "goal": "<= 600.0", "met": values["rss"] <= 600.0}
     assert goals["store_insert_rows_per_s"]["loadavg"] == 1.5  # the load as the insert ended
+    assert goals["cli_warm_lookup_s"] == {"value": values["cli"], "goal": "<= 1.5", "met": values["cli"] <= 1.5, "loadavg": 0.8}
 
 
 def test_l0_growth_is_the_side_by_side_timing_when_there_is_one():

@@ -84,6 +84,12 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert app["recorded"] == 1  # the app process itself ran and recorded the lookup
     assert not Path(f"/proc/{app['pid']}").exists()  # and was stopped
     assert {"model_load_s", "app_rss_mb", "app_first_page_s", "app_warm_page_max_s"} <= set(result["goals"])
+    # the CLI: lookups against a standing server, measured against start-up with imports plus an in-process lookup
+    cli_fig = result["cli_lookup"]
+    assert cli_fig["warm_s"] is not None, cli_fig.get("why")
+    assert 0 < cli_fig["python_s"] < cli_fig["startup_s"] and cli_fig["in_process_ms"] > 0 and cli_fig["cold_s"] > 0
+    assert cli_fig["over_in_process"] == round(cli_fig["warm_s"] / (cli_fig["startup_s"] + cli_fig["in_process_ms"] / 1000), 3)
+    assert result["goals"]["cli_warm_lookup_s"]["value"] == cli_fig["warm_s"]
     # the app's pages: each opened twice, the first page of the walked app and of a cold embedded start
     assert app["entries"] == 60 and app["first_page"]["s"] > 0
     assert set(app["pages"]) == {"Lookup from a URL", "Invocations", "Runs", "Sweep", "Evaluate", "Filter comparison", "Corpus"}
@@ -102,6 +108,7 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {app['rss_mb']} " in table
     assert "| first page after the server's start, embedded Weaviate starting cold | " in table
     assert "| Invocations | " in table and "| app_warm_page_max_s |" in table
+    assert "a standing server running (`server start`) | " in table and "| cli_over_in_process |" in table
     saved = json.loads(js[0].read_text(encoding="utf-8"))
     assert {"machine", "sizes", "ratios", "model_load_s", "query_embed_p50_ms", "app_rss_mb"} <= set(saved)
     assert not [n for n in weaviate_client.collections.list_all() if n.startswith("Bench_")]  # dropped afterwards

@@ -130,3 +130,18 @@ def test_the_store_takes_only_a_search_request(sample_store, embedder):
         sample_store.search(vector)
     with pytest.raises(ValueError, match=re.escape("'fusion' is not a valid SearchMode")):
         SearchRequest("fusion", 5, vector)
+
+
+@pytest.mark.parametrize("mode", [SearchMode.NEAR_VECTOR, SearchMode.BM25, SearchMode.HYBRID])
+def test_one_query_alone_is_assessed_in_a_sentence_that_says_which(settings, mode):
+    from retrieval.core.candidates import Candidate
+    from retrieval.core.run import rank_and_assess
+
+    found = (
+        Candidate("db/PostgresReplicationLag", "Postgres Replication Lag", "db", 0.2, 0.8, 1, "lag", 0.8),
+        Candidate("db/PostgresDown", "Postgres Down", "db", 0.4, 0.6, 1, "down", 0.6),
+    )
+    pipeline = Pipeline(f"{mode} alone", (L1Query(mode, 10),))
+    results, relevance = rank_and_assess((), (found,), pipeline, settings, "replication lag", L1Status.OK, k=5)
+    assert [r.entry_id for r in results] == ["db/PostgresReplicationLag", "db/PostgresDown"]
+    assert relevance.reason.startswith(f"The {mode} query alone: an estimated ") and relevance.reason.endswith(".")

@@ -26,6 +26,7 @@ from retrieval.records.dashboard import (
     load_dashboard,
     pick_bucket,
     result_for,
+    telling,
 )
 from retrieval.records.invocations import COLUMNS, InvocationStore
 
@@ -287,6 +288,36 @@ def test_frames_of_the_whole_file(made):
         ("fuse", 4, 0.5, 1.35, 0.75),
     ]
     assert len(dash.stage_samples) == 12 and set(dash.stage_samples["stage"]) == set(STAGES)
+
+
+@pytest.mark.parametrize(
+    ("term", "field", "told"),
+    [
+        ("Set", "title", False),  # one word of a title ("Stateful Set"): matched often, tells little
+        ("out", "name", False),  # one word of a file name
+        ("the", "keyword", False),  # L0's stop words alone, whatever the field
+        ("of the", None, False),
+        ("disk", "keyword", True),  # a curated keyword, even of one word
+        ("vault", "entity", True),
+        ("etcd", "domain", True),
+        ("crash looping", "title", True),  # a phrase of a title
+        ("KubePodCrashLooping", "name", True),  # a whole file name: four match words
+        ("restarting", None, True),  # no field known: kept
+    ],
+)
+def test_a_chart_keyword_tells_something(term, field, told):
+    assert telling(term, field) is told
+
+
+def test_the_telling_keywords_leave_out_single_title_words_and_name_them(made):
+    dash = load_dashboard(made, InvocationFilter())
+    assert list(dash.telling_keywords.itertuples(index=False, name=None)) == [
+        ("disk", "keyword", 2),
+        ("pod", "keyword", 1),
+        ("vault", "entity", 1),
+    ]
+    assert dash.hidden_keywords == ("disk", "restarting")  # what the chart's switch adds, most matched first
+    assert len(dash.top_keywords) == 5  # every keyword is still counted
 
 
 def test_frames_follow_the_filter(made):

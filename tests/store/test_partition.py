@@ -167,3 +167,18 @@ def test_a_partition_built_with_other_graph_settings_is_made_again_and_copied(st
     assert "was out of step" in (report.settings_migrated or "") and "4 chunks copied" in report.settings_migrated
     assert partition.tenant_counts(store) == {"network": 2, "storage": 2} and partition.is_in_step(store)
     assert indexing.ingest(store, _corpus(a, b), embedder).settings_migrated is None  # made once, then kept
+
+
+def test_a_partition_that_cannot_be_searched_leaves_the_search_to_the_where_filter(store, embedder):
+    """What a restarted server does before it has loaded the partition ("tried to browse non-existing index", "could
+    not find class"): here the partition's collection is dropped for real behind the store's back, after the store
+    read it in step. The filtered search answers from the collection with the where-filter, and the partition's state
+    is read again."""
+    a = make_entry("net/A", "network", "packets dropped on the bridge interface")
+    b = make_entry("net/B", "network", "dns lookups time out")
+    indexing.ingest(store, _corpus(a, b), embedder)
+    vec = embedder.embed_query("network packets")
+    assert store.tenant_of("network") is not None  # read in step, and kept for the next searches
+    store.client.collections.delete(partition_name(store.name))
+    assert _ids(store, vec, "network") == {"net/A", "net/B"}
+    assert store.tenant_of("network") is None  # read again: no partition, the filter until the next ingest

@@ -1,0 +1,86 @@
+"""`python -m retrieval server start|status|stop`: a standing embedded Weaviate (retrieval.engine.standing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from retrieval.errors import LookupLabError
+
+server_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="A standing embedded Weaviate that CLI calls, the Python API, the app and serve connect to instead of each "
+    "starting one.",
+)
+
+JsonOpt = typer.Option(False, "--json", help="print one JSON object")
+ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(server_app, name="server")
+
+
+def _fail(exc: Exception) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(2)
+
+
+def _show(status, as_json: bool) -> None:
+    typer.echo(json.dumps(status.to_dict()) if as_json else status.describe())
+
+
+@server_app.command("start")
+def start(
+    timeout: float = typer.Option(180.0, "--timeout", help="seconds to wait for the server to be ready"),
+    as_json: bool = JsonOpt,
+    config: Path | None = ConfigOpt,
+) -> None:
+    """Start a standing server on the settings' data directory and ports (LOOKUP_DATA_DIR, LOOKUP_WEAVIATE_PORT, ...),
+    detached; return once it is ready. One that already serves them is left as it is."""
+    from retrieval.config import load_settings
+    from retrieval.engine.standing import start_server
+
+    try:
+        status = start_server(load_settings(config_file=config), wait_s=timeout)
+    except LookupLabError as exc:
+        _fail(exc)
+    _show(status, as_json)
+
+
+@server_app.command("status")
+def status(as_json: bool = JsonOpt, config: Path | None = ConfigOpt) -> None:
+    """What serves the settings' embedded ports: the standing server, another process of ours, or nothing (exit 1)."""
+    from retrieval.config import load_settings
+    from retrieval.engine.standing import server_status
+
+    try:
+        now = server_status(load_settings(config_file=config))
+    except LookupLabError as exc:
+        _fail(exc)
+    _show(now, as_json)
+    if not now.running:
+        raise typer.Exit(1)
+
+
+@server_app.command("stop")
+def stop(
+    timeout: float = typer.Option(30.0, "--timeout", help="seconds to wait for it to stop"),
+    as_json: bool = JsonOpt,
+    config: Path | None = ConfigOpt,
+) -> None:
+    """Stop the standing server (its data stays). A server the app or serve started is theirs to stop."""
+    from retrieval.config import load_settings
+    from retrieval.engine.standing import stop_server
+
+    try:
+        was = stop_server(load_settings(config_file=config), wait_s=timeout)
+    except LookupLabError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps({**was.to_dict(), "stopped": was.owner == "standing"}))
+    else:
+        typer.echo(f"stopped: {was.describe()}" if was.owner == "standing" else was.describe())
