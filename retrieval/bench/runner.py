@@ -27,6 +27,7 @@ from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
+from retrieval.bench.floors import embedding_floor, ingest_floor
 from retrieval.bench.ports import free_port
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
 from retrieval.bench.store import bench_invocation_store
@@ -107,9 +108,44 @@ def _floor_query(
     return (t1 - t0) * 1000, (t2 - t1) * 1000, (time.perf_counter() - t2) * 1000
 
 
+MEMORY_SHARE = 0.8  # a size whose Weaviate would need more than this share of the machine's memory is not run
+
+
+def memory_stop(
+    n: int, figures: dict[int, dict[str, Any]], baseline: dict[str, float] | None, memory_gib: float | None, body: str
+) -> dict[str, Any] | None:
+    """Why size `n` cannot run on this machine, or None: Weaviate's memory for it, projected from the sizes run so far
+    (their collections stay until the end) at the memory each of their chunks took (the largest size's RSS over the
+    server's RSS before any, per chunk stored) and the chunks per entry of the last size with the same bodies."""
+    done = [(m, f) for m, f in sorted(figures.items()) if (f.get("weaviate_rss_mb") or {}).get("now_mb")]
+    if not done or not baseline or not memory_gib:
+        return None
+    chunks_so_far = sum(f["ingest"]["chunks"] for _, f in done)
+    now = done[-1][1]["weaviate_rss_mb"]["now_mb"]
+    per_chunk_mb = max(now - baseline["now_mb"], 0.0) / max(chunks_so_far, 1)
+    alike = [f for _, f in done if f["body_words"] == body] or [done[-1][1]]
+    chunks = alike[-1]["chunks_per_entry"] * n
+    projected = now + per_chunk_mb * chunks
+    limit = MEMORY_SHARE * memory_gib * 1024
+    if projected <= limit:
+        return None
+    return {
+        "size": n,
+        "projected_weaviate_mb": round(projected),
+        "limit_mb": round(limit),
+        "why": (
+            f"{n:,} entries stop here: Weaviate would need about {projected / 1024:.1f} GB ({per_chunk_mb * 1024:.1f} KB "
+            f"per chunk measured up to {done[-1][0]:,} entries, {alike[-1]['chunks_per_entry']} chunks per entry), more "
+            f"than {MEMORY_SHARE:.0%} of this machine's {memory_gib} GiB"
+        ),
+    }
+
+
 def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sample_chunks: int) -> dict[str, Any]:
     """Ingest, with the embedder's raw rate measured between ingest batches on an even sample of the same
-    chunks, embedded in batches of at least RAW_BATCH like ingest's own (small batches would be slower)."""
+    chunks, embedded in batches of at least RAW_BATCH like ingest's own (small batches would be slower); then the
+    ingest's floors on the same chunks (bench_floors): Weaviate's bare insert, and the model's best way to embed
+    (real vectors only)."""
     chunk_lists = [[c.text for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)] for e in corpus.entries]
     total_chunks = sum(len(c) for c in chunk_lists)
     stride = max(1, round(total_chunks / raw_sample_chunks))
@@ -138,7 +174,23 @@ def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sampl
     rate = report.chunks_embedded / seconds
     t0 = time.perf_counter()
     again = indexing.ingest(store, corpus, embedder)
+    reingest_s = time.perf_counter() - t0
+    # the floors, on the same chunks: Weaviate's bare insert of the stored chunks, the model's best way to embed them
+    floor = ingest_floor(store, f"{store.name}_Floor")
+    weaviate_s = max(seconds - report.embed_seconds, 1e-9)  # the ingest's own time outside the model
+    weaviate_rate = report.chunks_embedded / weaviate_s
+    sample = [text for chunks in chunk_lists for text in chunks][::stride][: max(raw_sample_chunks, 1)]
+    embed_floor = embedding_floor(embedder, sample) if isinstance(embedder, Embedder) and sample else None
+    embed_rate = report.chunks_embedded / report.embed_seconds if report.embed_seconds else None
     return {
+        "floor": floor,
+        "weaviate_chunks_per_s": round(weaviate_rate, 2),
+        "over_floor": round(weaviate_rate / floor["objects_per_s"], 3) if floor["objects_per_s"] else None,
+        "embed_floor": embed_floor,
+        "embed_chunks_per_s": None if embed_rate is None else round(embed_rate, 2),
+        "embed_over_floor": (
+            round(embed_rate / embed_floor["chunks_per_s"], 3) if embed_floor and embed_rate is not None else None
+        ),
         "chunks": total_chunks,
         "seconds": round(seconds, 2),
         "entries_per_s": round(len(corpus.entries) / seconds, 2),
@@ -148,7 +200,7 @@ def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sampl
         "raw_sample_chunks": state["raw_n"],
         "over_raw": None if raw_rate is None else round(rate / raw_rate, 3),
         "reingest": {
-            "seconds": round(time.perf_counter() - t0, 2),
+            "seconds": round(reingest_s, 2),
             "chunks_embedded": again.chunks_embedded,
             "unchanged": again.unchanged,
         },
@@ -463,8 +515,14 @@ def run_bench(
         figures: dict[int, dict[str, Any]] = {}
         server_pid = _server_pid(client, settings.weaviate_url)
         keep_l0: dict[int, tuple[L0Index, list[str]]] = {}
+        baseline = _server_rss_mb(server_pid)
+        stopped = None
         for n in sizes:
             body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
+            stopped = memory_stop(n, figures, baseline, machine.get("memory_gib"), body.label)
+            if stopped:
+                log(f"[{n}] not run: {stopped['why']}")
+                break
             names.append(f"Bench_{n}_{run_id}")
             figures[n] = bench_size(
                 n,
@@ -484,8 +542,9 @@ def run_bench(
                 keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
                 where=where,
             )
+        sizes = [n for n in sizes if n in figures]  # the sizes run (a size that cannot fit stops the run)
         l0_paired = None
-        if len(sizes) > 1:
+        if len(sizes) > 1 and sizes[0] in keep_l0 and sizes[-1] in keep_l0:
             log(f"L0 of {sizes[0]:,} and {sizes[-1]:,} entries side by side")
             l0_paired = {"sizes": [sizes[0], sizes[-1]], **paired_l0_growth(keep_l0[sizes[0]], keep_l0[sizes[-1]])}
         keep_l0.clear()  # the largest size's L0 index goes before the app's and the store's memory are measured
@@ -530,6 +589,7 @@ def run_bench(
             "cli_lookup": cli_fig or {"warm_s": None, "why": "not asked for (cli=False)"},
             "corpus_vectors": "real" if synth is None else synth.describe(),
             "sizes": {str(n): f for n, f in figures.items()},
+            "stopped": stopped,
             "l0_paired": l0_paired,
             "ratios": ratios,
             "goals": goals,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,14 @@ from retrieval.types.models import DEFAULT_MODEL, ModelSpec, spec_of
 
 MODEL_INPUT_LIMIT = 512  # tokens: longer input makes these BERT-sized models fail in onnxruntime
 NO_SPINNING = ("session.intra_op.allow_spinning", "0")  # the session config entry that keeps idle threads asleep
+
+
+def ingest_workers() -> int:
+    """Sessions that embed side by side at ingest: one per core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 class Embedder:
@@ -41,6 +51,7 @@ class Embedder:
             raise ModelError(f"embedding model {self.spec.name}: {self._files.tokenizer} cannot be loaded: {exc}") from exc
         self._single = self._open(spinning=False)
         self._batch: Any = None  # opened by the first batch
+        self._workers: list[tuple[Any, Any]] = []  # (session, tokenizer) per parallel worker, opened by the first embed
         # Our own limits: MiniLM's tokenizer.json pads and truncates to 128 by itself.
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
@@ -55,7 +66,7 @@ class Embedder:
         self._cache_size = cache_size
         self.load_s = time.perf_counter() - started
 
-    def _open(self, *, spinning: bool) -> Any:
+    def _open(self, *, spinning: bool, threads: int | None = None) -> Any:
         """An onnxruntime session of the model. Two are kept, as they serve two kinds of call:
 
         - one query at a time (`embed_query`), with threads that sleep after each run. onnxruntime's threads
@@ -67,7 +78,7 @@ class Embedder:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = self._threads if threads is None else threads
         options.log_severity_level = 3
         if not spinning:
             options.add_session_config_entry(*NO_SPINNING)
@@ -85,14 +96,15 @@ class Embedder:
         pad = self.tokenizer.token_to_id("[PAD]")
         return 0 if pad is None else int(pad)
 
-    def _run(self, texts: Sequence[str], *, batch: bool = False) -> np.ndarray:
-        """Normalised vectors of `texts` as they are (prefixes already added), on the batch session or the
-        single query's (_open)."""
-        encodings = self._encoder.encode_batch(list(texts))
+    def _run(self, texts: Sequence[str], *, batch: bool = False, worker: tuple[Any, Any] | None = None) -> np.ndarray:
+        """Normalised vectors of `texts` as they are (prefixes already added), on the batch session, the single
+        query's (_open), or a parallel worker's (session, tokenizer)."""
+        encoder = self._encoder if worker is None else worker[1]
+        encodings = encoder.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        session = self._batch_session() if batch else self._single
+        session = worker[0] if worker is not None else self._batch_session() if batch else self._single
         hidden = session.run(None, {k: v for k, v in feed.items() if k in self._inputs})[0]
         if self.spec.pooling == "cls":
             pooled = hidden[:, 0, :]
@@ -102,16 +114,52 @@ class Embedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
+    def _parallel_workers(self, n: int) -> list[tuple[Any, Any]]:
+        """n (session, tokenizer) pairs of one intra-op thread each, opened once: a quantized model embeds one text
+        per call, and such a call on small inputs keeps two intra-op threads only half busy, where two calls side by
+        side (onnxruntime lets go of the GIL while it runs) keep both cores busy."""
+        from tokenizers import Tokenizer
+
+        with self._lock:
+            while len(self._workers) < n:
+                encoder = Tokenizer.from_file(str(self._files.tokenizer))
+                encoder.enable_truncation(MODEL_INPUT_LIMIT)
+                encoder.enable_padding(pad_id=self._pad_id(), pad_token="[PAD]")
+                self._workers.append((self._open(spinning=True, threads=1), encoder))
+            return self._workers[:n]
+
     def embed(
-        self, texts: Sequence[str], *, batch_size: int = 32, progress: Callable[[int, int], None] | None = None
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+        workers: int | None = None,
     ) -> np.ndarray:
         """Passage vectors for many texts, in order; `progress(done, total)` after each batch. Texts are
-        batched by length, so little padding is computed (one text per call for a quantized model)."""
+        batched by length, so little padding is computed. A quantized model embeds one text per call (its vectors
+        then never depend on the other texts of a batch), on `workers` single-threaded sessions side by side
+        (default: one per core, `ingest_workers`), and calls `progress` once, at the end."""
         total = len(texts)
-        batch_size = 1 if self.spec.quantized else batch_size
         out = np.zeros((total, self.dimensions), dtype=np.float32)
-        order = sorted(range(total), key=lambda i: len(texts[i]))
         prefix = self.spec.passage_prefix
+        if self.spec.quantized:
+            pool = self._parallel_workers(max(1, workers or ingest_workers()))
+
+            def lane(k: int) -> None:  # every len(pool)-th text, one call each
+                for i in range(k, total, len(pool)):
+                    out[i] = self._run([prefix + texts[i]], worker=pool[k])[0]
+
+            if len(pool) == 1 or total <= 1:
+                lane(0)
+            else:
+                with ThreadPoolExecutor(len(pool), thread_name_prefix="embed") as ex:
+                    for f in [ex.submit(lane, k) for k in range(len(pool))]:
+                        f.result()
+            if progress:  # called on the caller's thread (a page's progress bar must not be drawn from a worker)
+                progress(total, total)
+            return out
+        order = sorted(range(total), key=lambda i: len(texts[i]))
         for start in range(0, total, batch_size):
             picked = order[start : start + batch_size]
             with self._lock:

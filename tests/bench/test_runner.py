@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.bench import synthetic
-from retrieval.bench.runner import run_bench
+from retrieval.bench.runner import memory_stop, run_bench
 from retrieval.core.text import content_tokens
 
 
@@ -72,6 +72,10 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert result["sizes"]["40"]["body_words"] == "200-800" and result["sizes"]["200"]["body_words"] == "40-80"
     for fig in result["sizes"].values():
         assert fig["ingest"]["reingest"]["chunks_embedded"] == 0  # nothing re-embedded: a property, not a timing
+        # the floors, measured on the same chunks: every chunk inserted again bare, the model's ways on a sample
+        assert fig["ingest"]["floor"]["objects"] == fig["ingest"]["chunks"] and fig["ingest"]["floor"]["objects_per_s"] > 0
+        assert fig["ingest"]["embed_floor"]["chunks_per_s"] == max(fig["ingest"]["embed_floor"]["ways"].values()) > 0
+        assert fig["ingest"]["over_floor"] > 0 and fig["ingest"]["embed_over_floor"] > 0
         assert set(fig["lookup"]["stages_p50_ms"]) == {"l0", "embed", "l1", "fuse", "record"}
     assert result["invocation_store"]["rows"] == 3000 and result["invocation_store"]["query_ms"]["all rows"]
     assert result["machine"]["cores"] >= 1 and result["peak_rss_mb"] > 0
@@ -112,3 +116,29 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     saved = json.loads(js[0].read_text(encoding="utf-8"))
     assert {"machine", "sizes", "ratios", "model_load_s", "query_embed_p50_ms", "app_rss_mb"} <= set(saved)
     assert not [n for n in weaviate_client.collections.list_all() if n.startswith("Bench_")]  # dropped afterwards
+
+
+MEASURED = {
+    1000: {"weaviate_rss_mb": {"now_mb": 400.0}, "ingest": {"chunks": 6000}, "body_words": "200-800", "chunks_per_entry": 6.0},
+    100000: {"weaviate_rss_mb": {"now_mb": 4500.0}, "ingest": {"chunks": 480000}, "body_words": "40-80", "chunks_per_entry": 4.8},
+}
+
+
+@pytest.mark.parametrize(
+    ("n", "memory_gib", "stops"),
+    [
+        (200_000, 23.5, False),  # 4.5 GB + 480k more chunks at 9.2 KB: about 9 GB
+        (1_000_000, 23.5, True),  # about 46 GB, past 80% of 23.5 GiB
+        (1_000_000, 64.0, False),  # fits a bigger machine
+    ],
+)
+def test_a_size_that_cannot_fit_is_not_run_and_the_bench_says_why(n, memory_gib, stops):
+    got = memory_stop(n, MEASURED, {"now_mb": 150.0}, memory_gib, "40-80")
+    assert (got is not None) is stops
+    if got:
+        assert got["projected_weaviate_mb"] > got["limit_mb"] == round(0.8 * memory_gib * 1024)
+        assert f"{n:,} entries stop here" in got["why"] and "9.2 KB per chunk measured up to 100,000 entries" in got["why"]
+
+
+def test_nothing_measured_yet_stops_nothing():
+    assert memory_stop(1_000_000, {}, {"now_mb": 150.0}, 23.5, "40-80") is None

@@ -46,6 +46,20 @@ def test_embed_keeps_the_input_order_while_batching_by_length(embedder):
     assert np.allclose(together, alone, atol=1e-4)
 
 
+def test_a_quantized_model_embeds_passages_side_by_side_each_alone(embedder):
+    """One text per call on single-threaded sessions side by side: each vector is the one a call of that text alone
+    gives, to the last bit, whatever the texts beside it and however many workers (a batch would change it)."""
+    assert embedder.spec.quantized
+    texts = [f"{word} on node {i}: the pod keeps restarting" for i, word in enumerate(["disk", "etcd", "dns", "vault", "gpu"])]
+    alone = np.vstack([embedder._run([embedder.spec.passage_prefix + t], batch=True) for t in texts])
+    for workers in (1, 2, 3):
+        assert np.array_equal(embedder.embed(texts, workers=workers), alone)
+    assert np.array_equal(embedder.embed(texts[::-1])[::-1], alone)  # the order of the others does not matter
+    assert len(embedder._workers) == 3  # sessions opened once, kept for the next ingest
+    for session, _ in embedder._workers:
+        assert session.get_session_options().intra_op_num_threads == 1
+
+
 def test_query_vectors_are_cached_and_carry_the_query_prefix(embedder):
     a = embedder.embed_query("etcd has no leader")
     b = embedder.embed_query("etcd has no leader")
