@@ -31,28 +31,28 @@ st.caption(f"**{md(kind)}**: {md(query_meaning(kind, settings))}. Evaluate's `l1
 
 
 def candidates_table(cands) -> pd.DataFrame:
+    """One side's candidates: rank, entry (its id starts with its domain), distance, score."""
     return pd.DataFrame(
         [
             {
                 "rank": i,
                 "entry_id": c.entry_id,
-                "domain": c.domain,
                 "distance": None if c.distance is None else round(c.distance, 4),
                 "score": round(c.score, 4),
             }
             for i, c in enumerate(cands, 1)
         ],
-        columns=["rank", "entry_id", "domain", "distance", "score"],
+        columns=["rank", "entry_id", "distance", "score"],
     )
 
 
-# Narrow columns, so that both tables side by side show every column at 1280 px (the entry id takes what is left)
+# Narrow columns, so that both tables side by side show every column at 1280 px: with the sidebar open each table is
+# about 400 px wide, and a domain column took the 55 px the score lacked (the entry id names the domain already)
 CANDIDATE_COLUMNS = {
-    "rank": st.column_config.NumberColumn("#", width=40),
+    "rank": st.column_config.NumberColumn("#", width=36),
     "entry_id": st.column_config.TextColumn("entry", width="medium"),
-    "domain": st.column_config.TextColumn(width="small"),
-    "distance": st.column_config.NumberColumn(width=70, format="%.4f"),
-    "score": st.column_config.NumberColumn(width=70, format="%.4f"),
+    "distance": st.column_config.NumberColumn(width=68, format="%.4f"),
+    "score": st.column_config.NumberColumn(width=68, format="%.4f"),
 }
 
 

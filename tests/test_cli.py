@@ -95,3 +95,13 @@ def test_sql_prints_rows_in_full_and_refuses_writes(cli_env):
     assert long_query.strip() in out.stdout  # never truncated
     refused = cli("sql", "DROP TABLE tool_invocation", env=cli_env)
     assert refused.returncode == 2 and "refused" in refused.stderr
+
+
+def test_an_eval_run_prints_no_library_warnings(cli_env, tmp_path):
+    """ranx's own source raised DeprecationWarnings (invalid escape sequences) each time it was compiled, and they
+    filled the eval's stderr. A fresh bytecode cache makes every module compile again, as on a fresh install."""
+    env = dict(cli_env, LOOKUP_L1_ENABLED="false", PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    out = cli("eval", "eval_sets/sample-ops-alerts.yaml", "--configs", "l0_only", "--no-save", "--json", env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["configs"]["l0_only"]
+    assert "Warning" not in out.stderr, out.stderr[-2000:]

@@ -259,3 +259,64 @@ def test_the_answer_comes_first_on_a_desktop_and_a_phone(page, sample_app, width
         box = element.bounding_box()
         assert box is not None and box["y"] + box["height"] <= height, f"{what} below the first screen at {width}: {box}"
     shot(page, f"sample-lookup-first-screen-{width}")
+
+
+# --- round three: what the users tripped on ------------------------------------------------------------------
+def test_the_filter_comparison_names_the_model_and_shows_every_column_at_1280(page, sample_app, base_settings):
+    """Its caption names the model of the settings (it read "MiniLM" whatever the model), and the two tables side by
+    side show every column, distance and score included, without a horizontal scroll at 1280 wide."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_page(page, sample_app, "filter_comparison?cq=" + quote_plus("Pod keeps restarting"))
+    assert_no_exception(page, "filter comparison")
+    main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text(base_settings.embedding_model).first).to_be_visible()
+    expect(main.get_by_text("MiniLM")).to_have_count(0)
+    grids = page.locator('[data-testid="stDataFrame"]')
+    expect(grids).to_have_count(2)
+    for i in range(2):
+        scroller = grids.nth(i).locator(".dvn-scroller").first
+        scroller.wait_for()
+        fits = scroller.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+        assert fits, f"table {i + 1} of 2 scrolls sideways at 1280 px: a column is cut off"
+    shot(page, "sample-filter-comparison-1280")
+
+
+def test_no_change_draws_no_arrow_on_the_eval_set_comparison(page, sample_app):
+    """The filtered MRR's change: an arrow only for a change that shows in three decimals (a "+0.000" drew a green
+    up arrow)."""
+    open_page(page, sample_app, "filter_comparison")  # the largest set that fits the corpus is picked
+    button = page.get_by_role("button", name=re.compile(r"^Compare on \d+ cases"))
+    expect(button).to_be_visible()
+    rerun(page, lambda: button.click())
+    assert_no_exception(page, "filter comparison on an eval set")
+    metric = page.locator('[data-testid="stMetric"]').filter(has_text="MRR filtered")
+    expect(metric).to_have_count(1)
+    values = metric_values(page)
+    change = float(values["MRR filtered"].split()[0]) - float(values["MRR unfiltered"])  # as the page rounds them
+    deltas = metric.locator('[data-testid="stMetricDelta"]')
+    if deltas.count():  # an arrow only for a change that shows in three decimals
+        shown = deltas.inner_text().strip()
+        assert shown not in ("+0.000", "-0.000"), "no change drawn with an arrow"
+        assert abs(float(shown) - change) <= 0.0015, (shown, values)
+    else:
+        assert abs(change) <= 0.001, f"a change of {change:+.3f} without its arrow"
+
+
+def test_invocations_download_labels_and_corpus_buttons_read_whole(page, sample_app):
+    """At 1280 wide the export buttons read "Download CSV" and "Download Parquet" in full (it was "Download Par…"),
+    and with nothing to index the Corpus page's Ingest is not the primary button."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_page(page, sample_app)
+    type_query(page, "Vault is sealed")  # one recorded call, so that the page has rows to export
+    open_page(page, sample_app, "invocations")
+    assert_no_exception(page, "invocations")
+    for name in ("Download CSV", "Download Parquet"):
+        button = page.get_by_role("button", name=name)
+        expect(button).to_be_visible()
+        whole = button.evaluate("el => [el, ...el.querySelectorAll('*')].every(n => n.scrollWidth <= n.clientWidth + 1)")
+        assert whole, f"{name} is cut off"
+    open_page(page, sample_app, "corpus")  # the sample corpus is indexed already: nothing for Ingest to do
+    assert_no_exception(page, "corpus")
+    ingest = page.get_by_role("button", name="Ingest", exact=True)
+    expect(ingest).to_be_visible()
+    assert ingest.get_attribute("data-testid") == "stBaseButton-secondary", "Ingest is the primary button with nothing to do"
