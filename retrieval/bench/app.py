@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
@@ -169,44 +169,52 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+@contextlib.contextmanager
+def _chromium_page() -> Iterator[Any]:
+    """A page of a headless chromium at 1280 x 800, every wait bounded by WAIT_S; the browser is closed after."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(WAIT_S * 1000)
+            yield page
+        finally:
+            browser.close()
+
+
 def _walk_in_browser(url: str, query: str, pid: int) -> dict[str, Any]:
     """The first page (from asking for it, the server answering its health check already), then `query` typed on
     Lookup and Enter (an explicit, recorded run of lookup_knowledge) with the app process's RSS once that run has
     finished, then every page of PAGE_VISITS opened twice: each figure with the 1-minute load beside it."""
     from playwright.sync_api import Error as PlaywrightError
-    from playwright.sync_api import sync_playwright
 
     out: dict[str, Any] = {}
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                page.set_default_timeout(WAIT_S * 1000)
-                # the app's first script run; the browser's own start is not the app's time
-                out["first_page"] = {"s": _page_s(page, url, "Lookup"), "loadavg": _load()}
-                before = page.evaluate(WATCH_RUNS)
-                box = page.get_by_label("Query", exact=True)
-                box.fill(query)
-                box.press("Enter")
-                page.wait_for_function(RUN_DONE, arg=[before])
-                page.get_by_text(re.compile(r"^L1 candidates: ")).first.wait_for()  # the folded candidate tables
-                shown = page.locator('[data-testid="stException"]')
-                if shown.count():
-                    raise AppBenchError(f"the Lookup page showed an exception: {shown.first.inner_text()[:500]}")
-                out["rss"] = rss_mb(pid)
-                pages = {}
-                for name, path in PAGE_VISITS.items():
-                    target = url + (path + quote_plus(query) if path == "?q=" else path)
-                    first = _page_s(page, target, TITLES.get(name, name))
-                    warm = _page_s(page, target, TITLES.get(name, name))
-                    pages[name] = {"first_s": first, "warm_s": warm, "loadavg": _load()}
-                    if page.locator('[data-testid="stException"]').count():
-                        raise AppBenchError(f"the {name} page showed an exception")
-                out["pages"] = pages
-                return out
-            finally:
-                browser.close()
+        with _chromium_page() as page:
+            # the app's first script run; the browser's own start is not the app's time
+            out["first_page"] = {"s": _page_s(page, url, "Lookup"), "loadavg": _load()}
+            before = page.evaluate(WATCH_RUNS)
+            box = page.get_by_label("Query", exact=True)
+            box.fill(query)
+            box.press("Enter")
+            page.wait_for_function(RUN_DONE, arg=[before])
+            page.get_by_text(re.compile(r"^L1 candidates: ")).first.wait_for()  # the folded candidate tables
+            shown = page.locator('[data-testid="stException"]')
+            if shown.count():
+                raise AppBenchError(f"the Lookup page showed an exception: {shown.first.inner_text()[:500]}")
+            out["rss"] = rss_mb(pid)
+            pages = {}
+            for name, path in PAGE_VISITS.items():
+                target = url + (path + quote_plus(query) if path == "?q=" else path)
+                first = _page_s(page, target, TITLES.get(name, name))
+                warm = _page_s(page, target, TITLES.get(name, name))
+                pages[name] = {"first_s": first, "warm_s": warm, "loadavg": _load()}
+                if page.locator('[data-testid="stException"]').count():
+                    raise AppBenchError(f"the {name} page showed an exception")
+            out["pages"] = pages
+            return out
     except PlaywrightError as exc:
         raise AppBenchError(f"driving chromium through the app failed: {exc}") from exc
 
@@ -216,7 +224,6 @@ def cold_first_page(settings: Settings, corpus_dir: Path, *, workdir: Path) -> d
     directory on free ports). Seconds from the server's start (health answering) to the first page drawn, and to
     the sidebar's "L1 connected" once Weaviate is up; None and `why` without the Weaviate binary."""
     from playwright.sync_api import Error as PlaywrightError
-    from playwright.sync_api import sync_playwright
 
     from retrieval.engine.server import embedded_binary
 
@@ -237,22 +244,15 @@ def cold_first_page(settings: Settings, corpus_dir: Path, *, workdir: Path) -> d
     port = free_port()
     proc: subprocess.Popen | None = None
     try:
-        with sync_playwright() as pw:
-            # the browser first: its own start is not the app's time
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                page.set_default_timeout(WAIT_S * 1000)
-                spawned = time.perf_counter()
-                proc = _start_app(env, port, home / "streamlit.log")
-                started = time.perf_counter()
-                _page_s(page, f"http://127.0.0.1:{port}/", "Lookup")
-                first = round(time.perf_counter() - started, 2)
-                load = _load()
-                page.locator('[data-testid="stSidebar"]').get_by_text("L1 connected").wait_for()
-                connected = round(time.perf_counter() - started, 2)
-            finally:
-                browser.close()
+        with _chromium_page() as page:  # the browser first: its own start is not the app's time
+            spawned = time.perf_counter()
+            proc = _start_app(env, port, home / "streamlit.log")
+            started = time.perf_counter()
+            _page_s(page, f"http://127.0.0.1:{port}/", "Lookup")
+            first = round(time.perf_counter() - started, 2)
+            load = _load()
+            page.locator('[data-testid="stSidebar"]').get_by_text("L1 connected").wait_for()
+            connected = round(time.perf_counter() - started, 2)
     except PlaywrightError as exc:
         return {"s": None, "why": f"driving chromium to the first page failed: {exc}"}
     finally:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.engine.build import BIND_ENV, BIND_HOST
+from retrieval.engine.parent_death import process_alive
 from retrieval.errors import WeaviateSetupError
 
 STATE_FILE = "cluster.json"
@@ -206,19 +207,6 @@ def node_env(node: ClusterNode, nodes: Sequence[ClusterNode], data_dir: Path) ->
 
 
 # --- processes -----------------------------------------------------------------------------------------
-def process_alive(pid: int | None) -> bool:
-    """True while `pid` runs (a zombie child of this process is reaped and counts as ended)."""
-    if not pid:
-        return False
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def is_our_node(pid: int | None, node: ClusterNode) -> bool:
     """True when `pid` is a live Weaviate server started with `--port <node's http port>`: a pid the
     state file names but that now belongs to some other process is never signalled."""

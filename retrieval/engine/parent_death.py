@@ -163,3 +163,16 @@ def process_env(pid: int, name: str) -> str | None:
         return None
     prefix = name.encode() + b"="
     return next((p[len(prefix) :].decode(errors="replace") for p in pairs if p.startswith(prefix)), None)
+
+
+def process_alive(pid: int | None) -> bool:
+    """True while `pid` runs (a zombie child of this process is reaped and counts as ended)."""
+    if not pid:
+        return False
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

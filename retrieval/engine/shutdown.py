@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from retrieval.engine.parent_death import serving_pids
+from retrieval.engine.parent_death import process_alive, serving_pids
 
 STOP_TIMEOUT_S = 10.0  # a server that has not exited this long after SIGTERM gets SIGKILL
 
@@ -92,9 +92,9 @@ def stop_own_server(port: int, timeout_s: float = STOP_TIMEOUT_S) -> list[int]:
                 popen.kill()
                 popen.wait()
         else:
-            while _alive(pid) and time.monotonic() < deadline:
+            while process_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if _alive(pid):
+            if process_alive(pid):
                 _signal(pid, signal.SIGKILL)
     if own.server is not None:
         with contextlib.suppress(Exception):  # the process is gone already: this is the client's bookkeeping
@@ -114,7 +114,7 @@ def stop_own_servers_soon(wait_s: float) -> list[int]:
     for own in owned:
         pids += _tell_to_stop(own)[1]
     deadline = time.monotonic() + wait_s
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     for own in owned:
         if own.server is not None:
@@ -168,13 +168,13 @@ def stop_pids(pids: list[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM (and SIGCONT) each process, then SIGKILL those still alive after `timeout_s`; waits until gone."""
     _terminate(pids)
     deadline = time.monotonic() + timeout_s
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     for pid in pids:
-        if _alive(pid):
+        if process_alive(pid):
             _signal(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -182,16 +182,6 @@ def _terminate(pids: Iterable[int]) -> None:
     for pid in pids:
         _signal(pid, signal.SIGTERM)
         _signal(pid, signal.SIGCONT)  # a frozen (SIGSTOPped) server takes its SIGTERM only once it runs again
-
-
-def _alive(pid: int) -> bool:
-    with contextlib.suppress(ChildProcessError):  # not our child
-        os.waitpid(pid, os.WNOHANG)  # reap it if it is our child and has exited
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
 
 
 def _signal(pid: int, sig: int) -> None:

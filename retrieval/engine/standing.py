@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.config import Settings, load_settings
+from retrieval.engine.parent_death import process_alive
 from retrieval.engine.server import LOCK_FILE, connect, port_open
 from retrieval.errors import WeaviateSetupError
 
@@ -81,20 +82,6 @@ def read_state(settings: Settings) -> dict[str, Any] | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (a keeper that ended but was not waited for) is not alive
-    with contextlib.suppress(OSError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-        return fields[0] != "Z"
-    return True
-
-
 def _lock_holder(settings: Settings) -> int | None:
     """The pid written in the data directory's lock file by the process that started the server there."""
     try:
@@ -119,14 +106,14 @@ def server_status(settings: Settings) -> ServerStatus:
     port, grpc_port, data_dir = settings.embedded_port, settings.embedded_grpc_port, str(settings.weaviate_data_dir)
     state = read_state(settings) or {}
     keeper = state.get("pid")
-    if isinstance(keeper, int) and _alive(keeper):
+    if isinstance(keeper, int) and process_alive(keeper):
         return ServerStatus(
             "standing", port, grpc_port, data_dir, keeper, _is_ready(port), state.get("started_at"), state.get("version")
         )
     if not port_open("127.0.0.1", port) and not port_open("127.0.0.1", grpc_port):
         return ServerStatus("none", port, grpc_port, data_dir)
     holder = _lock_holder(settings)
-    if holder is not None and _alive(holder):
+    if holder is not None and process_alive(holder):
         return ServerStatus("process", port, grpc_port, data_dir, holder, _is_ready(port))
     return ServerStatus("unknown", port, grpc_port, data_dir, None, _is_ready(port))
 
@@ -187,7 +174,7 @@ def stop_server(settings: Settings, *, wait_s: float = STOP_WAIT_S) -> ServerSta
     os.kill(now.pid, signal.SIGTERM)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        if not _alive(now.pid) and not port_open("127.0.0.1", now.port):
+        if not process_alive(now.pid) and not port_open("127.0.0.1", now.port):
             state_path(settings).unlink(missing_ok=True)  # a keeper killed -9 leaves its file behind
             return now
         time.sleep(0.1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.bench.cluster import run_cluster_bench
-from retrieval.engine.cluster import process_alive
+from retrieval.engine.parent_death import process_alive
 
 pytestmark = pytest.mark.slow
 

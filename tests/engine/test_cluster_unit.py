@@ -26,10 +26,10 @@ from retrieval.engine.cluster import (
     node_env,
     plan_nodes,
     port_free,
-    process_alive,
     start_cluster,
     stop_cluster,
 )
+from retrieval.engine.parent_death import process_alive
 from retrieval.errors import ConfigError, WeaviateSetupError
 
 
