@@ -320,3 +320,30 @@ def test_invocations_download_labels_and_corpus_buttons_read_whole(page, sample_
     ingest = page.get_by_role("button", name="Ingest", exact=True)
     expect(ingest).to_be_visible()
     assert ingest.get_attribute("data-testid") == "stBaseButton-secondary", "Ingest is the primary button with nothing to do"
+
+
+def test_the_verdict_why_here_and_highlights_read_right_in_the_browser(page, sample_app):
+    """One lookup: the verdict's sentence starts with a capital after "(semantic support: …)." and gives the tile's
+    estimate in the same words; "Why here" says what a list that missed a result counted; only the words L0 matched
+    are highlighted, never a whole name around them; the Invocations chart then leaves single title words out."""
+    open_page(page, sample_app)
+    type_query(page, "PostgreSQL replication lag on the standby")
+    verdict = alert(page, "Relevance:").inner_text()
+    after = verdict.split("). ", 1)[1]
+    assert after[0].isupper(), verdict
+    tile = metric_values(page)["Support estimate"].splitlines()[0]
+    assert re.fullmatch(r"(> 99%|< 1%|\d{1,2}%)", tile) and tile in verdict, (tile, verdict)
+    why = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="Why here").inner_text()
+    lines = [ln for ln in why.splitlines() if ln.startswith("#")]
+    assert lines and all("(each scaled to this query's best)" in ln or "only: ranked by its L0 score" in ln for ln in lines)
+    missing = [ln for ln in lines if "not in the" in ln]
+    assert all(re.search(r"not in the (vector|BM25F) list(, which was cut at its limit)?: counted", ln) for ln in missing)
+    marks = [m.strip().lower() for m in page.locator("mark").all_inner_texts()]
+    assert marks and all(m in "postgresql replication lag on the standby" for m in marks), marks
+    open_page(page, sample_app, "invocations")
+    assert_no_exception(page, "invocations")
+    chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Top L0 keywords")
+    expect(chart.locator(".ytick text").first).to_be_visible()
+    assert "lag" not in chart.locator(".ytick text").all_inner_texts()  # one word of a title: left out at first
+    rerun(page, lambda: page.get_by_text("Single title words too").click())
+    expect(chart.locator(".ytick text").filter(has_text=re.compile(r"^lag$"))).to_have_count(1)
