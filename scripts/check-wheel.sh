@@ -86,7 +86,9 @@ step "lookup-lab ingest (embedded Weaviate on 127.0.0.1:$http_port, gRPC $grpc_p
 
 step "lookup-lab lookup \"Pod is crash looping.\" --json"
 "$lookup_lab" lookup "Pod is crash looping." --json >"$work/lookup.json" || fail "lookup-lab lookup exited non-zero"
-"$venv_python" - "$work/lookup.json" "$XDG_DATA_HOME" <<'EOF' || fail "lookup-lab lookup did not answer as it should (see above)"
+# the lookup's record waits in the spool beside the store; `sql` moves it in first
+"$lookup_lab" sql "SELECT id FROM tool_invocation" --json >"$work/recorded.json" || fail "lookup-lab sql exited non-zero"
+"$venv_python" - "$work/lookup.json" "$XDG_DATA_HOME" "$work/recorded.json" <<'EOF' || fail "lookup-lab lookup did not answer as it should (see above)"
 import json
 import sys
 from pathlib import Path
@@ -97,7 +99,10 @@ if result["layer"] != "L0+L1" or not result["results"]:
 store = Path(sys.argv[2]) / "lookup-lab" / "invocations.duckdb"
 if not store.is_file():
     sys.exit(f"the invocation store is not in the user data folder: {store} is missing")
-print(f"lookup: layer {result['layer']}, first {result['results'][0]['entry_id']}", file=sys.stderr)
+recorded = [json.loads(line)["id"] for line in Path(sys.argv[3]).read_text().splitlines() if line.strip()]
+if recorded != [result["invocation_id"]]:
+    sys.exit(f"the store holds {recorded}, not the lookup's invocation {result['invocation_id']}")
+print(f"lookup: layer {result['layer']}, first {result['results'][0]['entry_id']}, recorded", file=sys.stderr)
 EOF
 
 step "lookup-lab runs --json"
