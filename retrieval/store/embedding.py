@@ -46,7 +46,6 @@ class Embedder:
         self._threads = threads
         try:
             self.tokenizer = Tokenizer.from_file(str(self._files.tokenizer))
-            self._encoder = Tokenizer.from_file(str(self._files.tokenizer))
         except Exception as exc:  # a damaged file: say which
             raise ModelError(f"embedding model {self.spec.name}: {self._files.tokenizer} cannot be loaded: {exc}") from exc
         self._single = self._open(spinning=False)
@@ -55,8 +54,7 @@ class Embedder:
         # Our own limits: MiniLM's tokenizer.json pads and truncates to 128 by itself.
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        self._encoder.enable_truncation(MODEL_INPUT_LIMIT)
-        self._encoder.enable_padding(pad_id=self._pad_id(), pad_token="[PAD]")
+        self._encoder = self._new_encoder()
         self._inputs = {i.name for i in self._single.get_inputs()}
         self.name = self.spec.name
         self.dimensions = self.spec.dimensions
@@ -92,6 +90,15 @@ class Embedder:
             self._batch = self._open(spinning=True)
         return self._batch
 
+    def _new_encoder(self) -> Any:
+        """A tokenizer that feeds the model: truncated to its input limit, padded with its own pad id."""
+        from tokenizers import Tokenizer
+
+        encoder = Tokenizer.from_file(str(self._files.tokenizer))
+        encoder.enable_truncation(MODEL_INPUT_LIMIT)
+        encoder.enable_padding(pad_id=self._pad_id(), pad_token="[PAD]")
+        return encoder
+
     def _pad_id(self) -> int:
         pad = self.tokenizer.token_to_id("[PAD]")
         return 0 if pad is None else int(pad)
@@ -118,15 +125,30 @@ class Embedder:
         """n (session, tokenizer) pairs of one intra-op thread each, opened once: a quantized model embeds one text
         per call, and such a call on small inputs keeps two intra-op threads only half busy, where two calls side by
         side (onnxruntime lets go of the GIL while it runs) keep both cores busy."""
-        from tokenizers import Tokenizer
-
         with self._lock:
             while len(self._workers) < n:
-                encoder = Tokenizer.from_file(str(self._files.tokenizer))
-                encoder.enable_truncation(MODEL_INPUT_LIMIT)
-                encoder.enable_padding(pad_id=self._pad_id(), pad_token="[PAD]")
-                self._workers.append((self._open(spinning=True, threads=1), encoder))
+                self._workers.append((self._open(spinning=True, threads=1), self._new_encoder()))
             return self._workers[:n]
+
+    def embed_each(self, texts: Sequence[str], *, workers: int | None = None) -> np.ndarray:
+        """Passage vectors, one text per call, on `workers` single-threaded sessions side by side (default: one per
+        core, `ingest_workers`): each vector is the one a call of that text alone gives."""
+        total = len(texts)
+        out = np.zeros((total, self.dimensions), dtype=np.float32)
+        prefix = self.spec.passage_prefix
+        pool = self._parallel_workers(max(1, workers or ingest_workers()))
+
+        def lane(k: int) -> None:  # every len(pool)-th text, one call each
+            for i in range(k, total, len(pool)):
+                out[i] = self._run([prefix + texts[i]], worker=pool[k])[0]
+
+        if len(pool) == 1 or total <= 1:
+            lane(0)
+        else:
+            with ThreadPoolExecutor(len(pool), thread_name_prefix="embed") as ex:
+                for f in [ex.submit(lane, k) for k in range(len(pool))]:
+                    f.result()
+        return out
 
     def embed(
         self,
@@ -141,24 +163,13 @@ class Embedder:
         then never depend on the other texts of a batch), on `workers` single-threaded sessions side by side
         (default: one per core, `ingest_workers`), and calls `progress` once, at the end."""
         total = len(texts)
-        out = np.zeros((total, self.dimensions), dtype=np.float32)
-        prefix = self.spec.passage_prefix
         if self.spec.quantized:
-            pool = self._parallel_workers(max(1, workers or ingest_workers()))
-
-            def lane(k: int) -> None:  # every len(pool)-th text, one call each
-                for i in range(k, total, len(pool)):
-                    out[i] = self._run([prefix + texts[i]], worker=pool[k])[0]
-
-            if len(pool) == 1 or total <= 1:
-                lane(0)
-            else:
-                with ThreadPoolExecutor(len(pool), thread_name_prefix="embed") as ex:
-                    for f in [ex.submit(lane, k) for k in range(len(pool))]:
-                        f.result()
+            out = self.embed_each(texts, workers=workers)
             if progress:  # called on the caller's thread (a page's progress bar must not be drawn from a worker)
                 progress(total, total)
             return out
+        out = np.zeros((total, self.dimensions), dtype=np.float32)
+        prefix = self.spec.passage_prefix
         order = sorted(range(total), key=lambda i: len(texts[i]))
         for start in range(0, total, batch_size):
             picked = order[start : start + batch_size]
