@@ -10,7 +10,6 @@ import typer
 
 from retrieval.config import db_budget, load_settings
 from retrieval.engine.cluster_cli import register as register_cluster
-from retrieval.engine.server_cli import register as register_server
 from retrieval.errors import LookupLabError
 from retrieval.lab.calibration_cli import register as register_calibrate
 from retrieval.lab.eval_cli import register as register_eval
@@ -18,6 +17,7 @@ from retrieval.lab.replay_cli import register as register_replay
 from retrieval.lab.runs_cli import register as register_runs
 from retrieval.lab.sweep_cli import register as register_sweep
 from retrieval.serve.serve_cli import serve as serve_command
+from retrieval.serve.standing_cli import register as register_server
 from retrieval.store.models_cli import register as register_models
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
@@ -89,36 +89,45 @@ def lookup(
     corpus: Path | None = CorpusOpt,
     session: str | None = typer.Option(None, help="session/run tag for the record"),
 ) -> None:
-    """Run lookup_knowledge once and record it."""
-    from retrieval.core.lookup import lookup_knowledge
-    from retrieval.services import open_runtime
-
+    """Run lookup_knowledge once and record it. With a standing server (`server start`) of the same settings, its
+    keeper runs it with the model and corpus it keeps open; otherwise this process opens them."""
     try:
         settings = _settings(config, corpus_dir=corpus, session_tag=session)
         from retrieval.core.lookup import clean_query
 
         clean_query(query)  # refuse before starting anything
-        # the record goes to the spool, never waiting for the DuckDB file: the next store that flushes moves it in
-        runtime = open_runtime(settings, record="spool", log=lambda m: typer.echo(m, err=True))
+        from retrieval.serve.warm_client import ask_keeper
+
+        answer = ask_keeper(settings, query, session_tag=session)
+        result = answer.result if answer.result is not None else _lookup_here(settings, query)
     except LookupLabError as exc:
         _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(result, ensure_ascii=False))
+        return
+    l1 = result["l1"]
+    typer.echo(f"layer: {result['layer']}   routing: {result['routing']}   L1: {l1['status']}")
+    if l1.get("error"):
+        typer.echo(f"L1 error: {l1['error']}")
+    for i, r in enumerate(result["results"], 1):
+        typer.echo(f"{i:>2}. {r['entry_id']}  [{r['source']}]  score={r['score']:.3f}  {r['title']}")
+    rel = result["relevance"]
+    typer.echo(f"relevance: {rel['level']} (semantic support: {'yes' if rel['semantic_support'] else 'no'}) - {rel['reason']}")
+    typer.echo(f"invocation: {result['invocation_id']}")
+
+
+def _lookup_here(settings, query: str) -> dict:
+    """The lookup in this process: it opens the corpus, model and Weaviate itself (starting an embedded server when
+    none serves the settings' ports)."""
+    from retrieval.core.lookup import lookup_knowledge
+    from retrieval.services import open_runtime
+
+    # the record goes to the spool, never waiting for the DuckDB file: the next store that flushes moves it in
+    runtime = open_runtime(settings, record="spool", log=lambda m: typer.echo(m, err=True))
     try:
-        result = lookup_knowledge(query, runtime.services, settings)
-    except LookupLabError as exc:
-        _fail(exc)
+        return lookup_knowledge(query, runtime.services, settings).to_dict()
     finally:
         runtime.close()
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False))
-        return
-    typer.echo(f"layer: {result.layer}   routing: {result.routing}   L1: {result.l1.status}")
-    if result.l1.error:
-        typer.echo(f"L1 error: {result.l1.error}")
-    for i, r in enumerate(result.results, 1):
-        typer.echo(f"{i:>2}. {r.entry_id}  [{r.source}]  score={r.score:.3f}  {r.title}")
-    rel = result.relevance
-    typer.echo(f"relevance: {rel.level} (semantic support: {'yes' if rel.semantic_support else 'no'}) - {rel.reason}")
-    typer.echo(f"invocation: {result.invocation_id}")
 
 
 @app.command()
@@ -221,7 +230,7 @@ app.command(name="serve")(serve_command)  # retrieval/serve/serve_cli.py: `pytho
 
 
 register_cluster(app)  # cluster start|status|stop (retrieval/engine/cluster_cli.py)
-register_server(app)  # server start|status|stop: a standing embedded Weaviate (retrieval/engine/server_cli.py)
+register_server(app)  # server start|status|stop: a standing embedded Weaviate (retrieval/serve/standing_cli.py)
 
 register_sweep(app)  # sweep and its alias tune (retrieval/lab/sweep_cli.py)
 register_replay(app)  # replay: recorded calls rerun under the current settings (retrieval/lab/replay_cli.py)

@@ -57,7 +57,7 @@ def open_runtime(
     settings: Settings,
     *,
     embedder: Embedder | None = None,
-    record: bool | Literal["spool"] = True,
+    record: bool | Literal["spool", "spool-each"] = True,
     connect_l1: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> Runtime:
@@ -72,8 +72,9 @@ def open_runtime(
         if embedder is None and store is not None:
             embedder = open_embedder(settings)
     recorder: InvocationStore | SpoolRecorder | None = None
-    if record == "spool":  # a short-lived process: its rows wait in the spool for the next store that flushes
-        recorder = SpoolRecorder(settings.invocation_db)
+    if record in ("spool", "spool-each"):  # its rows wait in the spool for the next store that flushes: a
+        # short-lived process's file is finished as it closes, a long-lived one's ("spool-each") after each record
+        recorder = SpoolRecorder(settings.invocation_db, finish_each=record == "spool-each")
     elif record:
         recorder = InvocationStore(settings.invocation_db, budget=db_budget(settings))
         recorder.start_background_flush()

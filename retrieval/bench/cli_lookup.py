@@ -1,6 +1,7 @@
-"""The bench's CLI figures: `python -m retrieval lookup` against a standing server (`server start`), against what a
-Python process cannot avoid: starting and importing what a lookup needs (`STARTUP_IMPORTS`), plus one lookup in a
-process that has everything open. And the same CLI lookup starting cold (its own embedded server), for scale.
+"""The bench's CLI figures: `python -m retrieval lookup` against a standing server (`server start`, whose keeper
+answers it with the services it keeps open: retrieval.serve.warm_lookups), against what a CLI call cannot avoid:
+starting Python and importing the CLI (`STARTUP_IMPORTS`), plus one lookup in a process that has everything open.
+And the same CLI lookup starting cold (its own embedded server), for scale.
 
 Each figure is the median of several runs, each with a query the model has not embedded in that process, on the
 repository's sample corpus in a data directory of its own on free ports.
@@ -20,7 +21,7 @@ from typing import Any
 from retrieval.bench.ports import free_port
 from retrieval.config import REPO_ROOT, Settings
 
-STARTUP_IMPORTS = "import retrieval.cli, retrieval.services, retrieval.core.lookup"  # what `lookup` imports
+STARTUP_IMPORTS = "import retrieval.cli, retrieval.serve.warm_client"  # what a `lookup` the keeper answers imports
 QUERIES = (
     "Pod is crash looping.",
     "Vault is sealed",
@@ -63,6 +64,7 @@ def cli_lookup_figures(settings: Settings, workdir: Path, *, log: Callable[[str]
     cold_s (one CLI lookup that starts its own server), with the load beside them."""
     from retrieval.core.lookup import lookup_knowledge
     from retrieval.engine.standing import start_server, stop_server
+    from retrieval.serve.warm_client import KEEPER
     from retrieval.services import open_runtime
 
     data_dir = workdir / "cli"
@@ -81,7 +83,7 @@ def cli_lookup_figures(settings: Settings, workdir: Path, *, log: Callable[[str]
     cli = [sys.executable, "-m", "retrieval"]
     out: dict[str, Any] = {"runs": runs, "corpus": "sample_corpus"}
     log("cli: a standing server (server start), the sample corpus ingested, then CLI lookups against it")
-    start_server(here)
+    start_server(here, keeper_module=KEEPER)
     try:
         _wall([*cli, "ingest"], env)
         out["python_s"] = round(statistics.median(_wall([sys.executable, "-c", "pass"], env) for _ in range(3)), 3)

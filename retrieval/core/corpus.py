@@ -165,6 +165,21 @@ def iter_markdown(root: Path) -> Iterable[Path]:
     )
 
 
+def corpus_signature(root: Path | str) -> str:
+    """A digest of the corpus files' paths, sizes and modification times: it changes when a file is added, removed
+    or written, without reading any (a process that keeps a corpus loaded reads it again when this changes)."""
+    root = Path(root)
+    digest = hashlib.sha256()
+    if root.is_dir():
+        for path in iter_markdown(root):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            digest.update(f"{path.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
 def load_corpus(root: Path | str) -> Corpus:
     """Read every `*.md` below `root`. Bad files become problems; the rest still load."""
     root = Path(root)

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from retrieval.errors import WeaviateSetupError
 
 STATE_FILE = "standing-server.json"
 LOG_FILE = "standing-server.log"
+KEEPER_MODULE = __name__  # the plain keeper: it holds the server and nothing else
 START_WAIT_S = 180.0  # a cold start on a busy machine: loading a big data directory takes a while
 STOP_WAIT_S = 30.0
 
@@ -118,10 +120,12 @@ def server_status(settings: Settings) -> ServerStatus:
     return ServerStatus("unknown", port, grpc_port, data_dir, None, _is_ready(port))
 
 
-def start_server(settings: Settings, *, wait_s: float = START_WAIT_S) -> ServerStatus:
+def start_server(settings: Settings, *, wait_s: float = START_WAIT_S, keeper_module: str = KEEPER_MODULE) -> ServerStatus:
     """Leave a standing server running on the settings' data directory and ports, and return its status once it is
-    ready. A server of ours that already serves them is left as it is (its status is returned). Raises
-    WeaviateSetupError when the keeper cannot start one (the reason from its log) or it is not ready in `wait_s`."""
+    ready. A server of ours that already serves them is left as it is (its status is returned). `keeper_module` is the
+    module run as the keeper (`python -m`): this one's `keep`, or one that also serves while it holds the server
+    (retrieval.serve.warm_lookups). Raises WeaviateSetupError when the keeper cannot start one (the reason from its
+    log) or it is not ready in `wait_s`."""
     if settings.weaviate_url:
         raise WeaviateSetupError(
             f"LOOKUP_WEAVIATE_URL is set ({settings.weaviate_url}): the commands use that server, there is none to start"
@@ -140,7 +144,7 @@ def start_server(settings: Settings, *, wait_s: float = START_WAIT_S) -> ServerS
     }
     with open(log_path, "ab") as log:
         keeper = subprocess.Popen(
-            [sys.executable, "-m", "retrieval.engine.standing"],
+            [sys.executable, "-m", keeper_module],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -189,8 +193,9 @@ def _log_tail(path: Path, lines: int = 5) -> str:
     return " | ".join(text[-lines:]) or f"(empty log at {path})"
 
 
-def keep(settings: Settings) -> None:
-    """The keeper: start the embedded server, say so in the state file, and hold it until SIGTERM or SIGINT."""
+def keep(settings: Settings, *, while_up: Callable[[], None] | None = None) -> None:
+    """The keeper: start the embedded server, say so in the state file, and hold it until SIGTERM or SIGINT, running
+    `while_up` (which returns only when the process is signalled) once the server is ready, if given."""
     from retrieval.engine import shutdown
 
     shutdown.exit_on_signals()
@@ -213,6 +218,8 @@ def keep(settings: Settings) -> None:
         tmp.write_text(json.dumps({**state, "ready": True}), encoding="utf-8")
         tmp.replace(path)
         print(f"standing Weaviate ready on 127.0.0.1:{settings.embedded_port}", flush=True)
+        if while_up is not None:
+            while_up()
         while True:
             time.sleep(3600)
     finally:

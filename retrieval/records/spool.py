@@ -193,11 +193,14 @@ class SpoolRecorder:
     `record` returns; the next store that flushes (the app's, `sql`, `eval`, `serve`) moves them in, and readers
     count them meanwhile."""
 
-    def __init__(self, db_path: Path | str) -> None:
+    def __init__(self, db_path: Path | str, *, finish_each: bool = False) -> None:
         self.spool = Spool(spool_dir_of(Path(db_path)))
+        self.finish_each = finish_each  # a long-lived process (the standing keeper): each record ready for a flush at once
 
     def record(self, rec: InvocationRecord) -> None:
         self.spool.append(spool_line(rec))
+        if self.finish_each:
+            self.spool.rotate()
 
     def close(self) -> None:
         """Mark this process's spool file finished, so the next flush takes it at once."""

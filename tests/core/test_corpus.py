@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.core.corpus import load_corpus, parse_entry
+from retrieval.core.corpus import corpus_signature, load_corpus, parse_entry
 from retrieval.errors import CorpusError
 
 from ..conftest import RUNBOOKS, SAMPLE_CORPUS, needs_shared
@@ -98,3 +98,22 @@ def test_content_hash_changes_with_indexed_content():
     c = parse_entry("x/A", b"---\ntitle: A\nweight: 3\n---\nbody", "A.md", "x")
     assert a.content_hash != b.content_hash
     assert a.content_hash == c.content_hash  # fields that are not indexed do not count
+
+
+def test_the_corpus_signature_changes_when_a_file_is_added_written_or_removed_and_only_then(tmp_path):
+    (tmp_path / "ops").mkdir()
+    page = tmp_path / "ops" / "DiskFull.md"
+    page.write_text("---\ntitle: Disk full\n---\nFree space.\n", encoding="utf-8")
+    first = corpus_signature(tmp_path)
+    assert corpus_signature(tmp_path) == first
+    (tmp_path / "notes.txt").write_text("not markdown", encoding="utf-8")  # not a corpus file
+    assert corpus_signature(tmp_path) == first
+    added = tmp_path / "ops" / "NodeDown.md"
+    added.write_text("---\ntitle: Node down\n---\nReboot.\n", encoding="utf-8")
+    second = corpus_signature(tmp_path)
+    assert second != first
+    page.write_text("---\ntitle: Disk full\n---\nFree more space.\n", encoding="utf-8")
+    third = corpus_signature(tmp_path)
+    assert third != second
+    added.unlink()
+    assert corpus_signature(tmp_path) not in (second, third)

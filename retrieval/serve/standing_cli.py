@@ -1,8 +1,10 @@
-"""`python -m retrieval server start|status|stop`: a standing embedded Weaviate (retrieval.engine.standing)."""
+"""`python -m retrieval server start|status|stop`: a standing embedded Weaviate (retrieval.engine.standing) whose keeper
+answers CLI lookups warm (retrieval.serve.warm_lookups)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -40,12 +42,16 @@ def start(
     config: Path | None = ConfigOpt,
 ) -> None:
     """Start a standing server on the settings' data directory and ports (LOOKUP_DATA_DIR, LOOKUP_WEAVIATE_PORT, ...),
-    detached; return once it is ready. One that already serves them is left as it is."""
+    detached; return once it is ready. One that already serves them is left as it is. Its keeper also answers CLI
+    lookups made with the same settings, with the model and corpus it keeps open (retrieval.serve.warm_lookups)."""
     from retrieval.config import load_settings
     from retrieval.engine.standing import start_server
+    from retrieval.serve.warm_client import KEEPER
 
     try:
-        status = start_server(load_settings(config_file=config), wait_s=timeout)
+        if config is not None:  # the keeper reads the same settings file, so that its lookups are the CLI's
+            os.environ["LOOKUP_CONFIG"] = str(config.resolve())
+        status = start_server(load_settings(config_file=config), wait_s=timeout, keeper_module=KEEPER)
     except LookupLabError as exc:
         _fail(exc)
     _show(status, as_json)
