@@ -60,6 +60,15 @@ def test_a_chunk_is_whole_row_groups_where_one_fits():
     assert chunk_rows(10**9, 1 << 20) == 1
 
 
+def test_a_chunk_holds_a_row_group_for_each_thread_when_twice_the_budget_holds_them():
+    assert chunk_rows(37_000, 128 << 20) == ROW_GROUP_ROWS  # one thread: one whole group
+    assert chunk_rows(37_000, 128 << 20, parallel=2) == 2 * ROW_GROUP_ROWS  # 152 MB, within twice 128 MB
+    assert chunk_rows(26_000, 128 << 20, parallel=2) == 2 * ROW_GROUP_ROWS  # two fit anyway
+    assert chunk_rows(37_000, 128 << 20, parallel=4) == 3 * ROW_GROUP_ROWS  # four groups, 303 MB: three fit in 256 MB
+    assert chunk_rows(70_000, 128 << 20, parallel=2) == 1917  # not one group fits: as many rows as fit
+    assert chunk_rows(26_000, 8 << 20, parallel=2) == 322  # not one group fits: as before
+
+
 def test_rows_inserted_in_chunks_arrive_once_with_their_child_rows(db_path):
     store = InvocationStore(db_path, budget=DbBudget("64MB", 1))
     records = [make_record(i) for i in range(30)]
