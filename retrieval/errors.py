@@ -74,3 +74,7 @@ class RunNotFound(LookupLabError):
 
 class ModelError(ConfigError):
     """An embedding model is unknown, or its files are not installed; names the model and its artifact."""
+
+
+class BenchStopped(LookupLabError):
+    """A bench size stopped before it could finish on this machine (its Weaviate outgrew the memory share)."""

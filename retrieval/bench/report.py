@@ -193,6 +193,13 @@ def _model_and_app_lines(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def _disk_cell(size: dict[str, Any]) -> str:
+    mb = size.get("weaviate_disk_mb")
+    if mb is None:
+        return "n/a"
+    return f"{mb:,.0f}, {mb * 100_000 / size['entries']:,.0f}"
+
+
 def _cli_lines(cli: dict[str, Any] | None) -> list[str]:
     """The CLI lookup's figures: warm (a standing server) against what a process cannot avoid, and cold."""
     if not cli:
@@ -290,6 +297,7 @@ def render_table(result: dict[str, Any]) -> str:
         ),
         ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
         ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
+        ("Weaviate disk MB for this size (collection and partition), per 100k entries", _disk_cell),
         ("load average 1 min, after each stage", lambda s: ", ".join(f"{k} {v}" for k, v in s.get("loadavg", {}).items())),
     ]
     keys = list(sizes)

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -37,6 +38,7 @@ from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
 from retrieval.engine.server import connect
+from retrieval.errors import BenchStopped
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
@@ -84,6 +86,18 @@ def _server_rss_mb(pid: int | None) -> dict[str, float] | None:
     return {"peak_mb": round(fields["VmHWM"] / 1024, 1), "now_mb": round(fields["VmRSS"] / 1024, 1)} if fields else None
 
 
+def _dir_mb(path: Path | None) -> float | None:
+    """The bytes under `path` in MB (None: no such folder here, a server given by URL)."""
+    if path is None or not path.is_dir():
+        return None
+    total = 0
+    for f in path.rglob("*"):
+        with contextlib.suppress(OSError):
+            if f.is_file():
+                total += f.stat().st_size
+    return round(total / 2**20, 1)
+
+
 def _floor_query(
     store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: LookupMode = LookupMode.NEAR_VECTOR
 ) -> tuple[float, float, float]:
@@ -109,6 +123,9 @@ def _floor_query(
 
 
 MEMORY_SHARE = 0.8  # a size whose Weaviate would need more than this share of the machine's memory is not run
+# A projection needs a measured size this large: below it Weaviate's fixed costs (its caches, the Go runtime) make
+# the memory per chunk look far larger than it is (70.7 KB per chunk from 1,000 entries, 9.2 KB from 100,000).
+PROJECTION_MIN_CHUNKS = 100_000
 
 
 def memory_stop(
@@ -116,9 +133,11 @@ def memory_stop(
 ) -> dict[str, Any] | None:
     """Why size `n` cannot run on this machine, or None: Weaviate's memory for it, projected from the sizes run so far
     (their collections stay until the end) at the memory each of their chunks took (the largest size's RSS over the
-    server's RSS before any, per chunk stored) and the chunks per entry of the last size with the same bodies."""
+    server's RSS before any, per chunk stored) and the chunks per entry of the last size with the same bodies. No
+    projection before a size of PROJECTION_MIN_CHUNKS has run: the ingest's own guard (MemoryGuard) stops a size
+    that outgrows the memory while it runs."""
     done = [(m, f) for m, f in sorted(figures.items()) if (f.get("weaviate_rss_mb") or {}).get("now_mb")]
-    if not done or not baseline or not memory_gib:
+    if not done or not baseline or not memory_gib or max(f["ingest"]["chunks"] for _, f in done) < PROJECTION_MIN_CHUNKS:
         return None
     chunks_so_far = sum(f["ingest"]["chunks"] for _, f in done)
     now = done[-1][1]["weaviate_rss_mb"]["now_mb"]
@@ -141,7 +160,27 @@ def memory_stop(
     }
 
 
-def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sample_chunks: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MemoryGuard:
+    """Stops an ingest whose Weaviate server (`pid`, on this machine) holds more than `limit_mb`: checked between the
+    ingest's batches, it raises BenchStopped naming the size, how far it got and what the server held."""
+
+    pid: int | None
+    limit_mb: float | None
+
+    def check(self, entries: int, done: int) -> None:
+        rss = (_server_rss_mb(self.pid) or {}).get("now_mb")
+        if rss is None or self.limit_mb is None or rss <= self.limit_mb:
+            return
+        raise BenchStopped(
+            f"{entries:,} entries stopped during the ingest: after {done:,} of them Weaviate held {rss / 1024:.1f} GB, "
+            f"more than {MEMORY_SHARE:.0%} of this machine's memory ({self.limit_mb / 1024:.1f} GB)"
+        )
+
+
+def bench_ingest(
+    store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sample_chunks: int, guard: MemoryGuard | None = None
+) -> dict[str, Any]:
     """Ingest, with the embedder's raw rate measured between ingest batches on an even sample of the same
     chunks, embedded in batches of at least RAW_BATCH like ingest's own (small batches would be slower); then the
     ingest's floors on the same chunks (bench_floors): Weaviate's bare insert, and the model's best way to embed
@@ -153,6 +192,8 @@ def bench_ingest(store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sampl
 
     def between_batches(stage: str, done: int, total: int) -> None:
         t0 = time.perf_counter()
+        if guard is not None:
+            guard.check(total, done)
         for chunks in chunk_lists[state["prev"] : done]:
             for text in chunks:
                 if state["seen"] % stride == 0:
@@ -302,6 +343,7 @@ def bench_size(
     keep_l0: dict[int, tuple[L0Index, list[str]]] | None = None,
     quiet_max_s: float = QUIET_MAX_S,
     where: Settings | None = None,
+    guard: MemoryGuard | None = None,
 ) -> dict[str, Any]:
     """One size; with `vectors` (a bench_vectors.SyntheticVectors) ingest stores synthetic chunk vectors, and
     filtered L1 is also timed under each filter strategy. Nothing is timed before the Weaviate server
@@ -315,8 +357,10 @@ def bench_size(
     model = "" if vectors is not None else None
     store = knowledge_store(client, where or settings, collection=f"Bench_{n}_{run_id}", embedding_model=model)
     store.drop()
+    server_dir = None if (where or settings).weaviate_url else (where or settings).weaviate_data_dir
+    disk_before = _dir_mb(server_dir)
     log(f"[{n}] ingest ({body.label} words per body)")
-    out["ingest"] = bench_ingest(store, corpus, vectors or embedder, raw_sample_chunks=raw_sample_chunks)
+    out["ingest"] = bench_ingest(store, corpus, vectors or embedder, raw_sample_chunks=raw_sample_chunks, guard=guard)
     load["ingest"] = _load1()
     out["chunks_per_entry"] = round(out["ingest"]["chunks"] / n, 2)
     t0 = time.perf_counter()
@@ -328,6 +372,8 @@ def bench_size(
     if keep_l0 is not None:
         keep_l0[n] = (l0, look_q)
     out["server_quiet"] = wait_for_quiet(server_pid, max_s=quiet_max_s)
+    disk_after = _dir_mb(server_dir)  # the size's collection and partition on disk, flushed once the server is quiet
+    out["weaviate_disk_mb"] = None if disk_after is None or disk_before is None else round(disk_after - disk_before, 1)
     log(f"[{n}] Weaviate quiet after {out['server_quiet']['waited_s']} s (CPU share {out['server_quiet']['cpu_share']})")
     times, matched = [], []
     for q in look_q:
@@ -517,31 +563,40 @@ def run_bench(
         keep_l0: dict[int, tuple[L0Index, list[str]]] = {}
         baseline = _server_rss_mb(server_pid)
         stopped = None
+        memory_gib = machine.get("memory_gib")
+        guard = MemoryGuard(server_pid, MEMORY_SHARE * memory_gib * 1024 if memory_gib else None)
         for n in sizes:
             body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
-            stopped = memory_stop(n, figures, baseline, machine.get("memory_gib"), body.label)
+            stopped = memory_stop(n, figures, baseline, memory_gib, body.label)
             if stopped:
                 log(f"[{n}] not run: {stopped['why']}")
                 break
             names.append(f"Bench_{n}_{run_id}")
-            figures[n] = bench_size(
-                n,
-                client=client,
-                embedder=embedder,
-                recorder=recorder,
-                settings=settings,
-                seed=seed,
-                queries=queries,
-                body=body,
-                raw_sample_chunks=raw_sample_chunks,
-                run_id=run_id,
-                log=log,
-                vectors=synth,
-                server_pid=server_pid,
-                quiet_max_s=quiet_max_s,
-                keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
-                where=where,
-            )
+            try:
+                figures[n] = bench_size(
+                    n,
+                    client=client,
+                    embedder=embedder,
+                    recorder=recorder,
+                    settings=settings,
+                    seed=seed,
+                    queries=queries,
+                    body=body,
+                    raw_sample_chunks=raw_sample_chunks,
+                    run_id=run_id,
+                    log=log,
+                    vectors=synth,
+                    server_pid=server_pid,
+                    quiet_max_s=quiet_max_s,
+                    keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
+                    where=where,
+                    guard=guard,
+                )
+            except BenchStopped as exc:
+                stopped = {"size": n, "why": str(exc)}
+                log(f"[{n}] stopped: {exc}")
+                knowledge_store(client, where, collection=names[-1]).drop()  # its memory goes before the app's
+                break
         sizes = [n for n in sizes if n in figures]  # the sizes run (a size that cannot fit stops the run)
         l0_paired = None
         if len(sizes) > 1 and sizes[0] in keep_l0 and sizes[-1] in keep_l0:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
 
 from retrieval.bench import synthetic
-from retrieval.bench.runner import memory_stop, run_bench
+from retrieval.bench.runner import MemoryGuard, memory_stop, run_bench
 from retrieval.core.text import content_tokens
+from retrieval.errors import BenchStopped
 
 
 def test_entries_have_realistic_frontmatter_and_bodies():
@@ -77,6 +79,7 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
         assert fig["ingest"]["embed_floor"]["chunks_per_s"] == max(fig["ingest"]["embed_floor"]["ways"].values()) > 0
         assert fig["ingest"]["over_floor"] > 0 and fig["ingest"]["embed_over_floor"] > 0
         assert set(fig["lookup"]["stages_p50_ms"]) == {"l0", "embed", "l1", "fuse", "record"}
+        assert isinstance(fig["weaviate_disk_mb"], float)  # the server's data directory grew by the size's collection
     assert result["invocation_store"]["rows"] == 3000 and result["invocation_store"]["query_ms"]["all rows"]
     assert result["machine"]["cores"] >= 1 and result["peak_rss_mb"] > 0
     # the model and the app: figures present and plausible (no timing is asserted)
@@ -112,6 +115,7 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
     assert f"| app RSS MB after one lookup (streamlit run app.py, query typed in chromium) | {app['rss_mb']} " in table
     assert "| first page after the server's start, embedded Weaviate starting cold | " in table
     assert "| Invocations | " in table and "| app_warm_page_max_s |" in table
+    assert "| Weaviate disk MB for this size (collection and partition), per 100k entries | " in table
     assert "a standing server running (`server start`) | " in table and "| cli_over_in_process |" in table
     saved = json.loads(js[0].read_text(encoding="utf-8"))
     assert {"machine", "sizes", "ratios", "model_load_s", "query_embed_p50_ms", "app_rss_mb"} <= set(saved)
@@ -142,3 +146,22 @@ def test_a_size_that_cannot_fit_is_not_run_and_the_bench_says_why(n, memory_gib,
 
 def test_nothing_measured_yet_stops_nothing():
     assert memory_stop(1_000_000, {}, {"now_mb": 150.0}, 23.5, "40-80") is None
+
+
+def test_a_small_size_alone_projects_nothing():
+    # 1,000 entries' 6,000 chunks: Weaviate's fixed costs would read as 70 KB a chunk and refuse 100,000 entries
+    small = {1000: MEASURED[1000]}
+    assert memory_stop(100_000, small, {"now_mb": 150.0}, 23.5, "40-80") is None
+    assert (
+        memory_stop(
+            100_000, small | {1000: {**MEASURED[1000], "weaviate_rss_mb": {"now_mb": 9000.0}}}, {"now_mb": 150.0}, 23.5, "40-80"
+        )
+        is None
+    )
+
+
+def test_the_ingest_guard_stops_a_size_whose_server_outgrows_the_memory_share():
+    MemoryGuard(os.getpid(), 10**7).check(100_000, 5_000)  # this process as the server, far under the limit
+    MemoryGuard(None, 1.0).check(100_000, 5_000)  # no server on this machine: nothing to watch
+    with pytest.raises(BenchStopped, match=r"1,000,000 entries stopped during the ingest: after 64,000 of them Weaviate held"):
+        MemoryGuard(os.getpid(), 1.0).check(1_000_000, 64_000)

@@ -17,22 +17,16 @@ from retrieval.errors import WeaviateSetupError
 
 from ..conftest import SAMPLE_CORPUS, free_port
 from ..helpers.cli import cli
+from ..helpers.cli import standing_env as standing_server_env
 from ..helpers.processes import alive, stop_servers, wait_until, weaviate_pids
 
 
 @pytest.fixture
 def standing_env(tmp_path):
-    port = free_port()
-    env = {
-        "LOOKUP_CORPUS_DIR": str(SAMPLE_CORPUS),
-        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
-        "LOOKUP_WEAVIATE_PORT": str(port),
-        "LOOKUP_WEAVIATE_GRPC_PORT": str(free_port()),
-        "LOOKUP_COLLECTION": "Standing",
-    }
+    env = standing_server_env(tmp_path, SAMPLE_CORPUS, "Standing")
     yield env
     cli("server", "stop", env=env)
-    stop_servers(port)
+    stop_servers(int(env["LOOKUP_WEAVIATE_PORT"]))
 
 
 @pytest.mark.slow

@@ -9,9 +9,28 @@ import sys
 from retrieval.config import REPO_ROOT
 
 
-def cli(*args, env=None, timeout=300):
+def cli(*args, env=None, timeout=300, python_flags=()):
+    """`python [python_flags] -m retrieval ARGS` with the LOOKUP_ settings of `env` alone (none of this process's)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, *python_flags, "-m", "retrieval", *args],
+        cwd=REPO_ROOT,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
+
+
+def standing_env(tmp_path, corpus, collection: str) -> dict[str, str]:
+    """The settings of a standing server of its own for one test: `corpus`, data under `tmp_path`, free ports."""
+    from ..conftest import free_port
+
+    return {
+        "LOOKUP_CORPUS_DIR": str(corpus),
+        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
+        "LOOKUP_WEAVIATE_PORT": str(free_port()),
+        "LOOKUP_WEAVIATE_GRPC_PORT": str(free_port()),
+        "LOOKUP_COLLECTION": collection,
+    }

@@ -9,17 +9,14 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 
 import pytest
 
-from retrieval.config import REPO_ROOT
 from retrieval.serve.warm_client import PROTOCOL, settings_fingerprint
 from retrieval.serve.warm_lookups import WarmLookups
 
-from ..conftest import SAMPLE_CORPUS, free_port
-from ..helpers.cli import cli
+from ..conftest import SAMPLE_CORPUS
+from ..helpers.cli import cli, standing_env
 from ..helpers.processes import alive, stop_servers, wait_until, weaviate_pids
 
 HEAVY = ("weaviate", "onnxruntime", "duckdb")  # what a CLI process that opens the services itself imports
@@ -27,15 +24,7 @@ HEAVY = ("weaviate", "onnxruntime", "duckdb")  # what a CLI process that opens t
 
 def _lookup(query: str, env: dict[str, str]) -> tuple[dict, set[str]]:
     """A CLI lookup's JSON and the top-level packages its process imported."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | env
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "retrieval", "lookup", query, "--json"],
-        cwd=REPO_ROOT,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = cli("lookup", query, "--json", env=env, python_flags=("-X", "importtime"))
     assert done.returncode == 0, done.stderr[-2000:]
     imported = {ln.split("|")[-1].strip().split(".")[0] for ln in done.stderr.splitlines() if ln.startswith("import time:")}
     return json.loads(done.stdout), imported
@@ -50,17 +39,10 @@ def _same_answer(a: dict, b: dict) -> bool:
 def warm_env(tmp_path):
     corpus = tmp_path / "corpus"
     shutil.copytree(SAMPLE_CORPUS, corpus)
-    port = free_port()
-    env = {
-        "LOOKUP_CORPUS_DIR": str(corpus),
-        "LOOKUP_DATA_DIR": str(tmp_path / "data"),
-        "LOOKUP_WEAVIATE_PORT": str(port),
-        "LOOKUP_WEAVIATE_GRPC_PORT": str(free_port()),
-        "LOOKUP_COLLECTION": "Warm",
-    }
+    env = standing_env(tmp_path, corpus, "Warm")
     yield env
     cli("server", "stop", env=env)
-    stop_servers(port)
+    stop_servers(int(env["LOOKUP_WEAVIATE_PORT"]))
 
 
 @pytest.mark.slow
