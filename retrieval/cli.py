@@ -96,9 +96,11 @@ def lookup(
         from retrieval.core.lookup import clean_query
 
         clean_query(query)  # refuse before starting anything
-        from retrieval.serve.warm_client import ask_keeper
+        from retrieval.serve.warm_client import NO_KEEPER, ask_keeper
 
         answer = ask_keeper(settings, query, session_tag=session)
+        if answer.refused and answer.refused != NO_KEEPER:  # a keeper is there, but this call is not its to answer
+            typer.echo(f"{answer.refused}: this call opens the services itself", err=True)
         result = answer.result if answer.result is not None else _lookup_here(settings, query)
     except LookupLabError as exc:
         _fail(exc)

@@ -17,7 +17,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -36,6 +35,7 @@ from retrieval.config import Settings, db_budget
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
+from retrieval.core.pipeline import candidate_depth
 from retrieval.core.protocols import LookupServices
 from retrieval.engine.server import connect
 from retrieval.errors import BenchStopped
@@ -101,7 +101,8 @@ def _dir_mb(path: Path | None) -> float | None:
 def _floor_query(
     store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: LookupMode = LookupMode.NEAR_VECTOR
 ) -> tuple[float, float, float]:
-    """One query embedding plus the bare Weaviate queries of the lookup's mode, with the same k:
+    """One query embedding plus the bare Weaviate queries of the lookup's mode, as deep as the lookup's own (`k`:
+    its candidate depth, retrieval.core.pipeline.candidate_depth; top_k until the fusion read 15 candidates a list):
     (embed ms, queries ms), and, outside the floor, a bare near_vector with the oversampled limit
     (k * OVERSAMPLE). near_vector: one near_vector; fusion: a near_vector and a BM25F query; hybrid: one
     hybrid query."""
@@ -160,22 +161,36 @@ def memory_stop(
     }
 
 
-@dataclass(frozen=True)
 class MemoryGuard:
-    """Stops an ingest whose Weaviate server (`pid`, on this machine) holds more than `limit_mb`: checked between the
-    ingest's batches, it raises BenchStopped naming the size, how far it got and what the server held."""
+    """Stops an ingest whose Weaviate server (`pid`, on this machine) outgrows `limit_mb`, checked between the
+    ingest's batches: when the server holds more than that, or, once `project_after` of the entries are in, when its
+    growth since the size began, carried on to all of them, would reach more. It raises BenchStopped naming the
+    size, how far it got, what the server held and what the size would need."""
 
-    pid: int | None
-    limit_mb: float | None
+    def __init__(self, pid: int | None, limit_mb: float | None, *, project_after: float = 0.1) -> None:
+        self.pid, self.limit_mb, self.project_after = pid, limit_mb, project_after
+        self._start_mb: float | None = None
+
+    def start(self) -> None:
+        """A size begins: its growth is counted from the server's memory now."""
+        self._start_mb = (_server_rss_mb(self.pid) or {}).get("now_mb")
 
     def check(self, entries: int, done: int) -> None:
         rss = (_server_rss_mb(self.pid) or {}).get("now_mb")
-        if rss is None or self.limit_mb is None or rss <= self.limit_mb:
+        if rss is None or self.limit_mb is None:
             return
-        raise BenchStopped(
-            f"{entries:,} entries stopped during the ingest: after {done:,} of them Weaviate held {rss / 1024:.1f} GB, "
-            f"more than {MEMORY_SHARE:.0%} of this machine's memory ({self.limit_mb / 1024:.1f} GB)"
-        )
+        share = f"more than {MEMORY_SHARE:.0%} of this machine's memory ({self.limit_mb / 1024:.1f} GB)"
+        held = f"{entries:,} entries stopped during the ingest: after {done:,} of them Weaviate held {rss / 1024:.1f} GB"
+        if rss > self.limit_mb:
+            raise BenchStopped(f"{held}, {share}")
+        if self._start_mb is None or done <= 0 or done < self.project_after * entries:
+            return
+        projected = self._start_mb + (rss - self._start_mb) * entries / done
+        if projected > self.limit_mb:
+            raise BenchStopped(
+                f"{held}, {(rss - self._start_mb) / done * 1000:.0f} MB more per 1,000 entries since the size began: "
+                f"all of them would need about {projected / 1024:.1f} GB, {share}"
+            )
 
 
 def bench_ingest(
@@ -209,6 +224,8 @@ def bench_ingest(
             state["pending"] = []
         state["cb_s"] += time.perf_counter() - t0
 
+    if guard is not None:
+        guard.start()
     report = indexing.ingest(store, corpus, embedder, progress=between_batches)
     seconds = report.seconds - state["cb_s"]  # the raw measurement ran inside ingest's clock
     raw_rate = state["raw_n"] / state["raw_s"] if state["raw_s"] else None
@@ -278,7 +295,7 @@ def bench_lookups(
         filtered_n += r.l1.category is not None
 
     def do_floor(fq: str) -> None:
-        e, n, wide = _floor_query(store, embedder, fq, settings.top_k, settings.search_mode)
+        e, n, wide = _floor_query(store, embedder, fq, candidate_depth(settings), settings.search_mode)
         f_embed.append(e)
         f_nv.append(n)
         f_wide.append(wide)

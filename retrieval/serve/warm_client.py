@@ -26,6 +26,7 @@ MAX_SOCKET_PATH = 100  # bytes: AF_UNIX paths are cut at 108 on Linux (104 elsew
 CONNECT_TIMEOUT_S = 2.0
 ANSWER_MARGIN_S = 120.0  # on top of the L1 timeout: a keeper still loading the model, a busy machine
 PROTOCOL = 1
+NO_KEEPER = "no standing server listens"
 CALL_SETTINGS = ("session_tag",)  # settings a call may choose for itself; the rest must be the keeper's
 
 
@@ -60,7 +61,7 @@ def ask_keeper(settings: Settings, query: str, *, session_tag: str | None = None
     the lookup itself raised (a refused query) is raised here as the same class of retrieval.errors."""
     path = socket_path(settings)
     if not path.exists():
-        return WarmAnswer(refused="no standing server listens")
+        return WarmAnswer(refused=NO_KEEPER)
     request = {
         "protocol": PROTOCOL,
         "settings": settings_fingerprint(settings),

@@ -32,7 +32,7 @@ from retrieval.serve.api import KnowledgeLookup
 from retrieval.serve.warm_client import PROTOCOL, settings_fingerprint, socket_path
 from retrieval.services import open_runtime
 
-OPEN_WAIT_S = 300.0  # a call that arrives while the services open waits this long
+OPEN_WAIT_S = 90.0  # a call that arrives while the services open waits this long (the caller waits longer)
 
 
 class WarmLookups:
@@ -137,8 +137,11 @@ def serve_warm_lookups(settings: Settings) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)  # left by a keeper that was killed: the data directory's lock says none runs now
     warm = WarmLookups(settings)
-    server = _Server(path, warm)
-    os.chmod(path, 0o600)  # the user's own calls only
+    mask = os.umask(0o177)  # the socket is made the user's alone (0600) as it is bound: no moment open to others
+    try:
+        server = _Server(path, warm)
+    finally:
+        os.umask(mask)
     threading.Thread(target=warm.open, name="warm-open", daemon=True).start()
     try:
         server.serve_forever(poll_interval=0.5)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.bench import synthetic
-from retrieval.bench.runner import MemoryGuard, memory_stop, run_bench
+from retrieval.bench.runner import MemoryGuard, _server_rss_mb, memory_stop, run_bench
 from retrieval.core.text import content_tokens
 from retrieval.errors import BenchStopped
 
@@ -165,3 +165,17 @@ def test_the_ingest_guard_stops_a_size_whose_server_outgrows_the_memory_share():
     MemoryGuard(None, 1.0).check(100_000, 5_000)  # no server on this machine: nothing to watch
     with pytest.raises(BenchStopped, match=r"1,000,000 entries stopped during the ingest: after 64,000 of them Weaviate held"):
         MemoryGuard(os.getpid(), 1.0).check(1_000_000, 64_000)
+
+
+def test_the_ingest_guard_projects_the_growth_of_the_size_once_a_tenth_is_in():
+    rss = (_server_rss_mb(os.getpid()) or {})["now_mb"]
+    guard = MemoryGuard(os.getpid(), rss + 200.0)  # room for 200 MB more
+    guard.start()
+    ballast = bytearray(60 * 2**20)  # this process grows by 60 MB (touched, so resident)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    guard.check(1_000_000, 50_000)  # 5% in: too early to carry the growth on
+    with pytest.raises(BenchStopped, match=r"after 200,000 of them .* all of them would need about"):
+        guard.check(1_000_000, 200_000)  # 60 MB for a fifth: about 300 MB for all, over the 200 left
+    guard.check(1_000_000, 900_000)  # the same growth nearly all in: it fits
+    del ballast

@@ -15,6 +15,7 @@ from retrieval.errors import LookupLabError, QueryError
 from retrieval.serve.warm_client import (
     KEEPER,
     MAX_SOCKET_PATH,
+    NO_KEEPER,
     ask_keeper,
     settings_fingerprint,
     socket_path,
@@ -45,7 +46,7 @@ def test_the_fingerprint_leaves_out_the_session_tag_and_nothing_else(base_settin
 
 def test_no_keeper_listening_is_a_refusal_not_an_error(base_settings, tmp_path):
     answer = ask_keeper(base_settings.with_(data_dir=tmp_path / "none"), "disk is full")
-    assert answer.result is None and answer.refused == "no standing server listens"
+    assert answer.result is None and answer.refused == NO_KEEPER == "no standing server listens"
 
 
 class _Replying(socketserver.StreamRequestHandler):

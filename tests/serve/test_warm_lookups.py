@@ -9,10 +9,12 @@ import json
 import os
 import shutil
 import signal
+from pathlib import Path
 
 import pytest
 
-from retrieval.serve.warm_client import PROTOCOL, settings_fingerprint
+from retrieval.config import Settings
+from retrieval.serve.warm_client import PROTOCOL, settings_fingerprint, socket_path
 from retrieval.serve.warm_lookups import WarmLookups
 
 from ..conftest import SAMPLE_CORPUS
@@ -51,17 +53,23 @@ def test_the_keeper_answers_cli_lookups_as_the_cli_would_and_reads_a_changed_cor
     assert started.returncode == 0, started.stderr
     assert cli("ingest", env=warm_env).returncode == 0
 
+    keeper = Settings(data_dir=Path(warm_env["LOOKUP_DATA_DIR"]), embedded_port=int(warm_env["LOOKUP_WEAVIATE_PORT"]))
+    assert socket_path(keeper).stat().st_mode & 0o777 == 0o600  # the user's own calls only
     warm, imported = _lookup("Vault is sealed", warm_env)
     assert not imported & set(HEAVY), imported & set(HEAVY)  # the keeper answered: the CLI opened nothing
     assert warm["layer"] == "L0+L1" and warm["results"][0]["entry_id"] == "security/VaultSealed"
     # other settings than the keeper's: the CLI opens the services itself, and its answer is the keeper's
     alone, imported = _lookup("Vault is sealed", warm_env | {"LOOKUP_L1_TIMEOUT_S": "11"})
+    assert (
+        "started with other settings: this call opens the services itself"
+        in cli("lookup", "Vault is sealed", env=warm_env | {"LOOKUP_L1_TIMEOUT_S": "11"}).stderr
+    )
     assert set(HEAVY) <= imported
     assert _same_answer(warm, alone)
 
-    # both calls are recorded (through the spool), each with its own id
+    # every call is recorded (through the spool), each with its own id
     rows = cli("sql", "SELECT count(DISTINCT id) AS n FROM tool_invocation", "--json", env=warm_env)
-    assert json.loads(rows.stdout)["n"] == 2
+    assert json.loads(rows.stdout)["n"] == 3
 
     # a new entry in the corpus: the keeper reads the corpus again, and L0 names the new entry
     new = os.path.join(warm_env["LOOKUP_CORPUS_DIR"], "security", "QuokkaTokenRevoked.md")
