@@ -27,6 +27,7 @@ from ..helpers.browser import (  # noqa: F401
     header,
     metric_values,
     open_candidates,
+    open_connected,
     open_page,
     rerun,
     shot,
@@ -81,8 +82,7 @@ def runbooks_app(tmp_path_factory, base_settings, request):
 
 # --- the sample corpus ---------------------------------------------------------------------------------------
 def test_lookup_in_the_browser(page, sample_app):
-    open_page(page, sample_app)
-    expect(page.get_by_text("L1 connected")).to_be_visible()
+    open_connected(page, sample_app)
     type_query(page, "PostgreSQL replication lag on the standby")
     assert_no_exception(page, "lookup")
     for panel in ("Matched titles", "Domains", "Entities"):
@@ -176,7 +176,7 @@ def test_a_deep_link_as_the_first_request_gets_the_frame(page, runbooks_app):
 
 
 def test_runbooks_crash_looping_in_the_browser(page, runbooks_app):
-    open_page(page, runbooks_app)
+    open_connected(page, runbooks_app)  # the routing's L1 filter and the candidates need L1
     type_query(page, "Pod is crash looping.")
     assert_no_exception(page, "runbooks lookup")
     expect(alert(page, "Routing: one domain: kubernetes → L1 filtered on category = kubernetes")).to_be_visible()
@@ -248,7 +248,7 @@ def test_the_answer_comes_first_on_a_desktop_and_a_phone(page, sample_app, width
     """The top result and the verdict sit under the query, in the first screen, without scrolling (they used to be
     about 2,000 px down at 1280 wide and 3,500 px on a phone, under three candidate tables)."""
     page.set_viewport_size({"width": width, "height": height})
-    open_page(page, sample_app)
+    open_connected(page, sample_app)  # the answer as L1 gives it, not L0's while Weaviate starts
     type_query(page, "PostgreSQL replication lag on the standby")
     page.evaluate("window.scrollTo(0, 0)")
     verdict = alert(page, "Relevance:")
@@ -326,7 +326,7 @@ def test_the_verdict_why_here_and_highlights_read_right_in_the_browser(page, sam
     """One lookup: the verdict's sentence starts with a capital after "(semantic support: …)." and gives the tile's
     estimate in the same words; "Why here" says what a list that missed a result counted; only the words L0 matched
     are highlighted, never a whole name around them; the Invocations chart then leaves single title words out."""
-    open_page(page, sample_app)
+    open_connected(page, sample_app)  # the verdict's estimate needs L1
     type_query(page, "PostgreSQL replication lag on the standby")
     verdict = alert(page, "Relevance:").inner_text()
     after = verdict.split("). ", 1)[1]

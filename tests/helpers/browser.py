@@ -180,6 +180,13 @@ def open_page(page, app: RunningApp, path: str = "") -> None:
     wait_idle(page)
 
 
+def open_connected(page, app: RunningApp, path: str = "") -> None:
+    """open_page, then wait until the sidebar says L1 is connected: the app's first page renders while Weaviate and
+    the model load (L1 starting), and a lookup typed before then answers from L0 alone, with no support estimate."""
+    open_page(page, app, path)
+    expect(page.get_by_text("L1 connected")).to_be_visible()
+
+
 def assert_no_exception(page, where: str) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, f"exception shown on {where}"
     assert page.get_by_text(UNEXPECTED).count() == 0, f"unexpected error on {where}"
