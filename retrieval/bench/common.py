@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -86,6 +87,19 @@ def write_results(result: dict[str, Any], out_dir: Path, name: str, log: Callabl
     result["files"] = [str(stem.with_suffix(".md")), str(stem.with_suffix(".json"))]
     log(f"wrote {result['files'][0]} and .json in {result['elapsed_s']} s")
     return result
+
+
+def dir_mb(path: Path | None) -> float | None:
+    """The bytes of the files under `path` in MB (None: no such folder here, e.g. a server given by URL). A file that
+    goes while it is counted (a server merging its segments) is left out."""
+    if path is None or not path.is_dir():
+        return None
+    total = 0
+    for f in path.rglob("*"):
+        with contextlib.suppress(OSError):
+            if f.is_file():
+                total += f.stat().st_size
+    return round(total / 2**20, 1)
 
 
 def listening_pid(port: int) -> int | None:

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import paired_l1, pct
+from retrieval.bench.common import dir_mb, paired_l1, pct
 from retrieval.bench.ports import free_port
 from retrieval.bench.runner import _exit_on_sigterm, _server_pid, _server_rss_mb
 from retrieval.bench.vectors import SyntheticVectors, filtered_recall
@@ -52,10 +52,6 @@ CHILD_DROPPED = ("LOOKUP_WEAVIATE_URL", "LOOKUP_CORPUS_DIR", "LOOKUP_COLLECTION"
 
 def _load() -> float:
     return round(os.getloadavg()[0], 2)
-
-
-def _dir_mb(path: Path) -> float:
-    return round(sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20, 1)
 
 
 def exact_top(matrix: np.ndarray, owners: np.ndarray, query: np.ndarray, k: int) -> set[str]:
@@ -114,7 +110,7 @@ def measure_compression(
         out["loadavg"]["end"] = _load()
     finally:
         client.close()  # stops the server
-        out["data_dir_mb"] = _dir_mb(workdir)
+        out["data_dir_mb"] = dir_mb(workdir)
         shutil.rmtree(workdir, ignore_errors=True)
     return out
 

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
-from retrieval.bench.common import listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
+from retrieval.bench.common import dir_mb, listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
 from retrieval.bench.floors import embedding_floor, ingest_floor
 from retrieval.bench.ports import free_port
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
@@ -84,18 +84,6 @@ def _server_rss_mb(pid: int | None) -> dict[str, float] | None:
         return None
     fields = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith(("VmHWM", "VmRSS"))}
     return {"peak_mb": round(fields["VmHWM"] / 1024, 1), "now_mb": round(fields["VmRSS"] / 1024, 1)} if fields else None
-
-
-def _dir_mb(path: Path | None) -> float | None:
-    """The bytes under `path` in MB (None: no such folder here, a server given by URL)."""
-    if path is None or not path.is_dir():
-        return None
-    total = 0
-    for f in path.rglob("*"):
-        with contextlib.suppress(OSError):
-            if f.is_file():
-                total += f.stat().st_size
-    return round(total / 2**20, 1)
 
 
 def _floor_query(
@@ -375,7 +363,7 @@ def bench_size(
     store = knowledge_store(client, where or settings, collection=f"Bench_{n}_{run_id}", embedding_model=model)
     store.drop()
     server_dir = None if (where or settings).weaviate_url else (where or settings).weaviate_data_dir
-    disk_before = _dir_mb(server_dir)
+    disk_before = dir_mb(server_dir)
     log(f"[{n}] ingest ({body.label} words per body)")
     out["ingest"] = bench_ingest(store, corpus, vectors or embedder, raw_sample_chunks=raw_sample_chunks, guard=guard)
     load["ingest"] = _load1()
@@ -389,7 +377,7 @@ def bench_size(
     if keep_l0 is not None:
         keep_l0[n] = (l0, look_q)
     out["server_quiet"] = wait_for_quiet(server_pid, max_s=quiet_max_s)
-    disk_after = _dir_mb(server_dir)  # the size's collection and partition on disk, flushed once the server is quiet
+    disk_after = dir_mb(server_dir)  # the size's collection and partition on disk, flushed once the server is quiet
     out["weaviate_disk_mb"] = None if disk_after is None or disk_before is None else round(disk_after - disk_before, 1)
     log(f"[{n}] Weaviate quiet after {out['server_quiet']['waited_s']} s (CPU share {out['server_quiet']['cpu_share']})")
     times, matched = [], []

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from retrieval.bench.common import cpu_seconds, wait_for_quiet
+from retrieval.bench.common import cpu_seconds, dir_mb, wait_for_quiet
 
 SPIN = "import time\nt = time.time()\nwhile time.time() - t < 60: pass"
 
@@ -45,3 +45,11 @@ def test_no_process_to_watch_is_no_wait():
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert cpu_seconds(gone.pid) is None and wait_for_quiet(gone.pid)["quiet"] is None
+
+
+def test_dir_mb_counts_the_files_below_a_folder_and_nothing_for_a_missing_one(tmp_path):
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "one.bin").write_bytes(b"x" * 2**20)
+    (tmp_path / "a" / "b" / "two.bin").write_bytes(b"x" * 2**19)
+    assert dir_mb(tmp_path) == 1.5
+    assert dir_mb(tmp_path / "absent") is None and dir_mb(None) is None
