@@ -8,6 +8,7 @@ import streamlit as st
 from retrieval.errors import LookupLabError
 from retrieval.store import indexing
 from retrieval.store.corpus_status import IndexHealth, IndexReading, corpus_health, read_index
+from retrieval.store.support_fit import ensure_fit
 
 from . import keys, resources
 from .render import error, md
@@ -33,6 +34,8 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         if rebuild:
             store.drop()
         report = indexing.ingest(store, ctx.corpus, model, progress=progress)
+        bar.progress(0.0, text="Fitting the support estimate's baselines on the knowledge base's own probes…")
+        norms, ran = ensure_fit(store, ctx.corpus, ctx.lookup_services(record=False), ctx.settings, progress=fit_progress(bar))
     except LookupLabError as exc:
         bar.empty()
         error("Ingest failed", exc, "Fix the cause above and press the button again; finished entries are kept.")
@@ -51,9 +54,25 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
     st.session_state[keys.INGEST_RESULT] = (
         f"Indexed **{md(ctx.settings.collection)}** in {report.seconds:.1f} s: {report.added} added, "
         f"{report.updated} updated, {report.unchanged} unchanged, {report.removed} removed, "
-        f"{report.chunks_embedded} chunks embedded.{repaired}"
+        f"{report.chunks_embedded} chunks embedded.{repaired} {fit_note(norms, ran)}"
     )
     return True
+
+
+def fit_progress(bar):
+    def show(stage: str, done: int, total: int) -> None:
+        bar.progress(done / total if total else 1.0, text=f"{stage}: {done} of {total}")
+
+    return show
+
+
+def fit_note(norms, ran) -> str:
+    """The support fit after an ingest, in one sentence."""
+    if norms is None:
+        return "The support estimate reads the reference baselines (too few probes in this knowledge base)."
+    if ran is None:
+        return f"Support baselines unchanged (fit {norms.fit_id})."
+    return f"Support baselines fitted on {ran.probes} probes of this knowledge base in {ran.seconds:.1f} s (fit {norms.fit_id})."
 
 
 @st.cache_data(ttl=15, show_spinner=False)

@@ -31,10 +31,12 @@ from retrieval.config import Settings, load_settings
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
+from retrieval.core.support_norms import SupportNorms
 from retrieval.engine.server import connect, port_open
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.evals.catalog import CorpusChoice, known_corpora, same_path
 from retrieval.records.invocations import InvocationStore
+from retrieval.services import stored_norms
 from retrieval.store.embedding import Embedder
 from retrieval.store.factory import knowledge_store
 from retrieval.store.weaviate_store import KnowledgeStore
@@ -366,7 +368,12 @@ class AppContext:
         store = self.store
         model = self.embedder() if store is not None and self.settings.l1_enabled else None
         return LookupServices(
-            l0=self.l0, embedder=model, store=store, recorder=self.recorder if record else None, l1_unavailable=self.conn.error
+            l0=self.l0,
+            embedder=model,
+            store=store,
+            recorder=self.recorder if record else None,
+            l1_unavailable=self.conn.error,
+            norms=None if store is None else support_norms(_connection_key(self.settings), self.settings.collection, store),
         )
 
 
@@ -420,6 +427,13 @@ def index_summary(key: tuple, collection: str, _client: Any, _settings: Settings
         return len(store.indexed_entry_ids()), store.count_chunks(), None
     except Exception as exc:
         return None, None, f"{type(exc).__name__}: {exc}"
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def support_norms(key: tuple, collection: str, _store: KnowledgeStore) -> SupportNorms | None:
+    """The collection's support baselines (None: the reference ones), read again at most every 15 s, so a fit made
+    by an ingest elsewhere is read."""
+    return stored_norms(_store)
 
 
 def collection_summary(ctx: AppContext) -> tuple[int | None, int | None, str | None]:

@@ -10,7 +10,7 @@ from app_support.render import md
 from retrieval.core.candidates import Candidate
 from retrieval.core.lookup import MAX_QUERY_CHARS, lookup_knowledge
 from retrieval.core.pipeline import weights_of
-from retrieval.core.ranking import explain, percent
+from retrieval.core.ranking import explain, fit_words, percent
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.evals.comparison import excluded_by_filter
 from retrieval.types.modes import L1Status
@@ -128,9 +128,15 @@ elif not recorded and ctx.recorder is not None:
 
 # --- the answer first: the top result, the verdict, why each result is where it is ----------------------------
 rel = result.relevance
-if result.results:
+if result.results and rel.semantic_support:
     top = result.results[0]
     st.markdown(f"### {md(top.title)}\n`{md(top.entry_id)}` · domain {md(top.domain)} · from {md(str(top.source))}")
+elif result.results:
+    top = result.results[0]
+    st.markdown(
+        f"### No supported answer in the knowledge base\nThe nearest entry: **{md(top.title)}** · `{md(top.entry_id)}` · "
+        f"domain {md(top.domain)} · from {md(str(top.source))}"
+    )
 else:
     st.markdown("### No result\nNeither L0 nor L1 found anything for this query.")
 show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
@@ -144,16 +150,16 @@ c3.metric(
     percent(rel.confidence),
     delta="named in full: supported" if named else None,
     delta_color="off",
-    help="The estimated chance that the top result is right, fitted per embedding model on real queries of every "
-    "style (answerable and unanswerable); semantic support is claimed at or above the threshold, and always for an "
-    "entry the query names in full.",
+    help="The estimated chance that the top result is right: its similarity and BM25F score read against what a "
+    "sibling entry gets in this knowledge base (fitted on its own probes), weighed by a model fitted on real queries of "
+    "every style; semantic support is claimed at or above the threshold, and always for an entry the query names in full.",
 )
 c4.metric("Total latency", f"{result.timings_ms.get('total', 0.0):.0f} ms")
 if rel.confidence is not None and rel.threshold is not None:
     st.caption(
         f"Support estimate {percent(rel.confidence)}: of lookups whose top result gets this estimate, about that share "
         f"have it right. Support is claimed from {percent(rel.threshold)}; an entry the query names in full is always "
-        f"supported. Model: {md(result.embedding_model)}."
+        f"supported. Model: {md(result.embedding_model)}; {md(fit_words(rel.fit))}."
     )
 if result.results:
     # "why here" as a list: in a table column its sentences squeezed every row to 8-10 lines

@@ -42,13 +42,17 @@ def ingest(
     corpus: Path | None = CorpusOpt,
     rebuild: bool = typer.Option(False, help="drop the collection first"),
 ) -> None:
-    """Index the corpus in Weaviate. Unchanged entries are not embedded again."""
+    """Index the corpus in Weaviate (unchanged entries are not embedded again), then fit the support estimate's
+    baselines on the knowledge base's own probes when its entries or settings changed since the last fit."""
     from retrieval.core.corpus import load_corpus
+    from retrieval.core.hints import L0Index
+    from retrieval.core.protocols import LookupServices
     from retrieval.engine.server import connect
     from retrieval.progress import progress_display
     from retrieval.services import open_embedder
     from retrieval.store import indexing
     from retrieval.store.factory import knowledge_store
+    from retrieval.store.support_fit import ensure_fit
 
     try:
         settings = _settings(config, corpus_dir=corpus)
@@ -65,6 +69,8 @@ def ingest(
         embedder = open_embedder(settings)
         with progress_display() as show:
             report = indexing.ingest(store, loaded, embedder, progress=show)
+            services: LookupServices = LookupServices(l0=L0Index(loaded.entries), embedder=embedder, store=store)
+            norms, ran = ensure_fit(store, loaded, services, settings, progress=show)
         typer.echo(
             json.dumps(
                 {
@@ -72,6 +78,11 @@ def ingest(
                     "collection": settings.collection,
                     "skipped_files": len(loaded.problems),
                     **report.to_dict(),
+                    "support_fit": {
+                        **(norms.describe() if norms is not None else {"kind": "reference"}),
+                        "fitted_now": ran is not None,
+                        "seconds": None if ran is None else round(ran.seconds, 2),
+                    },
                 }
             )
         )
@@ -107,6 +118,7 @@ def lookup(
     if as_json:
         typer.echo(json.dumps(result, ensure_ascii=False))
         return
+    typer.echo(answer_line(result))
     l1 = result["l1"]
     typer.echo(f"layer: {result['layer']}   routing: {result['routing']}   L1: {l1['status']}")
     if l1.get("error"):
@@ -116,6 +128,16 @@ def lookup(
     rel = result["relevance"]
     typer.echo(f"relevance: {rel['level']} (semantic support: {'yes' if rel['semantic_support'] else 'no'}) - {rel['reason']}")
     typer.echo(f"invocation: {result['invocation_id']}")
+
+
+def answer_line(result: dict) -> str:
+    """The first line of a lookup in text: whether the knowledge base holds a supported answer, and which."""
+    rel, results = result["relevance"], result["results"]
+    if rel["semantic_support"] and results:
+        return f"{result['answer']}: {results[0]['entry_id']} (support estimate {rel['estimate']})"
+    if results:
+        return f"{result['answer']} (the nearest entries are listed; support estimate {rel['estimate']})"
+    return f"{result['answer']}: nothing found"
 
 
 def _lookup_here(settings, query: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from weaviate import WeaviateClient
@@ -13,12 +13,15 @@ from retrieval.config import Settings, db_budget
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
+from retrieval.core.self_calibration import SelfCalibration
+from retrieval.core.support_norms import SupportNorms
 from retrieval.engine.server import connect
 from retrieval.errors import L1Error, WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.records.spool import SpoolRecorder
 from retrieval.store.embedding import Embedder
 from retrieval.store.factory import knowledge_store
+from retrieval.store.support_fit import ensure_fit, read_fit
 from retrieval.store.weaviate_store import KnowledgeStore
 
 
@@ -79,6 +82,36 @@ def open_runtime(
         recorder = InvocationStore(settings.invocation_db, budget=db_budget(settings))
         recorder.start_background_flush()
     services = LookupServices[KnowledgeStore, Embedder, InvocationStore | SpoolRecorder](
-        l0=L0Index(corpus.entries), embedder=embedder, store=store, recorder=recorder, l1_unavailable=why
+        l0=L0Index(corpus.entries),
+        embedder=embedder,
+        store=store,
+        recorder=recorder,
+        l1_unavailable=why,
+        norms=stored_norms(store),
     )
     return Runtime(settings, corpus, services, client)
+
+
+def stored_norms(store: KnowledgeStore | None) -> SupportNorms | None:
+    """The support baselines the collection keeps (retrieval.store.support_fit), or None (the lookup then reads the
+    model's reference ones): no store, no fit yet, or one that cannot be read."""
+    if store is None:
+        return None
+    try:
+        fit = read_fit(store)
+    except Exception:  # an unreadable fit, or a server that cannot answer now: the reference baselines serve
+        return None
+    return None if fit is None else fit.norms
+
+
+def refresh_support_fit(
+    runtime: Runtime, *, progress: Callable[[str, int, int], None] | None = None, force: bool = False
+) -> SelfCalibration | None:
+    """After an ingest: the collection's support fit made current (a self-calibration when its key changed, or
+    `force`), and the runtime's lookups reading it. Returns the calibration when one ran. Raises LookupLabError."""
+    services = runtime.services
+    if services.store is None or services.embedder is None:
+        return None
+    norms, ran = ensure_fit(services.store, runtime.corpus, services, runtime.settings, progress=progress, force=force)
+    runtime.services = replace(services, norms=norms)
+    return ran

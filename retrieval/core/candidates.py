@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -31,3 +32,14 @@ class Candidate:
             "chunk_index": self.chunk_index,
             "snippet": self.snippet[:240],
         }
+
+
+def without(found: Sequence[Sequence[Candidate]], drop: Collection[str], depth: int) -> tuple[tuple[Candidate, ...], ...]:
+    """Each L1 list (the vector list first) without the entries `drop`, cut to `depth`, as the lookup would have got it
+    from a knowledge base without them: a list after the first (BM25F, which fetches no vectors) takes its candidates'
+    similarities from the first as cut."""
+    lists = [tuple(c for c in f if c.entry_id not in drop)[:depth] for f in found]
+    if len(lists) > 1:
+        sims = {c.entry_id: c.similarity for c in lists[0]}
+        lists[1:] = [tuple(replace(c, similarity=sims.get(c.entry_id)) for c in f) for f in lists[1:]]
+    return tuple(lists)

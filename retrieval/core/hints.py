@@ -74,7 +74,7 @@ class L0Index:
         self._by_row = list(self.entries.values())
         self._named = [tuple(f" {k} " for k in named_keys(e)) for e in self._by_row]
         self._per_domain = Counter(e.domain for e in self._by_row)
-        row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
+        row_of = self._row_of = {entry_id: i for i, entry_id in enumerate(self.entries)}
         self._domain_codes: dict[str, int] = {}
         self._domain_of_row = np.array(
             [self._domain_codes.setdefault(match_key(e.domain), len(self._domain_codes)) for e in self._by_row], dtype=np.int32
@@ -162,8 +162,11 @@ class L0Index:
                     )
         return sorted(out, key=lambda d: (-d["weight"], d["key"], d["field"]))
 
-    def match(self, query: str, *, keep_ratio: float = KEEP_RATIO, max_matches: int = MAX_MATCHES) -> L0Hints:
-        """Match `query` against every pattern at once and return the hint data."""
+    def match(
+        self, query: str, *, keep_ratio: float = KEEP_RATIO, max_matches: int = MAX_MATCHES, exclude: str | None = None
+    ) -> L0Hints:
+        """Match `query` against every pattern at once and return the hint data. `exclude`: an entry id matched as if
+        the corpus did not hold it (a probe of the support calibration asks what its entry's siblings get)."""
         spans = content_spans(query)
         keys = [t.key for t in spans.tokens]
         haystack = f" {' '.join(keys)} "
@@ -180,7 +183,8 @@ class L0Index:
         domain_terms = {
             self._domain_codes[pattern]: terms.of(p.term) for pattern in found for p in found[pattern] if p.field == "domain"
         }
-        candidates, beyond = self._candidates(pats, terms, domain_terms, keep_ratio, max_matches)
+        skip = self._row_of.get(exclude) if exclude is not None else None
+        candidates, beyond = self._candidates(pats, terms, domain_terms, keep_ratio, max_matches, skip)
         scored = []
         for row, (ordered, score) in candidates:
             entry = self._by_row[row]
@@ -200,6 +204,7 @@ class L0Index:
         domain_terms: dict[int, TermMatch],
         keep_ratio: float,
         max_matches: int,
+        skip: int | None = None,
     ) -> tuple[list[tuple[int, tuple[tuple[TermMatch, ...], float]]], Beyond | None]:
         """(row, (its matched terms best first, their summed weight)) of the entries whose rough score reaches
         keep_ratio of the best (the best max_matches of them), and, when there were more, what all of them add
@@ -236,6 +241,10 @@ class L0Index:
         codes = self._domain_of_row[rows]
         for code, domain_term in domain_terms.items():
             rough[codes == code] += domain_term.weight
+        if skip is not None:
+            rough[rows == skip] = -np.inf  # an excluded entry is no candidate
+            if not np.isfinite(rough).any():
+                return [], None
         keep = np.flatnonzero(rough >= keep_ratio * rough.max() * (1 - 1e-9))  # below any exact score that can pass
         beyond = None
         if len(keep) > max_matches:

@@ -41,8 +41,14 @@ class LookupResult:
     def fallback(self) -> bool:
         return self.l0.has_match and self.l1.status is not L1Status.OK
 
+    @property
+    def answer(self) -> str:
+        """What an agent reads first: whether the knowledge base holds a supported answer."""
+        return self.relevance.verdict
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "answer": self.answer,
             "invocation_id": self.invocation_id,
             "created_at": self.created_at,
             "query": self.query,

@@ -19,7 +19,8 @@ from retrieval.core.hints import EntryMatch, L0Hints
 from retrieval.core.ranking import FusionWeights, Relevance, ResultItem, assess, fuse
 from retrieval.core.routing import category_filter
 from retrieval.core.search_request import SearchRequest
-from retrieval.core.support import support_model
+from retrieval.core.support import reference_norms, support_model
+from retrieval.core.support_norms import SupportNorms
 from retrieval.errors import L1Error
 from retrieval.types.modes import L1Status, LookupMode, SearchMode
 
@@ -187,12 +188,15 @@ def judge(
     lexical: Sequence[Candidate],
     query: str,
     settings: Settings,
+    norms: SupportNorms | None = None,
 ) -> Relevance:
-    """The support assessment of the top result, with the settings' model and threshold."""
+    """The support assessment of the top result, with the settings' model and threshold, read against the knowledge
+    base's `norms` (None: the model's reference baselines)."""
     return assess(
         results,
         l1_status,
         support=support_model(settings.embedding_model),
+        norms=norms or reference_norms(settings.embedding_model),
         vector=vector,
         lexical=lexical,
         query=query,

@@ -10,6 +10,7 @@ from retrieval.core.candidates import Candidate
 from retrieval.core.hints import L0Index
 from retrieval.core.record import InvocationRecord
 from retrieval.core.search_request import SearchRequest
+from retrieval.core.support_norms import SupportNorms
 
 
 class KnowledgeSearch(Protocol):
@@ -46,3 +47,4 @@ class LookupServices(Generic[Store, Model, Sink]):
     store: Store | None = None
     recorder: Sink | None = None
     l1_unavailable: str | None = None  # why L1 cannot be used, when it cannot
+    norms: SupportNorms | None = None  # the knowledge base's support baselines; None: the model's reference ones

@@ -9,6 +9,7 @@ from typing import Any
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
 from retrieval.core.support import SupportFeatures, SupportModel, features_of
+from retrieval.core.support_norms import SupportNorms
 from retrieval.types.modes import L1Status, MissingScore, SearchMode, Source
 
 
@@ -68,6 +69,10 @@ class FusionWeights:
     missing: MissingScore = MissingScore.ZERO
 
 
+SUPPORTED = "supported answer in the knowledge base"
+NOT_SUPPORTED = "no supported answer in the knowledge base"
+
+
 @dataclass(frozen=True)
 class Relevance:
     """How far the top result can be trusted. `confidence`: the estimated chance that it is right (None when
@@ -79,16 +84,24 @@ class Relevance:
     confidence: float | None = None
     threshold: float | None = None
     features: SupportFeatures | None = None
+    fit: dict[str, Any] | None = field(default=None, compare=False)  # which fit gave the estimate: model and baselines
+
+    @property
+    def verdict(self) -> str:
+        """The claim in the words an agent reads first."""
+        return SUPPORTED if self.semantic_support else NOT_SUPPORTED
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "semantic_support": self.semantic_support,
+            "verdict": self.verdict,
             "level": self.level,
             "reason": self.reason,
             "confidence": None if self.confidence is None else round(self.confidence, 4),
             "estimate": percent(self.confidence),
             "threshold": self.threshold,
             "features": None if self.features is None else self.features.to_dict(),
+            "fit": self.fit,
         }
 
 
@@ -264,14 +277,36 @@ def percent(chance: float | None) -> str:
     return f"{chance:.0%}"
 
 
-def evidence_text(similarity: float, margin: float, lexical_per_word: float) -> str:
-    """What the estimate read, in words: the similarity and how it stands against the most similar other candidate
-    (a negative margin means another candidate is more similar than the top result), and BM25F per query word."""
+def evidence_text(similarity: float, margin: float, lexical_per_word: float, sibling: float | None = None) -> str:
+    """What the estimate read, in words: the similarity, against what a sibling entry gets in this knowledge base for a
+    query this long (`sibling`) and against the most similar other candidate (a negative margin means another
+    candidate is more similar than the top result), and BM25F per query word."""
     if margin >= 0:
         against = f"{margin:.2f} above the next most similar entry"
     else:
         against = f"{-margin:.2f} below another candidate, which is more similar than the top result"
-    return f"similarity {similarity:.2f}, {against}; BM25F {lexical_per_word:.1f} per query word"
+    base = ""
+    if sibling is not None:
+        gap = similarity - sibling
+        base = f" ({abs(gap):.2f} {'above' if gap >= 0 else 'below'} what a sibling entry gets here)"
+    return f"similarity {similarity:.2f}{base}, {against}; BM25F {lexical_per_word:.1f} per query word"
+
+
+def fit_words(fit: dict[str, Any] | None) -> str:
+    """Which fit gave an estimate, as people read it."""
+    if not fit:
+        return "no support fit"
+    base = fit.get("baselines") or {}
+    if base.get("kind") == "self":
+        where = f"this knowledge base's own baselines (fit {base.get('id')}, {base.get('probes')} probe runs)"
+    else:
+        where = "the reference baselines (this knowledge base has no fit of its own yet: ingest it or run calibrate --self)"
+    return f"read against {where}"
+
+
+def fit_of(support: SupportModel, norms: SupportNorms) -> dict[str, Any]:
+    """Which fit gave an estimate, as recorded with the lookup: the labelled model and the knowledge base's baselines."""
+    return {"model": support.fitted_on, "baselines": norms.describe()}
 
 
 def assess(
@@ -279,14 +314,16 @@ def assess(
     l1_status: L1Status,
     *,
     support: SupportModel,
+    norms: SupportNorms,
     vector: Sequence[Candidate] = (),
     lexical: Sequence[Candidate] = (),
     query: str = "",
     threshold: float | None = None,
 ) -> Relevance:
-    """Relevance of the top result: the support estimate (`support`, fitted for the embedding model) from the
-    ranking and the candidates of both L1 queries, and the claim at `threshold` (default: the model's). An
-    entry the query names in full is supported whatever the estimate: the user said which entry they meant."""
+    """Relevance of the top result: the support estimate (`support`, fitted for the embedding model, read against
+    this knowledge base's `norms`) from the ranking and the candidates of both L1 queries, and the claim at
+    `threshold` (default: the model's). An entry the query names in full is supported whatever the estimate: the
+    user said which entry they meant."""
     if not results:
         return Relevance(False, "none", f"No L0 match and L1 {l1_status}: nothing found.")
     top = results[0]
@@ -294,9 +331,11 @@ def assess(
         return Relevance(False, "low", f"Keyword evidence only (L0); L1 {l1_status}, so no semantic support.")
     cut = support.cut(threshold)
     features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
-    chance = support.probability(features)
+    chance = support.probability(features, norms)
+    fit = fit_of(support, norms)
     l0 = "; L0 agrees" if top.source == Source.BOTH else ""
-    evidence = evidence_text(features.similarity, features.similarity_margin, features.lexical_per_word)
+    sibling = norms.expected("similarity").at(features.query_length)
+    evidence = evidence_text(features.similarity, features.similarity_margin, features.lexical_per_word, sibling)
     if top.named:
         return Relevance(
             True,
@@ -306,6 +345,7 @@ def assess(
             chance,
             cut,
             features,
+            fit,
         )
     if chance >= cut:
         level = "high" if chance >= max(HIGH_CONFIDENCE, cut) else "medium"
@@ -316,6 +356,7 @@ def assess(
             chance,
             cut,
             features,
+            fit,
         )
     return Relevance(
         False,
@@ -325,4 +366,5 @@ def assess(
         chance,
         cut,
         features,
+        fit,
     )

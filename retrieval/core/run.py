@@ -18,8 +18,9 @@ from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch, L0Hints
 from retrieval.core.pipeline import Pipeline, judge, limit_of, rank, route, search_l1, with_similarities
 from retrieval.core.protocols import LookupServices
-from retrieval.core.ranking import Relevance, ResultItem, listed, percent
-from retrieval.core.support import features_of, support_model
+from retrieval.core.ranking import Relevance, ResultItem, fit_of, listed, percent
+from retrieval.core.support import features_of, reference_norms, support_model
+from retrieval.core.support_norms import SupportNorms
 from retrieval.errors import L1Error
 from retrieval.types.modes import L1Status, Layer, LookupMode, SearchMode
 
@@ -124,7 +125,9 @@ def run_pipeline(
 
     t0 = time.perf_counter()
     matches = hints.matches if options.rank_l0 else ()
-    results, relevance = rank_and_assess(matches, l1.found, pipeline, settings, searched, l1.status, k=k, fill=fill)
+    results, relevance = rank_and_assess(
+        matches, l1.found, pipeline, settings, searched, l1.status, k=k, fill=fill, norms=services.norms
+    )
     # the cards query for BM25F-only results is L1's time, the rest of ranking and assessing the fusion's
     timings["fuse"] = (time.perf_counter() - t0) * 1000 - fill_ms[0]
     if fill is not None:
@@ -177,10 +180,12 @@ def rank_and_assess(
     *,
     k: int,
     fill: Callable[[Sequence[ResultItem]], Sequence[ResultItem]] | None = None,
+    norms: SupportNorms | None = None,
 ) -> tuple[tuple[ResultItem, ...], Relevance]:
     """The ranking of a pipeline's candidates and its relevance assessment. A fusion pipeline fuses L0 and its L1
     lists at the settings' weights (`fill`: the similarities of results only BM25F found, before the assessment);
-    a single query keeps its own list; no query: L0's own ranking."""
+    a single query keeps its own list; no query: L0's own ranking. The support estimate reads the knowledge base's
+    `norms` (None: the model's reference baselines)."""
     vector = tuple(found[0]) if found else ()
     lexical = tuple(found[1]) if len(found) > 1 else ()
     if pipeline.fusion or not pipeline.l1:
@@ -189,14 +194,19 @@ def rank_and_assess(
             results = tuple(fill(results))
         if not pipeline.l1:
             return results, Relevance(False, "low" if results else "none", "L0 alone: no semantic retrieval in this run.")
-        return results, judge(results, status, vector, lexical, searched, settings)
+        return results, judge(results, status, vector, lexical, searched, settings, norms)
     mode = pipeline.queries[0].mode
     results = tuple(listed(vector, mode, k=k))
-    return results, _single_support(results, vector, mode, searched, settings)
+    return results, _single_support(results, vector, mode, searched, settings, norms)
 
 
 def _single_support(
-    results: Sequence[ResultItem], found: Sequence[Candidate], mode: SearchMode, searched: str, settings: Settings
+    results: Sequence[ResultItem],
+    found: Sequence[Candidate],
+    mode: SearchMode,
+    searched: str,
+    settings: Settings,
+    norms: SupportNorms | None,
 ) -> Relevance:
     """The support estimate of one query's top result, as the lookup's would be with that signal alone."""
     if not results:
@@ -213,8 +223,9 @@ def _single_support(
         searched,
     )
     model = support_model(settings.embedding_model)
-    chance = model.probability(features)
+    baselines = norms or reference_norms(settings.embedding_model)
+    chance = model.probability(features, baselines)
     cut = model.cut(settings.support_threshold)
     claimed = chance >= cut
     reason = f"The {mode} query alone: an estimated {percent(chance)} chance that its top result is right."
-    return Relevance(claimed, "medium" if claimed else "low", reason, chance, cut, features)
+    return Relevance(claimed, "medium" if claimed else "low", reason, chance, cut, features, fit_of(model, baselines))

@@ -1,14 +1,10 @@
 """Semantic support: the estimated chance that the top result is right, and the claim made from it.
 
-The estimate is a logistic model over features of one lookup whose scale does not grow with the query's length:
-the top result's similarity and its margin over the next most similar entry, its BM25F score per query word
-and the BM25F margin, the ranks each signal gave it, and the fused score's margin; and the query's length itself
-(log of its distinct words), so that the model can read a similarity differently for a six-word title and a
-forty-word alert description (held out, the worst-kept promise over the shared sets went from 0.71 to 0.85 of
-its target with it). It is fitted per embedding
-model (cosines of two models are not on one scale) by `fit`, on the shared answerable and unanswerable sets
-of both corpora, and the claim threshold is chosen by cross-validation (`python -m retrieval calibrate`).
-An entry the query names in full is always supported: the user said which entry they meant.
+The estimate is a logistic model (one per embedding model) of the top result's similarity and BM25F score per query
+word, each read against what a sibling entry gets in this knowledge base for a query this long (its SupportNorms,
+fitted without labels on the knowledge base's own probes), the similarity margin, whether both lists rank it first,
+and the query's length. Its weights are fitted on labelled eval sets and its score rescaled so that the estimate is
+calibrated (`python -m retrieval calibrate`). An entry the query names in full is always supported.
 """
 
 from __future__ import annotations
@@ -21,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from retrieval.core.candidates import Candidate
+from retrieval.core.support_norms import Baseline, SupportNorms
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -87,9 +84,30 @@ def features_of(
     )
 
 
+# What the model reads of a lookup: the top result's similarity and BM25F score per word each against what a sibling
+# gets in this knowledge base for a query this long (its SupportNorms), the similarity margin, whether both lists
+# rank it first, and the query's length.
+MODEL_INPUTS = ("similarity_vs_sibling", "similarity_margin", "lexical_vs_sibling", "agreement", "query_length")
+
+
+def model_inputs(features: SupportFeatures, norms: SupportNorms) -> np.ndarray:
+    length = features.query_length
+    return np.array(
+        [
+            features.similarity - norms.expected("similarity").at(length),
+            features.similarity_margin,
+            features.lexical_per_word - norms.expected("lexical_per_word").at(length),
+            features.agreement,
+            length,
+        ],
+        dtype=float,
+    )
+
+
 @dataclass(frozen=True)
 class SupportModel:
-    """Logistic regression on standardised features: P(top result right) = sigmoid(b + w · (x - mean) / scale)."""
+    """P(top result right) = sigmoid(a · (b + w · (x - mean) / scale) + c): a logistic model of MODEL_INPUTS whose
+    score is rescaled (`calibration` = (a, c)) so that the estimate is calibrated on the sets it was fitted on."""
 
     intercept: float
     weights: tuple[float, ...]
@@ -97,22 +115,28 @@ class SupportModel:
     scales: tuple[float, ...]
     threshold: float  # the claim is made at or above this probability
     fitted_on: str = ""  # what it was fitted on, for people
+    calibration: tuple[float, float] = (1.0, 0.0)
 
     def cut(self, override: float | None = None) -> float:
         """The claim threshold: `override` (the support_threshold setting) when given, else the fitted one."""
         return self.threshold if override is None else override
 
-    def probability(self, features: SupportFeatures) -> float:
-        x = (features.vector() - np.asarray(self.means)) / np.asarray(self.scales)
-        z = self.intercept + float(np.dot(np.asarray(self.weights), x))
+    def score(self, x: np.ndarray) -> float:
+        """The logistic model's log-odds of model inputs `x`, before the calibration."""
+        return self.intercept + float(np.dot(np.asarray(self.weights), (x - np.asarray(self.means)) / np.asarray(self.scales)))
+
+    def probability(self, features: SupportFeatures, norms: SupportNorms) -> float:
+        a, c = self.calibration
+        z = a * self.score(model_inputs(features, norms)) + c
         return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
     def to_dict(self) -> dict[str, object]:
         return {
             "intercept": round(self.intercept, 4),
-            "weights": dict(zip(FEATURE_NAMES, (round(w, 4) for w in self.weights), strict=True)),
-            "means": dict(zip(FEATURE_NAMES, (round(m, 4) for m in self.means), strict=True)),
-            "scales": dict(zip(FEATURE_NAMES, (round(s, 4) for s in self.scales), strict=True)),
+            "weights": dict(zip(MODEL_INPUTS, (round(w, 4) for w in self.weights), strict=True)),
+            "means": dict(zip(MODEL_INPUTS, (round(m, 4) for m in self.means), strict=True)),
+            "scales": dict(zip(MODEL_INPUTS, (round(s, 4) for s in self.scales), strict=True)),
+            "calibration": [round(v, 4) for v in self.calibration],
             "threshold": round(self.threshold, 3),
             "fitted_on": self.fitted_on,
         }
@@ -137,6 +161,21 @@ def fit(x: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None, *
     return SupportModel(float(theta[0]), tuple(map(float, theta[1:])), tuple(map(float, means)), tuple(map(float, scales)), 0.5)
 
 
+def fit_calibration(scores: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """(a, c) of sigmoid(a · score + c) fitted to the outcomes `y` as they come (Platt scaling): the estimate is then
+    calibrated on that mix of cases, and its order (so the claims) does not change."""
+    from scipy.optimize import minimize
+
+    s, t = np.asarray(scores, dtype=float), np.asarray(y, dtype=float)
+
+    def loss(theta: np.ndarray) -> float:
+        p = 1.0 / (1.0 + np.exp(-(theta[0] * s + theta[1])))
+        return float(-np.mean(t * np.log(p + 1e-12) + (1 - t) * np.log(1 - p + 1e-12)))
+
+    a, c = minimize(loss, np.array([1.0, 0.0]), method="L-BFGS-B", bounds=[(1e-3, None), (None, None)]).x
+    return float(a), float(c)
+
+
 def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     """Area under the ROC curve: the chance a right top result scores above a wrong one (None without both)."""
     s, lab = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
@@ -147,32 +186,57 @@ def auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     return float(wins / (len(pos) * len(neg)))
 
 
-# Fitted by `python -m retrieval calibrate` (retrieval.lab.calibration) on the shared answerable and unanswerable
-# sets of both corpora (8 sets, 334 cases) at the default fusion weights; docs/quality.md has the cross-validated figures.
+# Fitted by `python -m retrieval calibrate` (retrieval.lab.calibration) on the shared answerable and unanswerable sets
+# of both corpora at the default fusion weights, each corpus read against its own SupportNorms; docs/quality.md has the
+# cross-validated figures. REFERENCE_NORMS: the mean of the two shared corpora's self-fitted baselines, for a knowledge
+# base that has not been calibrated yet.
 SUPPORT_MODELS: dict[str, SupportModel] = {
     "bge-small-en-v1.5": SupportModel(
-        1.0086,
-        (1.5595, 0.4081, -0.3855, 1.0095, 0.3888, 0.1306, 0.1656, 0.1313, 0.1317, 0.6537),
-        (0.7752, 0.0409, 0.9663, 1.8779, 0.2639, 0.7890, 0.9004, 0.1461, 0.6168, 2.2510),
-        (0.0942, 0.0689, 0.1314, 1.0433, 0.2122, 0.3282, 0.2354, 0.1365, 0.4862, 0.5726),
-        0.38,
-        "bge-small-en-v1.5, vector 2.5 lexical 1 name 2, depth 15, BM25F missing at its last; shared sets of both corpora",
+        1.0434,
+        (1.7368, 0.7598, 1.1479, 0.1041, 0.7508),
+        (-0.0074, 0.0414, 0.4528, 0.6168, 2.251),
+        (0.0943, 0.0683, 0.9898, 0.4862, 0.5726),
+        0.62,
+        "bge-small-en-v1.5 2026-12-05: 8 shared sets, fusion 2.5/1/0, name 2, depth 15, bm25_last",
+        (0.8985, 0.5626),
     ),
     "all-MiniLM-L6-v2": SupportModel(
-        0.7235,
-        (1.1438, 0.0632, -0.3262, 0.8058, 0.3267, 0.0136, 0.3885, 0.5234, 0.4048, 0.6549),
-        (0.6535, 0.0793, 0.9176, 1.8291, 0.2639, 0.8873, 0.8169, 0.1875, 0.6078, 2.2510),
-        (0.1844, 0.1044, 0.2235, 1.0775, 0.2122, 0.2483, 0.3177, 0.1649, 0.4882, 0.5726),
-        0.44,
-        "all-MiniLM-L6-v2, vector 2.5 lexical 1 name 2, depth 15, BM25F missing at its last; shared sets of both corpora",
+        0.6721,
+        (1.1957, 0.2605, 0.9619, 0.7388, 0.5285),
+        (-0.0213, 0.0794, 0.4412, 0.6078, 2.251),
+        (0.179, 0.1043, 1.0136, 0.4882, 0.5726),
+        0.6,
+        "all-MiniLM-L6-v2 2026-12-05: 8 shared sets, fusion 2.5/1/0, name 2, depth 15, bm25_last",
+        (0.9453, 0.5109),
     ),
     "e5-small-v2": SupportModel(
-        0.8877,
-        (1.1644, 0.6157, -0.1042, 1.0111, 0.2347, 0.2742, 0.1359, 0.4907, -0.0992, 0.6460),
-        (0.8730, 0.0150, 0.9640, 1.8774, 0.2639, 0.7846, 0.9054, 0.1175, 0.6257, 2.2510),
-        (0.0351, 0.0259, 0.1351, 1.0436, 0.2122, 0.3415, 0.2346, 0.1154, 0.4839, 0.5726),
-        0.40,
-        "e5-small-v2, vector 2.5 lexical 1 name 2, depth 15, BM25F missing at its last; shared sets of both corpora",
+        0.9351,
+        (1.4219, 1.0464, 1.2655, 0.0653, 0.6779),
+        (0.001, 0.015, 0.428, 0.6257, 2.251),
+        (0.0345, 0.0259, 0.9911, 0.4839, 0.5726),
+        0.5,
+        "e5-small-v2 2026-12-05: 8 shared sets, fusion 2.5/1/0, name 2, depth 15, bm25_last",
+        (0.9435, 0.6248),
+    ),
+}
+REFERENCE_NORMS: dict[str, SupportNorms] = {
+    "bge-small-en-v1.5": SupportNorms(
+        (("similarity", Baseline(0.7366, 0.0209)), ("lexical_per_word", Baseline(1.3227, 0.0574))),
+        "reference",
+        0,
+        "the mean of the shared corpora's own baselines (kubevirt, runbooks)",
+    ),
+    "all-MiniLM-L6-v2": SupportNorms(
+        (("similarity", Baseline(0.5993, 0.037)), ("lexical_per_word", Baseline(1.3152, 0.0451))),
+        "reference",
+        0,
+        "the mean of the shared corpora's own baselines (kubevirt, runbooks)",
+    ),
+    "e5-small-v2": SupportNorms(
+        (("similarity", Baseline(0.8604, 0.0055)), ("lexical_per_word", Baseline(1.3762, 0.0437))),
+        "reference",
+        0,
+        "the mean of the shared corpora's own baselines (kubevirt, runbooks)",
     ),
 }
 
@@ -180,3 +244,8 @@ SUPPORT_MODELS: dict[str, SupportModel] = {
 def support_model(embedding_model: str) -> SupportModel:
     """The support estimate fitted for an embedding model (its cosines have their own scale)."""
     return SUPPORT_MODELS[embedding_model]
+
+
+def reference_norms(embedding_model: str) -> SupportNorms:
+    """The baselines a knowledge base is read against until it has its own (`calibrate --self`, or an ingest)."""
+    return REFERENCE_NORMS[embedding_model]

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from retrieval.config import Settings
 from retrieval.core.lookup import lookup_knowledge, search_text
@@ -35,6 +36,7 @@ class ConfigRun(RunFigures):
     case_id: str = ""
     config: str = ""
     timings_ms: dict[str, float] = field(default_factory=dict)
+    fit: dict[str, Any] | None = None  # which support fit gave its estimate (Relevance.fit)
 
     def rank_of(self, expected: dict[str, int]) -> int | None:
         for i, entry_id in enumerate(self.ranking):
@@ -75,6 +77,7 @@ def run_case(case, config: str, services: LookupServices, settings: Settings, ru
             case_id=case.id,
             config=config,
             timings_ms=dict(res.timings_ms),
+            fit=res.relevance.fit,
         )
     pipeline = config_pipeline(config, settings)
     if pipeline.l1 and (services.store is None or services.embedder is None):
@@ -95,4 +98,5 @@ def run_case(case, config: str, services: LookupServices, settings: Settings, ru
         case_id=case.id,
         config=config,
         timings_ms=timings,
+        fit=run.relevance.fit,
     )

@@ -19,6 +19,7 @@ from retrieval.errors import EvalSetError
 from retrieval.evals.cases import CaseResult, ConfigOutcome
 from retrieval.evals.configs import CONFIGS, DEPTH, ConfigRun, run_case
 from retrieval.evals.ranking_metrics import METRICS, SMALL_SAMPLE, compute_metrics, compute_significance, ranx_runs
+from retrieval.evals.reliability import reliability
 from retrieval.evals.routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
 from retrieval.evals.sets import EvalSet
 
@@ -48,6 +49,8 @@ class EvalReport:
     cases: tuple[CaseResult, ...]
     warnings: list[str]
     filter_effect: dict[str, Any] = field(default_factory=dict)  # l1_filtered against l1_unfiltered, when both ran
+    # per configuration with a support estimate: its reliability (evals.reliability), predicted against right top results
+    calibration: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # rows given as their JSON (a saved run's, or built by hand) become typed rows
@@ -68,6 +71,7 @@ class EvalReport:
             "cases": [c.to_dict() for c in self.cases],
             "warnings": self.warnings,
             "filter_effect": self.filter_effect,
+            "calibration": self.calibration,
         }
 
     def metrics_table(self) -> list[dict[str, Any]]:
@@ -131,6 +135,7 @@ def run_eval(
     cases_by_id = {c.id: c for c in eval_set.cases}
     routing: dict[str, dict[str, Any]] = {}
     latency: dict[str, dict[str, float | None]] = {}
+    calibration: dict[str, Any] = {}
     for config, case_runs in runs.items():
         obs = [
             RoutingObservation(
@@ -147,7 +152,11 @@ def run_eval(
         routing[config] = routing_metrics(obs, entry_domains)
         # how well the support estimate tells right top results from wrong and unanswerable ones
         scored = [(r.confidence, r.rank_of(cases_by_id[r.case_id].expected) == 1) for r in case_runs]
-        routing[config]["support_auc"] = auc([c for c, _ in scored if c is not None], [ok for c, ok in scored if c is not None])
+        estimated = [(c, ok) for c, ok in scored if c is not None]
+        routing[config]["support_auc"] = auc([c for c, _ in estimated], [ok for _, ok in estimated])
+        rel = reliability([c for c, _ in estimated], [ok for _, ok in estimated])
+        if rel is not None:
+            calibration[config] = {**rel.to_dict(), "estimated_cases": len(estimated), "fit": _fit_of(case_runs)}
         stages = sorted({s for r in case_runs for s in r.timings_ms})
         latency[config] = {
             f"{s}_{name}": _percentile([r.timings_ms[s] for r in case_runs if s in r.timings_ms], q)
@@ -192,7 +201,13 @@ def run_eval(
         cases=tuple(cases_out),
         warnings=warnings,
         filter_effect=effect,
+        calibration=calibration,
     )
+
+
+def _fit_of(runs: Sequence[ConfigRun]) -> dict[str, Any] | None:
+    """Which support fit the runs' estimates came from (the first that says)."""
+    return next((r.fit for r in runs if r.fit is not None), None)
 
 
 def support_points(report: EvalReport, config: str = "lookup") -> list[dict[str, Any]]:

@@ -22,6 +22,15 @@ def register(app: typer.Typer) -> None:
     app.command("eval")(eval_cmd)
 
 
+def fit_line(norms, ran) -> str:
+    """What the support estimate reads this knowledge base against, in one line."""
+    if norms is None:
+        why = f": {ran.notes[0]}" if ran is not None and ran.notes else ""
+        return f"support fit: the reference baselines{why}"
+    how = f"fitted now on {ran.probes} probes in {ran.seconds:.1f} s" if ran is not None else "kept from an earlier fit"
+    return f"support fit {norms.fit_id} of this knowledge base ({norms.probes} probe runs), {how}"
+
+
 def _fail(exc: Exception) -> None:
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(2)
@@ -56,7 +65,7 @@ def eval_cmd(
     from retrieval.evals.report import metrics_text, render_html
     from retrieval.evals.sets import load_eval_set
     from retrieval.progress import progress_display
-    from retrieval.services import open_runtime
+    from retrieval.services import open_runtime, refresh_support_fit
     from retrieval.store import indexing
 
     try:
@@ -88,6 +97,9 @@ def eval_cmd(
                 f"{ingest_report.added + ingest_report.updated} embedded",
                 err=True,
             )
+            with progress_display() as show:
+                ran = refresh_support_fit(runtime, progress=show)
+            typer.echo(fit_line(runtime.services.norms, ran), err=True)
         with progress_display() as show:
             result = run_eval(
                 loaded,

@@ -16,6 +16,7 @@ from retrieval.core.lookup import search_text
 from retrieval.core.pipeline import L1Query, Pipeline, lookup_pipeline, route
 from retrieval.core.protocols import LookupServices
 from retrieval.core.run import RunOptions, run_pipeline
+from retrieval.core.support_norms import SupportNorms
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
 from retrieval.evals.sets import EvalSet
@@ -73,6 +74,7 @@ class CaseSignals:
     found: Mapping[QueryKey, tuple[Candidate, ...]]
     query: str = ""  # what was searched (search_text of the case's query)
     corpus: str = ""  # the corpus folder's name the set ran on: leave-one-corpus-out holds out all its sets
+    norms: SupportNorms | None = None  # its knowledge base's support baselines (None: the model's reference ones)
 
 
 def collect_signals(
@@ -114,7 +116,8 @@ def collect_signals(
             if progress:
                 progress(f"Weaviate queries ({eval_set.name})", i * len(keys) + j + 1, total)
         relevant = frozenset(e for e, g in case.expected.items() if g > 0)
-        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found, query, Path(settings.corpus_dir).name))
+        corpus = Path(settings.corpus_dir).name
+        out.append(CaseSignals(eval_set.name, case.id, relevant, hints.matches, found, query, corpus, services.norms))
     return out
 
 

@@ -21,7 +21,7 @@ from retrieval.config import Settings, load_settings
 from retrieval.core.corpus import Entry
 from retrieval.core.lookup import LookupResult, lookup_knowledge
 from retrieval.errors import EntryNotFound, QueryError
-from retrieval.services import Runtime, open_runtime
+from retrieval.services import Runtime, open_runtime, refresh_support_fit
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.types.limits import EXCERPT_CHARS, MAX_TOP_K
@@ -127,8 +127,11 @@ def open_knowledge_lookup(
         store = runtime.services.store
         if ingest and store is not None:
             report = indexing.ingest(store, runtime.corpus, runtime.services.embedder)
+            ran = refresh_support_fit(runtime)
             if log:
                 log(f"collection {settings.collection}: {report.unchanged} unchanged, {report.added + report.updated} embedded")
+                if ran is not None:
+                    log(f"support baselines fitted on {ran.probes} probes of the knowledge base in {ran.seconds:.1f} s")
         elif store is not None and log and store.count_chunks() == 0:
             log(
                 f"collection {settings.collection} is empty: answers come from L0 only until "

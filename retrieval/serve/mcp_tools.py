@@ -41,13 +41,18 @@ READ_INPUT = {
 LOOKUP_OUTPUT = {
     "type": "object",
     "properties": {
+        "answer": {
+            "type": "string",
+            "description": "read this first: 'supported answer in the knowledge base', or 'no supported answer in the "
+            "knowledge base' (then the results are only the nearest entries)",
+        },
         "invocation_id": {"type": "string"},
         "layer": {"type": "string", "description": "L0+L1, L0, L1 or none: which layers answered"},
         "results": {"type": "array", "items": {"type": "object", "required": ["entry_id", "title", "domain", "score", "source"]}},
         "relevance": {"type": "object", "required": ["semantic_support", "level", "reason"]},
         "hints": {"type": "object", "description": "L0 hint data: matched titles, keywords (with field), domains, entities"},
     },
-    "required": ["invocation_id", "layer", "results", "relevance", "hints"],
+    "required": ["answer", "invocation_id", "layer", "results", "relevance", "hints"],
 }
 ENTRY_OUTPUT = {
     "type": "object",
@@ -66,7 +71,9 @@ TOOLS = [
         annotations=READ_ONLY,
         description=(
             "Search the operations knowledge base (runbooks) for entries that answer a question or an alert. "
-            "Returns ranked entries (entry_id, title, domain, score, source: L0 keyword match, L1 semantic match or "
+            "Its first field, answer, says whether the base holds a supported answer ('no supported answer in the "
+            "knowledge base': the entries listed are only the nearest ones). Returns ranked entries (entry_id, title, "
+            "domain, score, source: L0 keyword match, L1 semantic match or "
             f"both, and an excerpt of up to {EXCERPT_CHARS} characters), a relevance assessment (semantic_support: "
             "false means nothing in the base is semantically close, so do not rely on the results), the layer "
             "that answered, the L0 keyword hints and the invocation_id of the recorded call. Read a whole entry with read_entry."

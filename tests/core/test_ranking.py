@@ -5,7 +5,7 @@ import pytest
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
 from retrieval.core.ranking import FusionWeights, assess, explain, fuse
-from retrieval.core.support import support_model
+from retrieval.core.support import reference_norms, support_model
 
 L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)
 
@@ -81,13 +81,14 @@ def test_ties_break_by_entry_id():
 
 
 BGE = support_model("bge-small-en-v1.5")
+NORMS = reference_norms("bge-small-en-v1.5")
 
 
 def test_relevance_claims_support_only_from_l1_evidence():
     l0_only = fuse([m("a/X", 1.0)], [], k=5)
-    rel = assess(l0_only, "empty", support=BGE)
+    rel = assess(l0_only, "empty", support=BGE, norms=NORMS)
     assert (rel.semantic_support, rel.level, rel.confidence) == (False, "low", None) and "no semantic support" in rel.reason
-    assert assess([], "failed", support=BGE).level == "none"
+    assert assess([], "failed", support=BGE, norms=NORMS).level == "none"
 
 
 def _assessed(sim, margin, lex, *, named=False, threshold=None):
@@ -96,7 +97,8 @@ def _assessed(sim, margin, lex, *, named=False, threshold=None):
     l0 = [replace(m("a/X", 1.0), named=True)] if named else []
     results = fuse(l0, vec, lexical, k=5, weights=FusionWeights(vector=3.0, lexical=2.0, named=2.0))
     assert results[0].entry_id == "a/X"
-    return assess(results, "ok", support=BGE, vector=vec, lexical=lexical, query="pod crash looping restart", threshold=threshold)
+    query = "pod crash looping restart"
+    return assess(results, "ok", support=BGE, norms=NORMS, vector=vec, lexical=lexical, query=query, threshold=threshold)
 
 
 def test_a_clear_answer_is_supported_and_a_faint_neighbour_is_not():

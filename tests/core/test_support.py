@@ -4,7 +4,20 @@ import numpy as np
 import pytest
 
 from retrieval.core.candidates import Candidate
-from retrieval.core.support import FEATURE_NAMES, SUPPORT_MODELS, SupportFeatures, auc, features_of, fit, query_words
+from retrieval.core.support import (
+    FEATURE_NAMES,
+    MODEL_INPUTS,
+    REFERENCE_NORMS,
+    SUPPORT_MODELS,
+    SupportFeatures,
+    auc,
+    features_of,
+    fit,
+    fit_calibration,
+    model_inputs,
+    query_words,
+)
+from retrieval.core.support_norms import Baseline, SupportNorms
 
 
 def cand(entry_id, score, similarity=None):
@@ -49,22 +62,61 @@ def test_auc_by_hand():
     assert auc([0.5], [True]) is None
 
 
-def test_fit_learns_the_direction_of_a_separating_feature():
+NORMS = SupportNorms((("similarity", Baseline(0.70, 0.02)), ("lexical_per_word", Baseline(2.0, -0.2))), "self", 40)
+
+
+def feats(similarity=0.8, margin=0.05, lexical=2.0, agreement=1.0, words=6):
+    values = dict.fromkeys(FEATURE_NAMES, 0.5)
+    values.update(
+        similarity=similarity,
+        similarity_margin=margin,
+        lexical_per_word=lexical,
+        agreement=agreement,
+        query_length=math.log(words),
+    )
+    return SupportFeatures(**values)
+
+
+def test_model_inputs_read_similarity_and_bm25f_against_the_knowledge_base_s_baselines():
+    f = feats(similarity=0.80, lexical=2.5, words=6)
+    x = model_inputs(f, NORMS)
+    length = math.log(6)
+    assert len(x) == len(MODEL_INPUTS)
+    assert x[0] == pytest.approx(0.80 - (0.70 + 0.02 * length))  # above what a sibling gets here
+    assert x[1] == pytest.approx(0.05) and x[3] == 1.0 and x[4] == pytest.approx(length)
+    assert x[2] == pytest.approx(2.5 - (2.0 - 0.2 * length))
+    # the same similarity reads as weaker in a knowledge base whose siblings get more
+    higher = SupportNorms((("similarity", Baseline(0.78, 0.02)), ("lexical_per_word", Baseline(2.0, -0.2))), "self", 40)
+    assert model_inputs(f, higher)[0] < x[0]
+
+
+def test_fit_learns_the_direction_of_a_separating_input():
     rng = np.random.default_rng(3)
-    x = rng.normal(size=(200, len(FEATURE_NAMES)))
+    x = rng.normal(size=(200, len(MODEL_INPUTS)))
     y = (x[:, 0] + 0.1 * rng.normal(size=200) > 0).astype(float)
     model = fit(x, y)
     assert model.weights[0] > 1.0 and abs(model.weights[0]) == max(abs(w) for w in model.weights)
-    high = SupportFeatures(*([3.0] + [0.0] * (len(FEATURE_NAMES) - 1)))
-    low = SupportFeatures(*([-3.0] + [0.0] * (len(FEATURE_NAMES) - 1)))
-    assert model.probability(high) > 0.9 > 0.1 > model.probability(low)
+    assert model.score(np.array([3.0, 0, 0, 0, 0])) > 0 > model.score(np.array([-3.0, 0, 0, 0, 0]))
 
 
-def test_every_catalogued_model_has_a_fitted_support_estimate():
+def test_the_calibration_rescales_the_score_without_reordering_it():
+    rng = np.random.default_rng(5)
+    scores = rng.normal(size=400) * 3  # overconfident: the outcome follows a third of the score
+    y = (rng.random(400) < 1 / (1 + np.exp(-scores / 3))).astype(float)
+    a, c = fit_calibration(scores, y)
+    assert 0.2 < a < 0.6 and abs(c) < 0.3  # about a third, around zero
+    with_it = SUPPORT_MODELS["bge-small-en-v1.5"]
+    low, high = with_it.probability(feats(similarity=0.70), NORMS), with_it.probability(feats(similarity=0.90), NORMS)
+    assert 0.0 < low < high < 1.0
+
+
+def test_every_catalogued_model_has_a_fitted_support_estimate_and_reference_baselines():
     from retrieval.types.models import MODELS
 
-    assert set(SUPPORT_MODELS) == set(MODELS)
+    assert set(SUPPORT_MODELS) == set(MODELS) == set(REFERENCE_NORMS)
     for name, model in SUPPORT_MODELS.items():
-        assert len(model.weights) == len(model.means) == len(model.scales) == len(FEATURE_NAMES)
+        assert len(model.weights) == len(model.means) == len(model.scales) == len(MODEL_INPUTS)
         assert 0.0 < model.threshold < 1.0 and name in model.fitted_on
-        assert model.weights[FEATURE_NAMES.index("similarity")] > 0  # more similar: more likely right
+        assert model.weights[MODEL_INPUTS.index("similarity_vs_sibling")] > 0  # more similar: more likely right
+        assert model.calibration[0] > 0  # the rescaling keeps the order
+        assert REFERENCE_NORMS[name].kind == "reference"
