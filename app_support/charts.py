@@ -214,6 +214,36 @@ def support_estimates(points: Sequence[Mapping[str, Any]], threshold: float) -> 
     return _compact(fig, 320)
 
 
+def reliability_figure(calibration: Mapping[str, Any]) -> go.Figure:
+    """The support estimate's reliability diagram: per bin of the estimate, the share of top results that were right
+    against the mean estimate, each point as large as its bin is full (its count written beside it), and the
+    diagonal where "87% sure" means 87%."""
+    bins = list(calibration.get("bins", []))
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(dash="dash", color="#999"), name="perfectly calibrated")
+    fig.add_scatter(
+        x=[b["predicted"] for b in bins],
+        y=[b["observed"] for b in bins],
+        mode="lines+markers+text",
+        text=[str(b["count"]) for b in bins],
+        textposition="top center",
+        marker=dict(size=[8 + 22 * (b["count"] / max(calibration.get("cases", 1), 1)) ** 0.5 for b in bins], color="#4c78a8"),
+        customdata=[[b["low"], b["high"], b["count"]] for b in bins],
+        hovertemplate="estimate %{customdata[0]:.1f}–%{customdata[1]:.1f}: %{customdata[2]} cases, "
+        "mean estimate %{x:.2f}, right %{y:.2f}<extra></extra>",
+        name="cases per bin",
+    )
+    fig.update_layout(
+        title=f"Reliability of the support estimate (ECE {calibration.get('ece', 0):.3f})",
+        xaxis_title="support estimate (mean of the bin)",
+        yaxis_title="share whose top result was right",
+        xaxis_range=[0, 1],
+        yaxis_range=[-0.05, 1.08],
+        showlegend=False,
+    )
+    return _compact(fig, 360)
+
+
 SWEEP_MIN_SPAN = 0.05  # a sweep chart's colour or y range spans at least this much of the metric: 0.007 looks small
 
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
+from retrieval.core.ranking import fit_words
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
 from retrieval.evals.evaluation import CONFIGS, METRICS, run_eval, support_points
@@ -160,6 +161,19 @@ if "lookup" in report.configs:
     )
     chart = charts.support_estimates(support_points(report), float(report.settings.get("support_threshold") or 0.5))
     st.plotly_chart(chart, width="stretch")
+    calibration = report.calibration.get("lookup")
+    if calibration:
+        st.markdown(
+            f"**Calibration** of the support estimate: predicted hit@1 (the mean estimate) "
+            f"**{calibration['predicted_hit1']:.3f}** against measured **{calibration['hit1']:.3f}** "
+            f"({calibration['gap']:+.3f}); expected calibration error **{calibration['ece']:.3f}**."
+        )
+        st.caption(
+            "Each point is a bin of the estimate: how many cases fell in it, their mean estimate and the share whose top "
+            "result was right. On the dashed line, an estimate of 87% is right 87% of the time. "
+            f"{md(fit_words(calibration.get('fit')))}."
+        )
+        st.plotly_chart(charts.reliability_figure(calibration), width="stretch", key="eval_reliability")
 if report.filter_effect:
     effect = report.filter_effect
     hurt = effect["hurt_cases"]

@@ -25,12 +25,17 @@ def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
     report = json.loads(ingest.stdout)
     assert report["entries_total"] == 108 and report["added"] == 108
     assert "embedding: 108/108" in ingest.stderr  # progress is shown
+    fit = report["support_fit"]  # the support baselines fitted on the knowledge base's own probes, after the ingest
+    assert fit["kind"] == "self" and fit["fitted_now"] and fit["probes"] > 200 and fit["seconds"] > 0
+    assert "support calibration probes" in ingest.stderr
     again = json.loads(cli("ingest", env=env).stdout)
     assert (again["unchanged"], again["chunks_embedded"]) == (108, 0)  # incremental: nothing re-embedded
+    assert again["support_fit"]["id"] == fit["id"] and not again["support_fit"]["fitted_now"]  # nor probed again
 
     out = cli("lookup", "Pod is crash looping.", "--json", env=env)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)  # stdout holds exactly one JSON object (server logs go elsewhere)
+    assert next(iter(data)) == "answer" and data["answer"] == "supported answer in the knowledge base"  # read first
     assert data["layer"] == "L0+L1"
     assert data["l1"]["filter"] == {"category": "kubernetes"}
     assert data["results"][0]["entry_id"] == "kubernetes/KubePodCrashLooping"
@@ -40,13 +45,25 @@ def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
     assert set(data["l1"]) >= {"status", "filter", "candidates", "error"}
     assert set(data["results"][0]) >= {"entry_id", "title", "domain", "score", "source"}
     relevance = data["relevance"]
-    assert set(relevance) == {"semantic_support", "level", "reason", "confidence", "estimate", "threshold", "features"}
+    assert set(relevance) == {
+        *("semantic_support", "verdict", "level", "reason", "confidence", "estimate", "threshold", "features", "fit")
+    }
     assert relevance["estimate"] in relevance["reason"]  # one wording of the estimate: the figure the text gives
+    assert relevance["fit"]["baselines"] == {"kind": "self", "id": fit["id"], "probes": fit["probes"]}  # the fit it read
     assert data["embedding_model"] == "bge-small-en-v1.5"
 
-    rows = cli("sql", f"SELECT layer, l1_status FROM tool_invocation WHERE id = '{data['invocation_id']}'", "--json", env=env)
+    sql = (
+        "SELECT layer, l1_status, json_extract_string(retrieval_details, '$.relevance.fit.baselines.id') AS fit "
+        f"FROM tool_invocation WHERE id = '{data['invocation_id']}'"
+    )
+    rows = cli("sql", sql, "--json", env=env)
     assert rows.returncode == 0, rows.stderr
-    assert json.loads(rows.stdout.splitlines()[0]) == {"layer": "L0+L1", "l1_status": "ok"}
+    assert json.loads(rows.stdout.splitlines()[0]) == {"layer": "L0+L1", "l1_status": "ok", "fit": fit["id"]}  # recorded
+
+    unanswerable = cli("lookup", "how do I bake sourdough bread with rye flour", env=env)
+    assert unanswerable.returncode == 0, unanswerable.stderr
+    first = unanswerable.stdout.splitlines()[0]
+    assert first.startswith("no supported answer in the knowledge base (the nearest entries are listed"), first
 
 
 def test_dead_weaviate_url_still_answers_from_l0(cli_env):
@@ -69,6 +86,8 @@ def test_lookup_through_a_url_and_plain_output(cli_env):
     out = cli("lookup", "PostgreSQL replication lag on the standby", env=cli_env)
     assert out.returncode == 0, out.stderr
     assert "layer: L0+L1" in out.stdout and "databases/PostgresReplicationLag" in out.stdout
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("supported answer in the knowledge base: databases/PostgresReplicationLag (support estimate ")
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\x01\x07\t"])

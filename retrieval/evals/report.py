@@ -205,6 +205,13 @@ def report_charts(report: EvalReport) -> list[tuple[str, str]]:
         threshold = float(report.settings.get("support_threshold") or 0.5)
         title = "Support estimate of lookup (the chance that the top result is right) by outcome"
         out.append(("Semantic support", charts.support_strips(support_points(report), threshold, title=title)))
+    calibration = report.calibration.get("lookup")
+    if calibration:
+        title = (
+            f"Reliability of lookup's support estimate: predicted hit@1 {calibration['predicted_hit1']:.3f}, "
+            f"measured {calibration['hit1']:.3f}, ECE {calibration['ece']:.3f}"
+        )
+        out.append(("Calibration of the support estimate", charts.reliability_diagram(calibration, title=title, width=900)))
     if report.filter_effect:
         counts = report.filter_effect["counts"]
         out.append(("The L0 filter", charts.counts_bars(counts, title="l1_filtered against l1_unfiltered, per answerable case")))

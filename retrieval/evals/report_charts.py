@@ -108,3 +108,43 @@ def support_strips(points: Sequence[Mapping[str, Any]], threshold: float, *, tit
     body.append(f"<line x1='{tx:.1f}' x2='{tx:.1f}' y1='{top - 4}' y2='{height - 30}' stroke='#555' stroke-dasharray='5,4'/>")
     body.append(f"<text x='{tx + 4:.1f}' y='{top + 6}' fill='#555'>support from {threshold:.2f}</text>")
     return _frame(width, height, title, body, title)
+
+
+def reliability_diagram(calibration: Mapping[str, Any], *, title: str, width: int = 520, height: int = 380) -> str:
+    """The support estimate's reliability diagram: per bin, the share of right top results against the mean estimate
+    (a dot as large as its bin is full, its count beside it), and the dashed diagonal of a calibrated estimate."""
+    left, right, top, bottom = 54, 16, 40, 44
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return left + plot_w * x, top + plot_h * (1 - y)
+
+    body = []
+    for i in range(6):
+        v = i / 5
+        x, _ = at(v, 0)
+        _, y = at(0, v)
+        body.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{top}' y2='{top + plot_h}' stroke='#eee'/>")
+        body.append(f"<line x1='{left}' x2='{left + plot_w}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eee'/>")
+        body.append(f"<text x='{x:.1f}' y='{top + plot_h + 16}' text-anchor='middle'>{v:.1f}</text>")
+        body.append(f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end'>{v:.1f}</text>")
+    (x0, y0), (x1, y1) = at(0, 0), at(1, 1)
+    body.append(f"<line x1='{x0}' y1='{y0}' x2='{x1}' y2='{y1}' stroke='#999' stroke-dasharray='5,4'/>")
+    body.append(f"<text x='{left + plot_w / 2}' y='{height - 8}' text-anchor='middle'>support estimate (mean of the bin)</text>")
+    body.append(
+        f"<text x='14' y='{top + plot_h / 2}' transform='rotate(-90 14 {top + plot_h / 2})' text-anchor='middle'>right</text>"
+    )
+    cases = max(int(calibration.get("cases", 1)), 1)
+    points = [(at(float(b["predicted"]), float(b["observed"])), b) for b in calibration.get("bins", [])]
+    if len(points) > 1:
+        path = " ".join(f"{x:.1f},{y:.1f}" for (x, y), _ in points)
+        body.append(f"<polyline points='{path}' fill='none' stroke='#4c78a8' stroke-width='1.5'/>")
+    for (x, y), b in points:
+        r = 3 + 9 * (int(b["count"]) / cases) ** 0.5
+        body.append(
+            f"<circle class='bin' cx='{x:.1f}' cy='{y:.1f}' r='{r:.1f}' fill='#4c78a8' fill-opacity='0.8'><title>"
+            f"{float(b['low']):.1f}–{float(b['high']):.1f}: {int(b['count'])} cases, mean estimate "
+            f"{float(b['predicted']):.2f}, right {float(b['observed']):.2f}</title></circle>"
+        )
+        body.append(f"<text x='{x + r + 3:.1f}' y='{y - 3:.1f}' fill='#555'>{int(b['count'])}</text>")
+    return _frame(width, height, title, body, title)

@@ -30,7 +30,7 @@ from retrieval.engine.standing import keep
 from retrieval.errors import LookupLabError
 from retrieval.serve.api import KnowledgeLookup
 from retrieval.serve.warm_client import PROTOCOL, settings_fingerprint, socket_path
-from retrieval.services import open_runtime
+from retrieval.services import open_runtime, stored_norms
 
 OPEN_WAIT_S = 90.0  # a call that arrives while the services open waits this long (the caller waits longer)
 
@@ -100,7 +100,8 @@ class WarmLookups:
             signature = corpus_signature(self.settings.corpus_dir)
             if signature != self._signature:
                 corpus = load_corpus(self.settings.corpus_dir)
-                services = dataclasses.replace(kb.runtime.services, l0=L0Index(corpus.entries))
+                store = kb.runtime.services.store  # and the support fit an ingest of the changed corpus keeps
+                services = dataclasses.replace(kb.runtime.services, l0=L0Index(corpus.entries), norms=stored_norms(store))
                 runtime = dataclasses.replace(kb.runtime, corpus=corpus, services=services)
                 self._kb, self._signature = KnowledgeLookup(runtime), signature
                 print(f"corpus changed: {len(corpus.entries)} entries read again", flush=True)

@@ -12,6 +12,7 @@ import yaml
 from playwright.sync_api import expect
 
 from retrieval.bench.app import RUN_DONE, WATCH_RUNS
+from retrieval.config import REPO_ROOT
 
 from ..conftest import RUNBOOKS, RUNBOOKS_EVAL, needs_shared
 from ..helpers.browser import (  # noqa: F401
@@ -347,3 +348,44 @@ def test_the_verdict_why_here_and_highlights_read_right_in_the_browser(page, sam
     assert "lag" not in chart.locator(".ytick text").all_inner_texts()  # one word of a title: left out at first
     rerun(page, lambda: page.get_by_text("Single title words too").click())
     expect(chart.locator(".ytick text").filter(has_text=re.compile(r"^lag$"))).to_have_count(1)
+
+
+# --- the support estimate: its calibration on Evaluate, its abstention on Lookup --------------------------------
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_evaluate_draws_the_reliability_of_the_support_estimate(page, sample_app, width, height):
+    """A run on the sample alerts draws the support estimate's reliability diagram (a point per bin of the estimate,
+    its count beside it, the diagonal of a calibrated estimate) under the predicted and measured hit@1 and the ECE."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_connected(page, sample_app, "evaluate?es=" + quote_plus("eval_sets/sample-ops-alerts.yaml"))
+    before = page.evaluate(WATCH_RUNS)
+    cases = len(yaml.safe_load((REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml").read_text(encoding="utf-8"))["cases"])
+    page.get_by_role("button", name=re.compile(rf"^Run {cases} cases")).click()
+    page.wait_for_function(RUN_DONE, arg=[before], timeout=600_000)
+    assert_no_exception(page, "evaluate")
+    words = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="Calibration of the support estimate")
+    expect(words).to_be_visible()
+    text = words.inner_text()
+    assert re.search(r"predicted hit@1 \(the mean estimate\) \d\.\d{3} against measured \d\.\d{3}", text), text
+    assert re.search(r"expected calibration error \d\.\d{3}", text), text
+    chart = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Reliability of the support estimate")
+    chart.scroll_into_view_if_needed()
+    expect(chart).to_be_visible()
+    counts = [int(t) for t in chart.locator(".scatterlayer .textpoint text").all_text_contents()]
+    assert sum(counts) == cases, counts  # every case in a bin, each bin's count written beside it
+    box = chart.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, box  # it fits the page
+    shot(page, f"sample-evaluate-reliability-{width}")
+
+
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_an_unanswerable_query_reads_as_no_supported_answer_first(page, sample_app, width, height):
+    page.set_viewport_size({"width": width, "height": height})
+    open_connected(page, sample_app)
+    type_query(page, "how do I bake sourdough bread with rye flour")
+    page.evaluate("window.scrollTo(0, 0)")
+    head = page.get_by_role("heading", name="No supported answer in the knowledge base").first
+    expect(head).to_be_visible()
+    expect(page.get_by_text("The nearest entry:").first).to_be_visible()
+    box = head.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= height, box  # in the first screen
+    shot(page, f"sample-lookup-no-supported-answer-{width}")

@@ -123,6 +123,7 @@ def test_lookup_shows_hint_panels_routing_candidates_results_latency_and_record(
     why = next(t for t in texts(at.markdown) if t.startswith("**Why here**")).split("**#1** ")[1].split(": ", 1)[1]
     assert why.startswith("vector #") and "score = " in why and "scaled to this query" in why  # which signals placed it
     assert any("Relevance" in t for t in texts(at.success) + texts(at.info) + texts(at.warning))
+    assert md.startswith("### PostgreSQL replication") or "### PostgreSQL replication" in md  # the answer heads the page
     stages = {t["name"].split(" ")[0] for spec in plotly_specs(at) for t in spec["data"]}
     assert {"L0", "embedding", "L1", "fuse", "recording"} <= stages
     record = at.json[0].proto.body
@@ -196,6 +197,15 @@ def test_lookup_before_the_first_ingest_says_so_and_ingests_in_place(monkeypatch
     assert metrics(at)["Layer"] == "L0+L1"
     assert KnowledgeStore(weaviate_client, "TestLookupUnindexed").count_chunks() > 0
     KnowledgeStore(weaviate_client, "TestLookupUnindexed").drop()
+
+
+def test_an_unanswerable_query_heads_with_the_verdict_and_the_nearest_entry(app_env):
+    at = open_app()
+    at.text_input(key="q").input("how do I bake sourdough bread with rye flour").run()
+    assert_clean(at)
+    (head,) = [t for t in texts(at.markdown) if t.startswith("### ")]
+    assert head.startswith("### No supported answer in the knowledge base\nThe nearest entry: **")
+    assert any("semantic support: no" in t for t in texts(at.warning))
 
 
 def test_lookup_escapes_user_text(app_env):
@@ -681,6 +691,14 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     (threshold,) = [shape["x0"] for shape in support["layout"]["shapes"]]
     claimed = sum(v >= threshold for x in drawn.values() for v in x)
     assert 0 < claimed < 48
+    # the calibration: predicted hit@1 beside the measured one, the error, and the reliability diagram's bins
+    (calibration,) = [t for t in texts(at.markdown) if t.startswith("**Calibration** of the support estimate")]
+    (diagram,) = [f for f in plotly_specs(at) if f["layout"]["title"]["text"].startswith("Reliability")]
+    bins = diagram["data"][1]
+    assert sum(int(n) for n in bins["text"]) == 48 and all(0 <= v <= 1 for v in bins["x"] + bins["y"])
+    hit1 = float(table["hit@1"]["lookup"].split(" ")[0])
+    assert f"against measured **{hit1:.3f}**" in calibration and "expected calibration error **" in calibration
+    assert any("read against" in t for t in texts(at.caption))  # which fit gave the estimates
     # the lookups were recorded under the run tag, 48 cases. The app's store appends to its spool and its
     # background flusher moves the rows into DuckDB every second; the spool it is appending to is its own
     # (another store of the process leaves it alone), so the last rows show within a flush or two.

@@ -256,3 +256,16 @@ def test_without_common_terms_the_hints_are_those_of_an_exact_count():
     low, high = L0Index(_crowd(240), common_postings=240), L0Index(_crowd(240), common_postings=10**9)
     for q in ["latency", "latency alpha3", "latency on db", "svc004 latency", "Service 004 slow"]:
         assert low.match(q).to_dict() == high.match(q).to_dict(), q
+
+
+def test_an_excluded_entry_is_matched_as_if_the_corpus_did_not_hold_it():
+    idx = L0Index(ENTRIES)
+    full = idx.match("disk full on the PostgreSQL primary")
+    assert full.matches[0].entry_id == "databases/PostgresDiskFull" and "databases" in full.domains
+    without = idx.match("disk full on the PostgreSQL primary", exclude="databases/PostgresDiskFull")
+    assert "databases/PostgresDiskFull" not in {m.entry_id for m in without.matches}
+    assert [m.entry_id for m in without.matches] == ["storage/VolumeDiskFull"]  # the sibling that remains
+    assert without.domains == ("storage",)  # so the routing follows what the knowledge base would then hold
+    # the one entry a query matches, excluded: no match at all, and an unknown id excludes nothing
+    assert idx.match("etcd has no leader", exclude="etcd/etcdNoLeader").matches == ()
+    assert idx.match("etcd has no leader", exclude="no/such").matches[0].entry_id == "etcd/etcdNoLeader"

@@ -222,3 +222,30 @@ def test_support_points_sort_cases_by_outcome(runbooks_run):
             assert named[p["case"]]["configs"]["lookup"]["ranking"][0].split("/")[-1] in named[p["case"]]["query"], p
     auc = report.routing["lookup"]["support_auc"]
     assert auc is None or 0.5 < auc <= 1.0
+
+
+def test_the_json_carries_the_support_estimate_s_calibration(runbooks_run):
+    _, report, *_ = runbooks_run
+    data = json.loads(json.dumps(report.to_dict(), default=str))
+    cal = data["calibration"]["lookup"]
+    confidences = [c["configs"]["lookup"]["confidence"] for c in data["cases"]]
+    assert all(p is not None for p in confidences) and cal["cases"] == cal["estimated_cases"] == len(confidences)
+    assert cal["predicted_hit1"] == pytest.approx(sum(confidences) / len(confidences), abs=1e-3)
+    assert cal["hit1"] == pytest.approx(report.metrics["lookup"]["hit@1"], abs=1e-4)
+    assert sum(b["count"] for b in cal["bins"]) == len(confidences)
+    right = [c["configs"]["lookup"]["rank"] == 1 for c in data["cases"]]
+    ece = 0.0
+    for b in cal["bins"]:  # the error recomputed from the cases, bin by bin
+        inside = [
+            (p, ok) for p, ok in zip(confidences, right, strict=True) if b["low"] <= p < b["high"] or (p == 1.0 == b["high"])
+        ]
+        assert len(inside) == b["count"]
+        ece += (
+            len(inside)
+            / len(confidences)
+            * abs(sum(p for p, _ in inside) / len(inside) - sum(ok for _, ok in inside) / len(inside))
+        )
+    assert cal["ece"] == pytest.approx(ece, abs=1e-3)
+    # which fit gave the estimates: this collection has no fit of its own here, so the reference baselines
+    assert cal["fit"]["baselines"]["kind"] == "reference" and "bge-small-en-v1.5" in cal["fit"]["model"]
+    assert "l0_only" not in data["calibration"]  # L0 alone has no estimate

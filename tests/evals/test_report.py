@@ -334,3 +334,18 @@ def test_significance_is_against_lookup_with_holm_and_says_so():
 def test_a_timestamp_that_is_not_one_reads_as_given():
     assert created_text("2026-12-01T09:30:00+01:00") == "2026-12-01 08:30 UTC"
     assert created_text("yesterday") == "yesterday"
+
+
+def test_the_report_draws_the_reliability_of_the_support_estimate():
+    from retrieval.evals.reliability import reliability
+
+    rel = reliability([0.95, 0.9, 0.85, 0.3, 0.2], [True, True, False, False, False]).to_dict()
+    page = render_html(replace(tiny_report(), calibration={"lookup": rel}))
+    labels = re.findall(r"aria-label='([^']+)'", page)
+    (label,) = [x for x in labels if x.startswith("Reliability of lookup")]
+    assert f"predicted hit@1 {rel['predicted_hit1']:.3f}" in label and f"ECE {rel['ece']:.3f}" in label
+    diagram = page.split(f"aria-label='{label}'")[1].split("</svg>")[0]
+    assert diagram.count("<circle class='bin'") == len(rel["bins"]) == 4  # bins 0.2, 0.3, 0.8 and 0.9
+    assert "stroke-dasharray='5,4'" in diagram  # the diagonal of a calibrated estimate
+    assert "<h2>Calibration of the support estimate</h2>" in page
+    assert not [x for x in re.findall(r"aria-label='([^']+)'", render_html(tiny_report())) if x.startswith("Reliability")]

@@ -91,6 +91,9 @@ def test_http_lists_tools_answers_reads_an_entry_and_records_the_call_for_reader
     assert out["relevance"] == want.relevance.to_dict() and out["layer"] == want.layer
     assert out["hints"]["domains"] == list(want.l0.domains) and "matches" not in out["hints"]
     assert out["results"][0]["source"] in ("L0", "L1", "both") and out["relevance"]["semantic_support"] is True
+    assert next(iter(out)) == "answer" and out["answer"] == "supported answer in the knowledge base"  # an agent reads it first
+    assert called.content[0].text.startswith('{"answer":"supported answer in the knowledge base"')
+    assert "answer" in tools["lookup_knowledge"].output_schema["required"]
     assert not entry.is_error
     whole = direct.entry(out["results"][0]["entry_id"])
     assert entry.structured_content["text"] == whole.text and entry.structured_content["title"] == whole.title
@@ -364,3 +367,18 @@ def test_twenty_http_clients_times_fifty_calls_store_a_thousand_rows_none_lost_o
         by_client[r["session_tag"]] = by_client.get(r["session_tag"], 0) + 1
     assert by_client == {f"load-{i:02d}": CALLS for i in range(CLIENTS)}
     print(f"{CLIENTS * CALLS} calls from {CLIENTS} clients in {seconds:.1f} s ({CLIENTS * CALLS / seconds:.0f} calls/s)")
+
+
+def test_an_unanswerable_query_says_so_in_its_first_field(served):
+    _, url, _ = served
+
+    async def talk():
+        async with http_client(url, "test-http-agent") as client:
+            return await client.call_tool("lookup_knowledge", {"query": "how do I bake sourdough bread with rye flour"})
+
+    called = run(talk())
+    out = called.structured_content
+    assert not called.is_error and next(iter(out)) == "answer"
+    assert out["answer"] == "no supported answer in the knowledge base" and out["relevance"]["semantic_support"] is False
+    assert out["results"]  # the evidence is still listed: the nearest entries
+    assert called.content[0].text.startswith('{"answer":"no supported answer in the knowledge base"')
