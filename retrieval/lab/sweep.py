@@ -61,7 +61,8 @@ def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, floa
     pipeline = eval_pipeline(settings)
     found = tuple(s.found[k] for k in query_keys(settings))
     status = L1Status.OK if any(found) else L1Status.EMPTY
-    ranking, relevance = rank_and_assess(s.l0, found, pipeline, settings, s.query, status, k=max(DEPTH, settings.top_k))
+    k = max(DEPTH, settings.top_k)
+    ranking, relevance = rank_and_assess(s.l0, found, pipeline, settings, s.query, status, k=k, norms=s.norms)
     ids = [r.entry_id for r in ranking]
     place = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)
     recall = len(s.relevant & set(ids[:5])) / len(s.relevant) if s.relevant else 0.0

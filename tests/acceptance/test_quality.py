@@ -15,16 +15,26 @@ from retrieval.core.protocols import LookupServices
 from retrieval.evals.evaluation import CONFIGS, run_eval
 from retrieval.evals.sets import load_eval_set
 from retrieval.store import indexing
+from retrieval.store.support_fit import ensure_fit
 
 from ..conftest import KUBEVIRT, KUBEVIRT_EVAL, RUNBOOKS_EVAL, SHARED, needs_shared
 
 MARGIN = 0.02
 
 
+def _services(corpus, store, embedder, settings):
+    """The lookup's services as a user's ingest leaves them: reading the knowledge base's own support baselines."""
+    services = LookupServices(L0Index(corpus.entries), embedder, store)
+    norms, _ = ensure_fit(store, corpus, services, settings)
+    return replace(services, norms=norms)
+
+
 def _run(corpus, store, embedder, settings, path, collection):
     eval_set = load_eval_set(path, known_ids=[e.entry_id for e in corpus.entries])
-    services = LookupServices(L0Index(corpus.entries), embedder, store)
-    return run_eval(eval_set, services, settings.with_(collection=collection))
+    settings = settings.with_(collection=collection)
+    report = run_eval(eval_set, _services(corpus, store, embedder, settings), settings)
+    assert report.calibration["lookup"]["fit"]["baselines"]["kind"] == "self"
+    return report
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +68,19 @@ def _no_configuration_above_lookup(report, tolerance_cases=0):
     assert not above, f"configurations above lookup's mrr@10 {best:.3f}: {above}"
 
 
-def _support_promise(report, ratio):
-    """Right answers that get the support claim, as a share of hit@1: the claim is not withheld from most of them."""
+def _support_promise(report, ratio, gap):
+    """Right answers that get the support claim, as a share of hit@1: the claim is not withheld from most of them; and
+    the mean estimate (the predicted hit@1) within `gap` of the measured hit@1."""
     routing, hit1 = report.routing["lookup"], report.metrics["lookup"]["hit@1"]
     assert routing["correct_supported_rate"] >= ratio * hit1, (routing["correct_supported_rate"], hit1)
     assert routing["support_auc"] is not None and routing["support_auc"] >= 0.70
+    calibration = report.calibration["lookup"]
+    assert abs(calibration["predicted_hit1"] - hit1) <= gap, calibration
 
 
 # Figures of the defaults (bge-small-en-v1.5, vector 2.5, lexical 1, name 2, 15 candidates per list, a BM25F score
 # missing from a full list counted at its last) on the shared sets, measured with the eval CLI (docs/quality.md):
-# mrr@10, hit@1, correct_supported / hit@1. Floors are these less a margin.
+# mrr@10, hit@1, correct_supported / hit@1, predicted hit@1 - hit@1. Floors are these less a margin.
 def test_runbooks_summaries_floors(runbooks_report):
     m = runbooks_report.metrics["lookup"]
     print("runbooks lookup", m)
@@ -76,7 +89,7 @@ def test_runbooks_summaries_floors(runbooks_report):
     _no_configuration_above_lookup(runbooks_report)
     routing = runbooks_report.routing["lookup"]
     assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
-    _support_promise(runbooks_report, 0.979 - 0.05)
+    _support_promise(runbooks_report, 0.914 - 0.05, 0.08 + 0.04)
 
 
 def test_kubevirt_summaries_floors_with_the_same_settings(kubevirt_report):
@@ -87,14 +100,14 @@ def test_kubevirt_summaries_floors_with_the_same_settings(kubevirt_report):
     _no_configuration_above_lookup(kubevirt_report, tolerance_cases=1)
     routing = kubevirt_report.routing["lookup"]
     assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
-    _support_promise(kubevirt_report, 0.906 - 0.08)
+    _support_promise(kubevirt_report, 0.938 - 0.08, 0.02 + 0.04)
 
 
 @pytest.mark.parametrize(
-    "name, mrr, hit1, ratio",
-    [("kubevirt-alert-descriptions", 0.948, 0.897, 0.923), ("kubevirt-issue-titles", 0.777, 0.707, 0.805)],
+    "name, mrr, hit1, ratio, gap",
+    [("kubevirt-alert-descriptions", 0.948, 0.897, 0.962, 0.04), ("kubevirt-issue-titles", 0.777, 0.707, 0.780, 0.07)],
 )
-def test_kubevirt_descriptions_and_issue_titles_floors(name, mrr, hit1, ratio, kubevirt_store, embedder, base_settings):
+def test_kubevirt_descriptions_and_issue_titles_floors(name, mrr, hit1, ratio, gap, kubevirt_store, embedder, base_settings):
     path = SHARED / "eval_sets" / f"{name}.yaml"
     needs_shared(path)
     corpus, store = kubevirt_store
@@ -105,14 +118,14 @@ def test_kubevirt_descriptions_and_issue_titles_floors(name, mrr, hit1, ratio, k
     _no_configuration_above_lookup(report)
     routing = report.routing["lookup"]
     assert routing["routing_accuracy"] >= 0.94 and routing["filter_excluded_rate"] <= 0.06
-    _support_promise(report, ratio - 0.08)
+    _support_promise(report, ratio - 0.08, gap + 0.04)
 
 
 @pytest.mark.parametrize(
     "name, floor",
     [
-        ("runbooks-alert-summaries-unanswerable", 0.76 - 0.08),  # 25 cases: one case is 0.04
-        ("kubevirt-alert-descriptions-unanswerable", 0.909 - 0.07),  # long descriptions: 0.45 with the old BM25F rule
+        ("runbooks-alert-summaries-unanswerable", 0.88 - 0.08),  # 25 cases: one case is 0.04; 0.76 before the baselines
+        ("kubevirt-alert-descriptions-unanswerable", 0.97 - 0.07),  # long descriptions: 0.45 with the old BM25F rule
         ("kubevirt-issue-titles-unanswerable", 1.0 - 0.14),
     ],
 )
@@ -152,8 +165,8 @@ def test_a_query_that_names_its_alert_finds_that_runbook_first(
         corpus, store = request.getfixturevalue("kubevirt_store")
         path, collection = KUBEVIRT_EVAL, "TestKubevirt"
     eval_set = _as_notifications(path, corpus)
-    services = LookupServices(L0Index(corpus.entries), embedder, store)
-    report = run_eval(eval_set, services, base_settings.with_(collection=collection))
+    settings = base_settings.with_(collection=collection)
+    report = run_eval(eval_set, _services(corpus, store, embedder, settings), settings)
     m = report.metrics["lookup"]
     print(corpus_name, "notifications, lookup", m, "l0_only", report.metrics["l0_only"])
     assert m["mrr@10"] >= 0.98 - MARGIN and m["hit@1"] >= 0.97 - MARGIN
@@ -174,7 +187,7 @@ def test_eval_the_tool_and_the_sweep_rank_every_case_of_a_shared_set_alike(
 
     settings = base_settings.with_(collection="TestRunbooks", top_k=10)  # as run_eval runs the lookup
     eval_set = load_eval_set(RUNBOOKS_EVAL, known_ids=[e.entry_id for e in runbooks_corpus.entries])
-    services = LookupServices(L0Index(runbooks_corpus.entries), embedder, runbooks_store)
+    services = _services(runbooks_corpus, runbooks_store, embedder, settings)
     in_eval = {c.id: c.configs["lookup"] for c in runbooks_report.cases}
     signals = {s.case_id: s for s in collect_signals(eval_set, services, settings, query_keys(settings))}
     assert len(in_eval) == len(eval_set.cases) == len(signals) > 0
