@@ -48,7 +48,7 @@ def ingest(
     from retrieval.core.hints import L0Index
     from retrieval.core.protocols import LookupServices
     from retrieval.engine.server import connect
-    from retrieval.progress import progress_display
+    from retrieval.progress import in_units, progress_display
     from retrieval.services import open_embedder
     from retrieval.store import indexing
     from retrieval.store.factory import knowledge_store
@@ -70,7 +70,7 @@ def ingest(
         with progress_display() as show:
             report = indexing.ingest(store, loaded, embedder, progress=show)
             services: LookupServices = LookupServices(l0=L0Index(loaded.entries), embedder=embedder, store=store)
-            norms, ran = ensure_fit(store, loaded, services, settings, progress=show)
+            norms, ran = ensure_fit(store, loaded, services, settings, progress=in_units(show, "probes"))
         typer.echo(
             json.dumps(
                 {

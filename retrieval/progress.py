@@ -11,7 +11,7 @@ and one at the end: whole lines, never carriage returns.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
@@ -91,3 +91,8 @@ def progress_display(stream: TextIO | None = None, *, terminal: bool | None = No
         yield show
     finally:
         show.close()
+
+
+def in_units(show: LineProgress | BarProgress, unit: str) -> Callable[[str, int, int], None]:
+    """`show` as a (stage, done, total) callback that counts in `unit` ("probes", "queries")."""
+    return lambda stage, done, total: show(stage, done, total, unit)

@@ -188,7 +188,7 @@ def self_calibrate(
         runs.extend(r for r in (pair.with_entry, pair.without_entry) if r is not None)
         searches += pair.searches
         if progress:
-            progress("support calibration probes", i + 1, len(probes))
+            progress("support calibration", i + 1, len(probes))
     removed = [r for r in runs if not r.answerable and not r.named]
     notes = []
     norms = None

@@ -145,7 +145,7 @@ def _self_calibration(settings, *, keep_title: bool, as_json: bool) -> None:
     from retrieval.core.self_calibration import SelfCalibration, self_calibrate
     from retrieval.core.support import support_model
     from retrieval.errors import LookupLabError
-    from retrieval.progress import progress_display
+    from retrieval.progress import in_units, progress_display
     from retrieval.services import open_runtime, refresh_support_fit
     from retrieval.store import indexing
 
@@ -158,9 +158,11 @@ def _self_calibration(settings, *, keep_title: bool, as_json: bool) -> None:
             indexing.ingest(services.store, runtime.corpus, services.embedder, progress=show)
             result: SelfCalibration | None
             if keep_title:
-                result = self_calibrate(runtime.corpus.entries, services, settings, progress=show, keep_title=True)
+                result = self_calibrate(
+                    runtime.corpus.entries, services, settings, progress=in_units(show, "probes"), keep_title=True
+                )
             else:
-                result = refresh_support_fit(runtime, progress=show, force=True)
+                result = refresh_support_fit(runtime, progress=in_units(show, "probes"), force=True)
         if result is None:
             raise LookupLabError("the support calibration did not run: L1 is not connected")
     finally:

@@ -64,7 +64,7 @@ def eval_cmd(
     from retrieval.evals.gates import check_gates
     from retrieval.evals.report import metrics_text, render_html
     from retrieval.evals.sets import load_eval_set
-    from retrieval.progress import progress_display
+    from retrieval.progress import in_units, progress_display
     from retrieval.services import open_runtime, refresh_support_fit
     from retrieval.store import indexing
 
@@ -98,7 +98,7 @@ def eval_cmd(
                 err=True,
             )
             with progress_display() as show:
-                ran = refresh_support_fit(runtime, progress=show)
+                ran = refresh_support_fit(runtime, progress=in_units(show, "probes"))
             typer.echo(fit_line(runtime.services.norms, ran), err=True)
         with progress_display() as show:
             result = run_eval(

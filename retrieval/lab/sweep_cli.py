@@ -135,6 +135,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
     from retrieval.config import eval_set_corpus
     from retrieval.evals.sets import load_eval_set
     from retrieval.lab.sweep_signals import collect_signals
+    from retrieval.progress import in_units
     from retrieval.services import open_embedder, open_runtime, refresh_support_fit
     from retrieval.store import indexing
     from retrieval.store.factory import knowledge_store
@@ -165,7 +166,7 @@ def gather_signals(paths, loaded, base, corpus: Path | None, keys, show) -> list
                 if services.store is not None:
                     indexing.ingest(services.store, runtime.corpus, services.embedder, progress=show)
                 by_model[model] = services
-            refresh_support_fit(runtime, progress=show)  # the corpus's support baselines, fitted on its own probes
+            refresh_support_fit(runtime, progress=in_units(show, "probes"))  # the corpus's own support baselines
             checked = load_eval_set(path, known_ids=[e.entry_id for e in runtime.corpus.entries])
             others = {m: s for m, s in by_model.items() if m != settings.embedding_model}
             signals.extend(
