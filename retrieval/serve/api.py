@@ -12,7 +12,9 @@ The MCP server (retrieval.serve.mcp_server) is a thin protocol layer over this o
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +22,9 @@ from typing import Any
 from retrieval.config import Settings, load_settings
 from retrieval.core.corpus import Entry
 from retrieval.core.lookup import LookupResult, lookup_knowledge
+from retrieval.core.protocols import LookupServices
 from retrieval.errors import EntryNotFound, QueryError
-from retrieval.services import Runtime, open_runtime, refresh_support_fit
+from retrieval.services import Runtime, open_runtime, refresh_support_fit, stored_norms
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.types.limits import EXCERPT_CHARS, MAX_TOP_K
@@ -49,15 +52,21 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return flat[: cut if cut > limit // 2 else limit].rstrip(" ,;:.") + "…"
 
 
-class KnowledgeLookup:
-    """Open services and the lookups over them. Thread-safe: calls may run concurrently."""
+FIT_RECHECK_S = 10.0  # a long-lived process reads the collection's support fit again at most this often
 
-    def __init__(self, runtime: Runtime) -> None:
+
+class KnowledgeLookup:
+    """Open services and the lookups over them. Thread-safe: calls may run concurrently. The collection's support
+    fit is read again every `fit_recheck_s` (an ingest elsewhere refits it), at the first lookup after that long."""
+
+    def __init__(self, runtime: Runtime, *, fit_recheck_s: float = FIT_RECHECK_S) -> None:
         self.runtime = runtime
         self._entries = runtime.corpus.by_id()
         self._openings: dict[str, str] = {}
         self._per_k: dict[int, Settings] = {}
         self._lock = threading.Lock()
+        self._fit_recheck_s = fit_recheck_s
+        self._fit_read = time.monotonic()
 
     @property
     def settings(self) -> Settings:
@@ -71,7 +80,18 @@ class KnowledgeLookup:
     def lookup(self, query: str, top_k: int | None = None, *, session_tag: str | None = None) -> LookupResult:
         """lookup_knowledge once, recorded. Raises QueryError for a refused query or top_k."""
         k = check_top_k(top_k)
-        return lookup_knowledge(query, self.runtime.services, self._settings_for(k), session_tag=session_tag)
+        return lookup_knowledge(query, self._services(), self._settings_for(k), session_tag=session_tag)
+
+    def _services(self) -> LookupServices:
+        """The services, their support fit read again when it is due."""
+        services = self.runtime.services
+        if services.store is None or time.monotonic() - self._fit_read < self._fit_recheck_s:
+            return services
+        norms = stored_norms(services.store)
+        self._fit_read = time.monotonic()
+        if norms != services.norms:
+            services = self.runtime.services = dataclasses.replace(services, norms=norms)
+        return services
 
     def entry(self, entry_id: str) -> Entry:
         """The whole entry. Raises EntryNotFound (or QueryError for an id that is not text)."""

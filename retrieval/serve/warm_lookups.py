@@ -52,7 +52,7 @@ class WarmLookups:
         try:
             signature = corpus_signature(self.settings.corpus_dir)
             runtime = open_runtime(self.settings, record="spool-each", log=lambda m: print(m, flush=True))
-            kb = KnowledgeLookup(runtime)
+            kb = KnowledgeLookup(runtime, fit_recheck_s=0.0)  # a CLI call waits on its process start, not on this
             if runtime.services.embedder is not None:
                 runtime.services.embedder.embed_query("warm-up")  # the first inference builds onnxruntime's kernels
             with self._lock:
@@ -103,7 +103,7 @@ class WarmLookups:
                 store = kb.runtime.services.store  # and the support fit an ingest of the changed corpus keeps
                 services = dataclasses.replace(kb.runtime.services, l0=L0Index(corpus.entries), norms=stored_norms(store))
                 runtime = dataclasses.replace(kb.runtime, corpus=corpus, services=services)
-                self._kb, self._signature = KnowledgeLookup(runtime), signature
+                self._kb, self._signature = KnowledgeLookup(runtime, fit_recheck_s=0.0), signature
                 print(f"corpus changed: {len(corpus.entries)} entries read again", flush=True)
             return self._kb
 

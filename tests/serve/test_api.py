@@ -105,3 +105,26 @@ def test_check_top_k(value, ok):
 )
 def test_excerpt(text, limit, expected):
     assert excerpt(text, limit) == expected
+
+
+def test_a_long_lived_lookup_reads_a_support_fit_made_after_it_opened(base_settings, store, embedder, sample_corpus, tmp_path):
+    from retrieval.core.corpus import Corpus
+    from retrieval.serve.api import KnowledgeLookup
+    from retrieval.services import open_runtime
+    from retrieval.store import indexing
+    from retrieval.store.support_fit import ensure_fit
+
+    corpus = Corpus(sample_corpus.root, sample_corpus.entries[:30])
+    indexing.ingest(store, corpus, embedder)
+    settings = base_settings.with_(collection=store.name, db_path=tmp_path / "api.duckdb")
+    runtime = open_runtime(settings, embedder=embedder, record=False)
+    kb = KnowledgeLookup(runtime, fit_recheck_s=0.0)
+    try:
+        before = kb.lookup("Pod is crash looping").relevance.fit
+        assert before is not None and before["baselines"]["kind"] == "reference"  # no fit of its own yet
+        norms, _ = ensure_fit(store, corpus, runtime.services, settings)  # an ingest elsewhere fits it
+        after = kb.lookup("Pod is crash looping").relevance.fit
+        assert after is not None and after["baselines"] == norms.describe()
+        assert runtime.services.norms == norms  # the runtime holds it now: every lookup over it reads it
+    finally:
+        runtime.close()
