@@ -109,7 +109,10 @@ def test_ingest_and_eval_in_a_log(base_settings, tmp_path, fresh_collection, sam
     assert ingest.returncode == 0, ingest.stderr
     assert json.loads(ingest.stdout)["added"] == n
     steps = [line for line in ingest.stderr.splitlines() if LINE.match(line)]
-    assert steps == [f"embedding: 0/{n} entries", f"embedding: {n}/{n} entries"], ingest.stderr
+    assert steps[:2] == [f"embedding: 0/{n} entries", f"embedding: {n}/{n} entries"], ingest.stderr
+    probes = [LINE.match(line).groupdict() for line in steps[2:]]  # then the support fit, on the corpus's own probes
+    assert probes and all(p["stage"] == "support calibration" for p in probes), ingest.stderr
+    assert probes[-1]["done"] == probes[-1]["total"] and ingest.stderr.rstrip().endswith("probes")
     assert "\r" not in ingest.stderr and "\x1b[" not in ingest.stderr
 
     # eval on the session's indexed sample corpus: its ingest step has nothing to embed
@@ -124,6 +127,7 @@ def test_ingest_and_eval_in_a_log(base_settings, tmp_path, fresh_collection, sam
     assert out.returncode == 0, out.stderr[-3000:]
     assert "\r" not in out.stderr and "\x1b[" not in out.stderr
     lines = [m.groupdict() for m in map(LINE.match, out.stderr.splitlines()) if m]
+    lines = [d for d in lines if d["stage"] != "support calibration"]  # a fit made now, when the collection had none
     assert [(d["stage"], d["done"], d["total"]) for d in lines[:2]] == [("embedding", "0", "0"), ("eval", "1", lines[1]["total"])]
     evals = [(int(d["done"]), int(d["total"])) for d in lines if d["stage"] == "eval"]
     total = evals[-1][1]

@@ -41,11 +41,10 @@ def test_the_first_page_renders_while_weaviate_starts_and_connects_by_itself(pag
     sidebar = page.locator('[data-testid="stSidebar"]')
     starting = sidebar.get_by_text("L1 starting")
     connected = sidebar.get_by_text("L1 connected")
-    # the page is there before the server: a cold embedded start takes seconds, the rest of the page's run does not
-    expect(starting.or_(connected).first).to_be_visible()
-    saw_starting = starting.count() > 0
-    assert saw_starting, "the first page waited for Weaviate"
-    assert page.get_by_label("Query", exact=True).is_visible()
+    # the page is there before the server: a cold embedded start takes seconds, the rest of the page's run does not;
+    # so once the query box is drawn, the sidebar still says the server is starting
+    expect(page.get_by_label("Query", exact=True)).to_be_visible()
+    assert starting.count() > 0, "the first page waited for Weaviate"
     assert page.get_by_text("L1 unavailable").count() == 0  # starting is not a failure
     expect(connected).to_be_visible()  # no click, no reload: the status looks again and reruns the page
     connected_s = time.monotonic() - t0
