@@ -10,7 +10,7 @@ import streamlit as st
 
 from app_support import charts, eval_ui, keys, render, resources, urls
 from app_support.render import md
-from retrieval.core.ranking import fit_words
+from retrieval.core.relevance import fit_words
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
 from retrieval.evals.evaluation import CONFIGS, METRICS, run_eval, support_points

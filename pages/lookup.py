@@ -9,8 +9,9 @@ from app_support import charts, ingest, judging, keys, render, resources, urls
 from app_support.render import md
 from retrieval.core.candidates import Candidate
 from retrieval.core.lookup import MAX_QUERY_CHARS, lookup_knowledge
-from retrieval.core.pipeline import weights_of
-from retrieval.core.ranking import explain, fit_words, percent
+from retrieval.core.ranking import explain
+from retrieval.core.relevance import fit_words, percent
+from retrieval.core.runner import weights_of
 from retrieval.errors import LookupLabError, QueryError
 from retrieval.evals.comparison import excluded_by_filter
 from retrieval.types.modes import L1Status
@@ -98,7 +99,7 @@ if last is not None and last[0] == view and not explicit:
 else:
     recorded = explicit and ctx.recorder is not None and ctx.records_lookups
     try:
-        result = lookup_knowledge(query, ctx.lookup_services(record=recorded), settings)
+        result = lookup_knowledge(query, ctx.lookup_services(record=recorded), settings.options())
     except QueryError as exc:
         render.error("Query refused", exc, "Change the query and press Enter.")
         st.stop()
@@ -163,7 +164,8 @@ if rel.confidence is not None and rel.threshold is not None:
     )
 if result.results:
     # "why here" as a list: in a table column its sentences squeezed every row to 8-10 lines
-    why_here = [f"**#{i}** {md(r.entry_id)}: {md(explain(r, weights_of(settings)))}" for i, r in enumerate(result.results, 1)]
+    weights = weights_of(settings.options())
+    why_here = [f"**#{i}** {md(r.entry_id)}: {md(explain(r, weights))}" for i, r in enumerate(result.results, 1)]
     st.markdown("**Why here**  \n" + "  \n".join(why_here))
 
 all_keys = render.match_keys(t.key for t in hints.matched_keywords)

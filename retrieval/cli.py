@@ -149,7 +149,7 @@ def _lookup_here(settings, query: str) -> dict:
     # the record goes to the spool, never waiting for the DuckDB file: the next store that flushes moves it in
     runtime = open_runtime(settings, record="spool", log=lambda m: typer.echo(m, err=True))
     try:
-        return lookup_knowledge(query, runtime.services, settings).to_dict()
+        return lookup_knowledge(query, runtime.services, settings.options()).to_dict()
     finally:
         runtime.close()
 

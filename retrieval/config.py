@@ -17,6 +17,7 @@ from retrieval.errors import ConfigError
 from retrieval.types.budget import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, DbBudget
 from retrieval.types.models import DEFAULT_MODEL, spec_of
 from retrieval.types.modes import Consistency, LookupMode, MissingScore, VectorCompression, values
+from retrieval.types.options import OPTION_FIELDS, LookupOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # A repository checkout keeps the sample corpus and its data beside the code. An installed wheel (REPO_ROOT is then
@@ -143,6 +144,10 @@ class Settings:
     @property
     def weaviate_data_dir(self) -> Path:
         return self.data_dir / f"weaviate-{self.embedded_port}"
+
+    def options(self) -> LookupOptions:
+        """What the core reads of these settings (the one conversion, made at the edge)."""
+        return LookupOptions(**{name: getattr(self, name) for name in OPTION_FIELDS})
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with changes. A new corpus folder or model brings its own derived collection, unless one was set."""

@@ -296,14 +296,22 @@ def _services_reached(module: str, graph: dict[str, set[str]]) -> dict[str, list
 
 
 def test_the_core_reaches_no_service_through_any_import():
-    """Followed through every retrieval module it imports (config included, type-only imports included), no core
-    module reaches a file that imports DuckDB, Weaviate, onnxruntime or Streamlit."""
+    """Followed through every retrieval module it imports (type-only imports included), no core module reaches a file
+    that imports DuckDB, Weaviate, onnxruntime or Streamlit."""
     graph = _graph(type_only=True)
     core = [m for m in graph if _package_of(m) == "core"]
-    assert "retrieval.core.lookup" in core and "retrieval.config" in _reached("retrieval.core.lookup", graph)
+    assert "retrieval.core.lookup" in core and "retrieval.types.options" in _reached("retrieval.core.lookup", graph)
     assert {m: found for m in core if (found := _services_reached(m, graph))} == {}
     # the walk does see a service where one is reached: the store's
     assert "weaviate" in _services_reached("retrieval.store.weaviate_store", graph)
+
+
+def test_the_core_reads_options_never_the_settings_file():
+    """The core takes LookupOptions, built at the edge by Settings.options(): no core module reaches retrieval.config."""
+    graph = _graph(type_only=True)
+    reaching = sorted(m for m in graph if _package_of(m) == "core" and "retrieval.config" in _reached(m, graph))
+    assert reaching == []
+    assert "retrieval.config" in _reached("retrieval.evals.evaluation", graph)  # the walk sees config where it is read
 
 
 def test_importing_the_lookup_loads_no_service():

@@ -154,7 +154,7 @@ def recorder(db_path):
 
 def timed_lookup(query: str, services: LookupServices, settings) -> tuple[float, object]:
     t0 = time.perf_counter()
-    result = lookup_knowledge(query, services, settings)
+    result = lookup_knowledge(query, services, settings.options())
     return time.perf_counter() - t0, result
 
 
@@ -174,7 +174,7 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
     server = fault_server("Stopped")
     client, _store, services = server.serve(recorder, racing_threads=2)
     queries = queries_for(sample_corpus)
-    assert lookup_knowledge(queries[0], services, server.settings).layer == "L0+L1"
+    assert lookup_knowledge(queries[0], services, server.settings.options()).layer == "L0+L1"
 
     pid = server.pid()
     os.kill(pid, signal.SIGTERM)
@@ -196,10 +196,10 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
     # embedded client start its server again, on the same port and data directory. is_live() returns once
     # the ports listen; until the server is ready (schema loaded) lookups still answer from L0.
     client.is_live()
-    early = lookup_knowledge(queries[0], services, server.settings)
+    early = lookup_knowledge(queries[0], services, server.settings.options())
     assert early.results and early.layer in ("L0", "L0+L1")
     wait_until(client.is_ready, 60, "the restarted server is ready")
-    back = [lookup_knowledge(q, services, server.settings) for q in queries[:5]]
+    back = [lookup_knowledge(q, services, server.settings.options()) for q in queries[:5]]
     print(
         f"after the server is back: {sum(r.layer == 'L0+L1' for r in back)} / {len(back)} lookups L0+L1 on the same "
         f"client (one right after the restart, before it was ready: {early.layer}, l1 {early.l1.status})"
@@ -221,7 +221,7 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
         while not stop.is_set():
             start = time.monotonic()
             try:
-                result = lookup_knowledge(queries[i % len(queries)], services, server.settings)
+                result = lookup_knowledge(queries[i % len(queries)], services, server.settings.options())
             except BaseException as exc:
                 errors.append(exc)
                 return
@@ -264,11 +264,11 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
     wait_until(client.is_ready, 60, "the restarted server is ready")
     sampled = store.count_chunks()
     lost = sum(unsearchable_chunks(store).values())
-    between = [lookup_knowledge(q, services, server.settings) for q in queries[:4]]
+    between = [lookup_knowledge(q, services, server.settings.options()) for q in queries[:4]]
     assert all(r.results and r.l1.error is None for r in between)  # L1 answers again (maybe with nothing)
     server.ingest(client)
     assert server.report.repaired_index == (lost > 0) and unsearchable_chunks(store) == {} and missing_vectors(store) == 0
-    back = [lookup_knowledge(q, services, server.settings) for q in queries[:6]]
+    back = [lookup_knowledge(q, services, server.settings.options()) for q in queries[:6]]
     print(
         f"after SIGKILL and a restart: the vector index had lost {lost} of {sampled} chunks "
         f"({sum(r.layer == 'L0+L1' for r in between)} / {len(between)} lookups L0+L1 then); ingest "
@@ -282,7 +282,7 @@ def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embe
     server = fault_server("Frozen")
     client, _store, services = server.serve(recorder)
     queries = queries_for(sample_corpus)
-    assert lookup_knowledge(queries[0], services, server.settings).layer == "L0+L1"
+    assert lookup_knowledge(queries[0], services, server.settings.options()).layer == "L0+L1"
 
     pid = server.pid()
     os.kill(pid, signal.SIGSTOP)
@@ -314,7 +314,7 @@ def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embe
     )
     assert slowest < BOUND_S and wall < BOUND_S
 
-    back = [lookup_knowledge(q, services, server.settings) for q in queries[:5]]
+    back = [lookup_knowledge(q, services, server.settings.options()) for q in queries[:5]]
     print(f"after SIGCONT: {sum(r.layer == 'L0+L1' for r in back)} / {len(back)} lookups L0+L1 on the same client")
     assert all(r.l1.status == "ok" and r.layer == "L0+L1" for r in back)
     assert client.is_ready()
@@ -469,7 +469,7 @@ def test_threads_cli_and_reader_on_one_store(base_settings, sample_store, sample
             for i in range(n):
                 q = pool[(t * n + i) % len(pool)]
                 result = lookup_knowledge(
-                    f"{q} #{t}.{i}" if fresh else q, services, settings, session_tag="fresh" if fresh else "threads"
+                    f"{q} #{t}.{i}" if fresh else q, services, settings.options(), session_tag="fresh" if fresh else "threads"
                 )
                 returned[t].append(result.invocation_id)
                 seen_layers[t].append(result.layer)
@@ -728,7 +728,9 @@ def test_api_key_never_appears_in_records_logs_or_exports(base_settings, sample_
     assert client is None and why
     spooler = InvocationStore(settings.invocation_db)
     result = lookup_knowledge(
-        "Vault is sealed", LookupServices(L0Index(sample_corpus.entries), None, store, spooler, l1_unavailable=why), settings
+        "Vault is sealed",
+        LookupServices(L0Index(sample_corpus.entries), None, store, spooler, l1_unavailable=why),
+        settings.options(),
     )
     spooled = [p for p in spooler.spool_dir.iterdir() if p.is_file()]
     assert spooled and result.invocation_id in spooled[0].read_text()

@@ -220,7 +220,7 @@ def lookup_env(sample_store, embedder, base_settings, tmp_path_factory):
 
 def test_control_characters_are_cleaned(lookup_env):
     services, settings, recorder = lookup_env
-    result = lookup_knowledge("Vault\x00is\x07sealed\x1b[31m\u202e\r\n", services, settings)
+    result = lookup_knowledge("Vault\x00is\x07sealed\x1b[31m\u202e\r\n", services, settings.options())
     assert result.query.isprintable() and "Vault is sealed" in result.query
     assert result.results[0].entry_id == "security/VaultSealed" and result.layer == "L0+L1"
     recorder.flush()
@@ -238,7 +238,7 @@ def test_any_unicode_query_is_answered_and_recorded(lookup_env, text):
     except QueryError as exc:
         assert "query is empty" in str(exc) or "character limit" in str(exc)
         assume(False)
-    result = lookup_knowledge(text, services, settings)
+    result = lookup_knowledge(text, services, settings.options())
     assert result.query == cleaned and cleaned.isprintable()
     assert result.l1.status in ("ok", "empty") and result.l1.error is None
     assert result.layer in ("L0", "L1", "L0+L1", "none")

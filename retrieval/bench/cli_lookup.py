@@ -94,11 +94,11 @@ def cli_lookup_figures(settings: Settings, workdir: Path, *, log: Callable[[str]
         out["loadavg"] = round(os.getloadavg()[0], 2)
         runtime = open_runtime(here.with_(db_path=data_dir / "in-process.duckdb"), record="spool")
         try:
-            lookup_knowledge("warm-up", runtime.services, here)
+            lookup_knowledge("warm-up", runtime.services, here.options())
             times = []
             for q in QUERIES:
                 t0 = time.perf_counter()
-                lookup_knowledge(q + " (in process)", runtime.services, here)
+                lookup_knowledge(q + " (in process)", runtime.services, here.options())
                 times.append((time.perf_counter() - t0) * 1000)
         finally:
             runtime.close()

@@ -182,7 +182,7 @@ def run_cluster_bench(
         for i, q in enumerate(look_q):
             for label, level, services, side_settings in runs[i % len(runs) :] + runs[: i % len(runs)]:
                 t0 = time.perf_counter()
-                r = lookup_knowledge(q, services, side_settings)
+                r = lookup_knowledge(q, services, side_settings.options())
                 times[label, level].append((time.perf_counter() - t0) * 1000)
                 statuses[label, level][r.l1.status.value] = statuses[label, level].get(r.l1.status.value, 0) + 1
         load_after = _load()

@@ -35,8 +35,8 @@ from retrieval.config import Settings, db_budget
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
-from retrieval.core.pipeline import candidate_depth
 from retrieval.core.protocols import LookupServices
+from retrieval.core.runner import candidate_depth
 from retrieval.engine.server import connect
 from retrieval.errors import BenchStopped
 from retrieval.records.invocations import InvocationStore
@@ -276,14 +276,14 @@ def bench_lookups(
     def do_lookup(q: str) -> None:
         nonlocal filtered_n
         t0 = time.perf_counter()
-        r = lookup_knowledge(q, services, settings)
+        r = lookup_knowledge(q, services, settings.options())
         wall.append((time.perf_counter() - t0) * 1000)
         for s in STAGES:
             stages[s].append(r.timings_ms.get(s, 0.0))
         filtered_n += r.l1.category is not None
 
     def do_floor(fq: str) -> None:
-        e, n, wide = _floor_query(store, embedder, fq, candidate_depth(settings), settings.search_mode)
+        e, n, wide = _floor_query(store, embedder, fq, candidate_depth(settings.options()), settings.search_mode)
         f_embed.append(e)
         f_nv.append(n)
         f_wide.append(wide)
@@ -300,7 +300,7 @@ def bench_lookups(
     cached = []
     for q in queries[:cached_n]:  # the same texts again: the query embedding now comes from the cache
         t0 = time.perf_counter()
-        lookup_knowledge(q, services, settings)
+        lookup_knowledge(q, services, settings.options())
         cached.append((time.perf_counter() - t0) * 1000)
     vectors = [embedder.embed_query(q) for q in queries]  # cached by now: only L1 is timed
     unf, fil, _, _ = paired_l1(store, vectors, categories, k=settings.top_k)

@@ -6,18 +6,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.config import Settings
 from retrieval.core.hints import L0Hints
-from retrieval.core.pipeline import lookup_pipeline
+from retrieval.core.l1_search import L1Outcome
 from retrieval.core.protocols import LookupServices
-from retrieval.core.ranking import Relevance, ResultItem
+from retrieval.core.ranking import ResultItem
 from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
+from retrieval.core.relevance import Relevance
 from retrieval.core.routing import describe_routing
-from retrieval.core.run import L1Outcome, run_pipeline
+from retrieval.core.runner import run_lookup
 from retrieval.core.text import without_templates
 from retrieval.errors import QueryError
 from retrieval.types.limits import MAX_QUERY_CHARS
 from retrieval.types.modes import L1Status, Layer
+from retrieval.types.options import LookupOptions
 
 
 @dataclass(frozen=True)
@@ -91,13 +92,22 @@ def _templates_as_words(text: str) -> str:
     return without_templates(text) or text
 
 
-def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *, session_tag: str | None = None) -> LookupResult:
-    """The full flow of the spec: the lookup's pipeline run (retrieval.core.run) on the checked query, then recorded.
-    Raises QueryError for a refused query; never for an L1 fault."""
+def lookup_knowledge(
+    query: str,
+    services: LookupServices,
+    options: LookupOptions,
+    *,
+    top_k: int | None = None,
+    session_tag: str | None = None,
+) -> LookupResult:
+    """The full flow of the spec: the lookup's pipeline run on the checked query (`top_k` results, default the
+    options'), then recorded. Raises QueryError for a refused query; never for an L1 fault."""
     started = time.perf_counter()
     text = clean_query(query)
     searched = _templates_as_words(text)
-    run = run_pipeline(searched, lookup_pipeline(settings), services, settings)
+    if top_k is not None and top_k != options.top_k:
+        options = options.with_(top_k=top_k)
+    run = run_lookup(searched, services, options)
     timings = dict(run.timings_ms)
     timings["total"] = (time.perf_counter() - started) * 1000
     result = LookupResult(
@@ -112,9 +122,9 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
         relevance=run.relevance,
         routing=describe_routing(run.hints.domains),
         timings_ms=timings,
-        session_tag=session_tag or settings.session_tag,
+        session_tag=session_tag or options.session_tag,
         searched=searched if searched != text else "",
-        embedding_model=settings.embedding_model,
+        embedding_model=options.embedding_model,
     )
     if services.recorder is not None:
         t0 = time.perf_counter()
@@ -125,9 +135,7 @@ def lookup_knowledge(query: str, services: LookupServices, settings: Settings, *
 
 def to_record(result: LookupResult) -> InvocationRecord:
     """The tool_invocation row: hot fields typed, the rest in retrieval_details. `domain` (and the details'
-    `filter`) is the L1 filter, set only when one was applied; `domains` lists every domain L0 hinted.
-    (Rows recorded before these held the first hinted domain as `domain` even when L1 ran unfiltered;
-    invocations.routing_of reads both.)"""
+    `filter`) is the L1 filter, set only when one was applied; `domains` lists every domain L0 hinted."""
     details = {
         "searched": result.searched or result.query,
         "domains": list(result.l0.domains),

@@ -1,16 +1,20 @@
-"""How L0 evidence and L1 candidates combine into the final ranking, and how relevance is assessed."""
+"""How L0 evidence and L1 candidates combine into the final ranking, and why each result is where it is."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
-from retrieval.core.support import SupportFeatures, SupportModel, features_of
-from retrieval.core.support_norms import SupportNorms
-from retrieval.types.modes import L1Status, MissingScore, SearchMode, Source
+from retrieval.core.search_request import SearchRequest
+from retrieval.errors import L1Error
+from retrieval.types.modes import MissingScore, SearchMode, Source
+
+if TYPE_CHECKING:
+    from retrieval.core.protocols import KnowledgeSearch
 
 
 @dataclass(frozen=True)
@@ -67,42 +71,6 @@ class FusionWeights:
     l0: float = 0.0
     named: float = 0.0
     missing: MissingScore = MissingScore.ZERO
-
-
-SUPPORTED = "supported answer in the knowledge base"
-NOT_SUPPORTED = "no supported answer in the knowledge base"
-
-
-@dataclass(frozen=True)
-class Relevance:
-    """How far the top result can be trusted. `confidence`: the estimated chance that it is right (None when
-    nothing semantic was there to estimate from); `semantic_support`: the claim made from it."""
-
-    semantic_support: bool
-    level: str  # high | medium | low | none
-    reason: str
-    confidence: float | None = None
-    threshold: float | None = None
-    features: SupportFeatures | None = None
-    fit: dict[str, Any] | None = field(default=None, compare=False)  # which fit gave the estimate: model and baselines
-
-    @property
-    def verdict(self) -> str:
-        """The claim in the words an agent reads first."""
-        return SUPPORTED if self.semantic_support else NOT_SUPPORTED
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "semantic_support": self.semantic_support,
-            "verdict": self.verdict,
-            "level": self.level,
-            "reason": self.reason,
-            "confidence": None if self.confidence is None else round(self.confidence, 4),
-            "estimate": percent(self.confidence),
-            "threshold": self.threshold,
-            "features": None if self.features is None else self.features.to_dict(),
-            "fit": self.fit,
-        }
 
 
 def _scaled(scores: dict[str, float]) -> dict[str, float]:
@@ -262,109 +230,50 @@ def explain(item: ResultItem, weights: FusionWeights) -> str:
     return text + (f"; {', '.join(ignored)} at weight 0, not counted" if ignored else "")
 
 
-HIGH_CONFIDENCE = 0.8
+@dataclass(frozen=True)
+class CardQuery:
+    """Where the similarities of BM25F-only results come from: the store, the query vector and the time limit;
+    `spent_ms` gathers the time the cards query took (it is L1's time, not the fusion's)."""
+
+    store: KnowledgeSearch
+    vector: Any
+    timeout_s: float | None
+    spent_ms: list[float] = field(default_factory=list, compare=False)
 
 
-def percent(chance: float | None) -> str:
-    """The support estimate as people read it, the one wording of the tile, the relevance text, the CLI, the MCP
-    result and the report: whole percents, and never 100 % or 0 %: an estimate has a resolution ("> 99%", "< 1%")."""
-    if chance is None:
-        return "–"
-    if chance >= 0.995:
-        return "> 99%"
-    if chance < 0.005:
-        return "< 1%"
-    return f"{chance:.0%}"
+def with_card_similarities(results: Sequence[ResultItem], cards: CardQuery | None) -> tuple[ResultItem, ...]:
+    """`results` with the query's similarity to each BM25F-only result's card: one query for those cards, none when
+    there are none. When it fails they stay without one, so no support is claimed on their account."""
+    missing = [r.entry_id for r in results if r.l1_score is None and r.lexical_score is not None]
+    if not missing or cards is None or cards.vector is None:
+        return tuple(results)
+    started = time.perf_counter()
+    try:
+        found = cards.store.search(SearchRequest.cards(cards.vector, missing, timeout_s=cards.timeout_s))
+    except L1Error:
+        return tuple(results)
+    finally:
+        cards.spent_ms.append((time.perf_counter() - started) * 1000)
+    sims = {c.entry_id: c.similarity for c in found}
+    return tuple(replace(r, l1_score=sims[r.entry_id]) if sims.get(r.entry_id) is not None else r for r in results)
 
 
-def evidence_text(similarity: float, margin: float, lexical_per_word: float, sibling: float | None = None) -> str:
-    """What the estimate read, in words: the similarity, against what a sibling entry gets in this knowledge base for a
-    query this long (`sibling`) and against the most similar other candidate (a negative margin means another
-    candidate is more similar than the top result), and BM25F per query word."""
-    if margin >= 0:
-        against = f"{margin:.2f} above the next most similar entry"
-    else:
-        against = f"{-margin:.2f} below another candidate, which is more similar than the top result"
-    base = ""
-    if sibling is not None:
-        gap = similarity - sibling
-        base = f" ({abs(gap):.2f} {'above' if gap >= 0 else 'below'} what a sibling entry gets here)"
-    return f"similarity {similarity:.2f}{base}, {against}; BM25F {lexical_per_word:.1f} per query word"
-
-
-def fit_words(fit: dict[str, Any] | None) -> str:
-    """Which fit gave an estimate, as people read it."""
-    if not fit:
-        return "no support fit"
-    base = fit.get("baselines") or {}
-    if base.get("kind") == "self":
-        where = f"this knowledge base's own baselines (fit {base.get('id')}, {base.get('probes')} probe runs)"
-    else:
-        where = "the reference baselines (this knowledge base has no fit of its own yet: ingest it or run calibrate --self)"
-    return f"read against {where}"
-
-
-def fit_of(support: SupportModel, norms: SupportNorms) -> dict[str, Any]:
-    """Which fit gave an estimate, as recorded with the lookup: the labelled model and the knowledge base's baselines."""
-    return {"model": support.fitted_on, "baselines": norms.describe()}
-
-
-def assess(
-    results: Sequence[ResultItem],
-    l1_status: L1Status,
+def ranked(
+    l0: Sequence[EntryMatch],
+    found: Sequence[Sequence[Candidate]],
     *,
-    support: SupportModel,
-    norms: SupportNorms,
-    vector: Sequence[Candidate] = (),
-    lexical: Sequence[Candidate] = (),
-    query: str = "",
-    threshold: float | None = None,
-) -> Relevance:
-    """Relevance of the top result: the support estimate (`support`, fitted for the embedding model, read against
-    this knowledge base's `norms`) from the ranking and the candidates of both L1 queries, and the claim at
-    `threshold` (default: the model's). An entry the query names in full is supported whatever the estimate: the
-    user said which entry they meant."""
-    if not results:
-        return Relevance(False, "none", f"No L0 match and L1 {l1_status}: nothing found.")
-    top = results[0]
-    if top.l1_score is None and not (vector or lexical):
-        return Relevance(False, "low", f"Keyword evidence only (L0); L1 {l1_status}, so no semantic support.")
-    cut = support.cut(threshold)
-    features = features_of(top.entry_id, top.l1_score, dict(top.ranks), [r.score for r in results], vector, lexical, query)
-    chance = support.probability(features, norms)
-    fit = fit_of(support, norms)
-    l0 = "; L0 agrees" if top.source == Source.BOTH else ""
-    sibling = norms.expected("similarity").at(features.query_length)
-    evidence = evidence_text(features.similarity, features.similarity_margin, features.lexical_per_word, sibling)
-    if top.named:
-        return Relevance(
-            True,
-            "high",
-            f"The query names this entry in full (its title or file name), so it is supported whatever the estimate "
-            f"({percent(chance)}): {evidence}{l0}.",
-            chance,
-            cut,
-            features,
-            fit,
-        )
-    if chance >= cut:
-        level = "high" if chance >= max(HIGH_CONFIDENCE, cut) else "medium"
-        return Relevance(
-            True,
-            level,
-            f"An estimated {percent(chance)} chance that it is right (support from {percent(cut)}): {evidence}{l0}.",
-            chance,
-            cut,
-            features,
-            fit,
-        )
-    return Relevance(
-        False,
-        "low",
-        f"An estimated {percent(chance)} chance that it is right, below {percent(cut)}: {evidence}. A neighbour, not "
-        f"semantic support: the corpus may not answer this{l0}.",
-        chance,
-        cut,
-        features,
-        fit,
-    )
+    fusion: bool,
+    mode: SearchMode | None,
+    weights: FusionWeights,
+    limit: int | None,
+    k: int,
+    cards: CardQuery | None = None,
+) -> tuple[ResultItem, ...]:
+    """The ranking of a pipeline's candidates: the fusion of L0 and the L1 lists (with the card similarities of
+    BM25F-only results), L0's own ranking when there is no L1 (`mode` None), or one query's list as it came."""
+    vector = tuple(found[0]) if found else ()
+    if not fusion and mode is not None:
+        return tuple(listed(vector, mode, k=k))
+    lexical = tuple(found[1]) if len(found) > 1 else ()
+    results = fuse(l0, vector, lexical, k=k, weights=weights, limit=limit)
+    return with_card_similarities(results, cards)

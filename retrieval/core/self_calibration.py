@@ -13,19 +13,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from retrieval.config import Settings
 from retrieval.core.candidates import Candidate, without
 from retrieval.core.corpus import Entry
+from retrieval.core.l1_search import search_l1
 from retrieval.core.lookup import search_text
-from retrieval.core.pipeline import Pipeline, lookup_pipeline, route, search_l1, with_similarities
+from retrieval.core.pipeline import Pipeline
 from retrieval.core.probes import MAX_ENTRIES, Probe, draw_probes
 from retrieval.core.protocols import LookupServices
-from retrieval.core.ranking import ResultItem
-from retrieval.core.run import rank_and_assess
+from retrieval.core.ranking import CardQuery, ResultItem, with_card_similarities
+from retrieval.core.runner import lookup_pipeline, rank_and_assess, route
 from retrieval.core.support import SupportFeatures, SupportModel
 from retrieval.core.support_norms import MIN_PAIRS, NORM_FEATURES, SupportNorms, fit_norms
 from retrieval.errors import L1Error, LookupLabError
 from retrieval.types.modes import L1Status
+from retrieval.types.options import LookupOptions
 
 Progress = Callable[[str, int, int], None]
 
@@ -117,7 +118,7 @@ def _deeper(pipeline: Pipeline) -> Pipeline:
     return replace(pipeline, queries=tuple(replace(q, depth=q.depth + 1) for q in pipeline.queries))
 
 
-def run_probe(probe: Probe, services: LookupServices, settings: Settings, pipeline: Pipeline) -> ProbePair:
+def run_probe(probe: Probe, services: LookupServices, options: LookupOptions, pipeline: Pipeline) -> ProbePair:
     """The probe with its entry, and with its entry removed, as the lookup would run them. A run whose ranking is
     empty is None. Raises L1Error when L1 cannot answer."""
     if services.store is None or services.embedder is None:
@@ -140,17 +141,17 @@ def run_probe(probe: Probe, services: LookupServices, settings: Settings, pipeli
                 text=text,
                 vector=vector,
                 category=category,
-                timeout_s=settings.l1_timeout_s,
+                timeout_s=options.l1_timeout_s,
                 entries=services.l0.entry_count(category),
             )
         lists = without(fetched[category], () if drop is None else (drop,), depth)
         status = L1Status.OK if any(lists) else L1Status.EMPTY
 
         def fill(results: Sequence[ResultItem]) -> tuple[ResultItem, ...]:
-            return with_similarities(results, store, vector, settings)
+            return with_card_similarities(results, CardQuery(store, vector, options.l1_timeout_s))
 
         ranking, relevance = rank_and_assess(
-            hints.matches, lists, pipeline, settings, text, status, k=max(settings.top_k, 2), fill=fill
+            hints.matches, lists, pipeline, options, text, status, k=max(options.top_k, 2), fill=fill
         )
         if not ranking or relevance.features is None:
             out.append(None)
@@ -162,7 +163,7 @@ def run_probe(probe: Probe, services: LookupServices, settings: Settings, pipeli
 def self_calibrate(
     entries: Sequence[Entry],
     services: LookupServices,
-    settings: Settings,
+    options: LookupOptions,
     *,
     progress: Progress | None = None,
     max_entries: int = MAX_ENTRIES,
@@ -173,16 +174,16 @@ def self_calibrate(
     runs with the entry removed. Raises LookupLabError when L1 cannot answer."""
     started = time.perf_counter()
     probes = draw_probes(entries, max_entries=max_entries, keep_title=keep_title)
-    pipeline = lookup_pipeline(settings)
+    pipeline = lookup_pipeline(options)
     if not pipeline.fusion or not pipeline.queries:
-        raise LookupLabError(f"the support calibration runs the lookup's fusion; search_mode {settings.search_mode} has none")
+        raise LookupLabError(f"the support calibration runs the lookup's fusion; search_mode {options.search_mode} has none")
     if services.embedder is not None and hasattr(services.embedder, "prime"):
         services.embedder.prime([search_text(p.text) for p in probes])
     runs: list[ProbeRun] = []
     searches = 0
     for i, probe in enumerate(probes):
         try:
-            pair = run_probe(probe, services, settings, pipeline)
+            pair = run_probe(probe, services, options, pipeline)
         except L1Error as exc:
             raise LookupLabError(f"the support calibration needs L1: {exc}") from exc
         runs.extend(r for r in (pair.with_entry, pair.without_entry) if r is not None)

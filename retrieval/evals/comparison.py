@@ -9,15 +9,16 @@ from typing import Any
 from retrieval.config import Settings
 from retrieval.core.candidates import Candidate
 from retrieval.core.lookup import search_text
-from retrieval.core.pipeline import Pipeline, lookup_pipeline, route, single_query
+from retrieval.core.pipeline import Pipeline
 from retrieval.core.protocols import LookupServices
 from retrieval.core.routing import describe_routing
-from retrieval.core.run import RunOptions, run_pipeline
+from retrieval.core.runner import RunOptions, lookup_pipeline, route, run_pipeline, single_query
 from retrieval.errors import QueryError
 from retrieval.evals.evaluation import DEPTH
 from retrieval.evals.routing_metrics import filter_verdict
 from retrieval.evals.sets import EvalSet
 from retrieval.types.modes import LookupMode, SearchMode
+from retrieval.types.options import LookupOptions
 
 
 @dataclass(frozen=True)
@@ -72,23 +73,23 @@ def query_meaning(kind: str, settings: Settings) -> str:
     return QUERY_MEANING[kind]
 
 
-def comparison_pipeline(kind: str, settings: Settings) -> Pipeline:
+def comparison_pipeline(kind: str, options: LookupOptions) -> Pipeline:
     """The L1 queries of one compared `kind` (see COMPARED_QUERIES): one Weaviate query top_k deep, or for
     `fusion` the lookup's fusion pipeline."""
     if kind not in COMPARED_QUERIES:
         raise QueryError(f"L1 query '{kind}' is not one of {', '.join(COMPARED_QUERIES)}")
     if kind == LookupMode.FUSION:
-        return lookup_pipeline(settings.with_(search_mode=LookupMode.FUSION.value), name=kind)
-    return single_query(kind, SearchMode(kind), settings, routed=True)
+        return lookup_pipeline(options.with_(search_mode=LookupMode.FUSION), name=kind)
+    return single_query(kind, SearchMode(kind), options, routed=True)
 
 
-def l1_ranking(query: str, category: str | None, services: LookupServices, settings: Settings, kind: str) -> list[Candidate]:
+def l1_ranking(query: str, category: str | None, services: LookupServices, options: LookupOptions, kind: str) -> list[Candidate]:
     """One L1 ranking of `kind` (see COMPARED_QUERIES), top_k long, under `category` (None: unfiltered): the runner
     on the compared pipeline with that filter. For `fusion` each candidate's score is its fused score and L0 is left
     out, as in L1 alone."""
     if services.store is None or services.embedder is None:
         raise QueryError("L1 is not connected: nothing to compare")
-    run = run_pipeline(query, comparison_pipeline(kind, settings), services, settings, RunOptions(category, rank_l0=False))
+    run = run_pipeline(query, comparison_pipeline(kind, options), services, options, RunOptions(category, rank_l0=False))
     if run.l1.error:
         raise QueryError(f"the {kind} query failed: {run.l1.error}")
     if kind != LookupMode.FUSION:
@@ -102,10 +103,11 @@ def compare_filter(query: str, services: LookupServices, settings: Settings, kin
     if services.embedder is None:
         raise QueryError("L1 is not connected: nothing to compare")
     query = search_text(query)
+    options = settings.options()
     hints = services.l0.match(query)
-    category = route(hints, comparison_pipeline(kind, settings))
-    unfiltered = l1_ranking(query, None, services, settings, kind)
-    filtered = l1_ranking(query, category, services, settings, kind) if category else unfiltered
+    category = route(hints, comparison_pipeline(kind, options))
+    unfiltered = l1_ranking(query, None, services, options, kind)
+    filtered = l1_ranking(query, category, services, options, kind) if category else unfiltered
     return FilterComparison(
         query, hints.domains, category, describe_routing(hints.domains), tuple(filtered), tuple(unfiltered), kind
     )
@@ -118,8 +120,9 @@ def excluded_by_filter(
     in the unfiltered top-k. [] when no filter applied or L1 is not there."""
     if category is None or services.store is None or services.embedder is None:
         return []
-    main = lookup_pipeline(settings).queries[0]  # the lookup's vector (or hybrid) query, top_k deep and unfiltered
-    run = run_pipeline(query, single_query("kept out", main.mode, settings, routed=False), services, settings)
+    options = settings.options()
+    main = lookup_pipeline(options).queries[0]  # the lookup's vector (or hybrid) query, top_k deep and unfiltered
+    run = run_pipeline(query, single_query("kept out", main.mode, options, routed=False), services, options)
     return [(place, c) for place, c in enumerate(run.l1.candidates, 1) if c.domain != category]
 
 

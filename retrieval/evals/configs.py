@@ -1,5 +1,5 @@
 """Evaluation's configurations: each a named pipeline of retrievers (pipeline.py), run on one case by the one runner
-(retrieval.core.run) the lookup runs: `lookup` is lookup_knowledge itself, the others its pipeline with options
+(retrieval.core.runner) the lookup runs: `lookup` is lookup_knowledge itself, the others its pipeline with options
 (no L1, one query alone, with or without the L0 filter)."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.config import Settings
 from retrieval.core.lookup import lookup_knowledge, search_text
-from retrieval.core.pipeline import Pipeline, lookup_pipeline, single_query
+from retrieval.core.pipeline import Pipeline
 from retrieval.core.protocols import LookupServices
-from retrieval.core.run import run_pipeline
+from retrieval.core.runner import lookup_pipeline, run_pipeline, single_query
 from retrieval.errors import EvalSetError
 from retrieval.evals.cases import RunFigures
 from retrieval.types.modes import SearchMode
+from retrieval.types.options import LookupOptions
 
 # l1_*: the vector (near_vector) query alone; bm25: Weaviate's BM25F with the same L0 filter rule as the
 # lookup; hybrid: Weaviate's hybrid query, unfiltered; lookup: the whole flow with the settings' mode.
@@ -45,24 +45,24 @@ class ConfigRun(RunFigures):
         return None
 
 
-def config_pipeline(config: str, settings: Settings) -> Pipeline:
+def config_pipeline(config: str, options: LookupOptions) -> Pipeline:
     """The named list of retrievers of one configuration (see CONFIGS), top_k deep; `lookup` is the lookup's own."""
     if config == "lookup":
-        return lookup_pipeline(settings)
+        return lookup_pipeline(options)
     if config == "l0_only":
         return Pipeline(config)
     if config not in SINGLE_QUERIES:
         raise EvalSetError(f"unknown configuration: {config} (known: {', '.join(CONFIGS)})")
     mode, routed = SINGLE_QUERIES[config]
-    return single_query(config, mode, settings, routed=routed)
+    return single_query(config, mode, options, routed=routed)
 
 
-def run_case(case, config: str, services: LookupServices, settings: Settings, run_tag: str) -> ConfigRun:
+def run_case(case, config: str, services: LookupServices, options: LookupOptions, run_tag: str) -> ConfigRun:
     """One case through one configuration: `lookup` is lookup_knowledge (records, fallback and all), every other the
     runner on that configuration's pipeline."""
     query = search_text(case.query)
     if config == "lookup":
-        res = lookup_knowledge(query, services, settings, session_tag=run_tag)
+        res = lookup_knowledge(query, services, options, session_tag=run_tag)
         top = res.results[0] if res.results else None
         return ConfigRun(
             ranking=tuple(r.entry_id for r in res.results),
@@ -79,10 +79,10 @@ def run_case(case, config: str, services: LookupServices, settings: Settings, ru
             timings_ms=dict(res.timings_ms),
             fit=res.relevance.fit,
         )
-    pipeline = config_pipeline(config, settings)
+    pipeline = config_pipeline(config, options)
     if pipeline.l1 and (services.store is None or services.embedder is None):
         raise EvalSetError(f"configuration {config} needs L1, which is unavailable: {services.l1_unavailable or 'not connected'}")
-    run = run_pipeline(query, pipeline, services, settings)
+    run = run_pipeline(query, pipeline, services, options)
     top = run.results[0] if run.results else None
     timings = {k: v for k, v in run.timings_ms.items() if k in ("l0", "embed", "l1")}
     return ConfigRun(

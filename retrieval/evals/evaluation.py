@@ -115,12 +115,13 @@ def run_eval(
             )
         services.embedder.prime([c.query for c in eval_set.cases])
     settings = settings.with_(top_k=max(DEPTH, settings.top_k))
+    options = settings.options()
     run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
     runs: dict[str, list[ConfigRun]] = {c: [] for c in configs}
     total, done = len(eval_set.cases) * len(configs), 0
     for case in eval_set.cases:
         for config in configs:
-            runs[config].append(run_case(case, config, services, settings, run_tag))
+            runs[config].append(run_case(case, config, services, options, run_tag))
             done += 1
             if progress:
                 progress(done, total)

@@ -25,7 +25,7 @@ from retrieval.config import Settings
 from retrieval.core.candidates import Candidate, without
 from retrieval.core.pipeline import Pipeline
 from retrieval.core.ranking import ResultItem
-from retrieval.core.run import rank_and_assess
+from retrieval.core.runner import rank_and_assess
 from retrieval.core.support import SupportFeatures, SupportModel, auc, fit, fit_calibration, model_inputs, reference_norms
 from retrieval.core.support_norms import SupportNorms
 from retrieval.errors import LookupLabError
@@ -118,7 +118,7 @@ def _case(
     l0 = tuple(m for m in s.l0 if m.entry_id not in drop)
     status = L1Status.OK if any(found) else L1Status.EMPTY
     k = max(DEPTH, settings.top_k)
-    ranking, relevance = rank_and_assess(l0, found, pipeline, settings, s.query, status, k=k, fill=fill)
+    ranking, relevance = rank_and_assess(l0, found, pipeline, settings.options(), s.query, status, k=k, fill=fill)
     if not ranking or relevance.features is None:
         return None
     top = ranking[0]

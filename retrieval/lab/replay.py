@@ -167,6 +167,7 @@ def replay(
 ) -> ReplayReport:
     """Rerun each call's query under `settings`. Records only through `recorder` (with `session_tag`); the
     recorder in `services`, if any, is never used."""
+    options = settings.options()
     quiet = replace(services, recorder=None)
     loud = replace(services, recorder=recorder) if recorder is not None else None
     answers: dict[str, LookupResult | LookupLabError] = {}
@@ -175,7 +176,7 @@ def replay(
     for call in calls:
         if call.query not in answers:
             try:
-                answers[call.query] = lookup_knowledge(call.query, loud or quiet, settings, session_tag=session_tag)
+                answers[call.query] = lookup_knowledge(call.query, loud or quiet, options, session_tag=session_tag)
             except LookupLabError as exc:
                 answers[call.query] = exc
             if progress is not None:

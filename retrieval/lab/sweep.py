@@ -17,7 +17,7 @@ import numpy as np
 
 from retrieval.config import Settings
 from retrieval.core.protocols import LookupServices
-from retrieval.core.run import rank_and_assess
+from retrieval.core.runner import rank_and_assess
 from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, same_path
 from retrieval.evals.configs import DEPTH
@@ -62,7 +62,7 @@ def case_figures(s: CaseSignals, settings: Settings) -> tuple[float, float, floa
     found = tuple(s.found[k] for k in query_keys(settings))
     status = L1Status.OK if any(found) else L1Status.EMPTY
     k = max(DEPTH, settings.top_k)
-    ranking, relevance = rank_and_assess(s.l0, found, pipeline, settings, s.query, status, k=k, norms=s.norms)
+    ranking, relevance = rank_and_assess(s.l0, found, pipeline, settings.options(), s.query, status, k=k, norms=s.norms)
     ids = [r.entry_id for r in ranking]
     place = next((i for i, e in enumerate(ids[:DEPTH], 1) if e in s.relevant), None)
     recall = len(s.relevant & set(ids[:5])) / len(s.relevant) if s.relevant else 0.0

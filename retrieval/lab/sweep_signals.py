@@ -13,9 +13,9 @@ from retrieval.config import Settings
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
 from retrieval.core.lookup import search_text
-from retrieval.core.pipeline import L1Query, Pipeline, lookup_pipeline, route
+from retrieval.core.pipeline import L1Query, Pipeline
 from retrieval.core.protocols import LookupServices
-from retrieval.core.run import RunOptions, run_pipeline
+from retrieval.core.runner import RunOptions, lookup_pipeline, route, run_pipeline
 from retrieval.core.support_norms import SupportNorms
 from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
@@ -49,7 +49,7 @@ class QueryKey:
 
 def eval_pipeline(settings: Settings) -> Pipeline:
     """The lookup's pipeline as run_eval runs it (its top-k at least DEPTH)."""
-    return lookup_pipeline(settings.with_(top_k=max(DEPTH, settings.top_k)))
+    return lookup_pipeline(settings.with_(top_k=max(DEPTH, settings.top_k)).options())
 
 
 def query_keys(settings: Settings) -> tuple[QueryKey, ...]:
@@ -87,7 +87,7 @@ def collect_signals(
     other_models: Mapping[str, LookupServices] | None = None,
 ) -> list[CaseSignals]:
     """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing: each key's query is
-    the runner's (retrieval.core.run) pipeline of that one query, under the filter the lookup's routing gives.
+    the runner's (retrieval.core.runner) pipeline of that one query, under the filter the lookup's routing gives.
     `services` search with the settings' embedding model; keys of another model use `other_models[model]` (its
     embedder and its collection). Raises LookupLabError when L1 cannot answer."""
     by_model = {settings.embedding_model: services, **(other_models or {})}
@@ -101,15 +101,16 @@ def collect_signals(
         use.embedder.prime([search_text(c.query) for c in eval_set.cases])
         ready[model] = replace(use, l0=services.l0, recorder=None)
     out, total = [], len(eval_set.cases) * len(keys)
-    routed = lookup_pipeline(settings)  # the lookup's routing: L1 filtered on the L0 domain when there is one
+    options = settings.options()
+    routed = lookup_pipeline(options)  # the lookup's routing: L1 filtered on the L0 domain when there is one
     for i, case in enumerate(eval_set.cases):
         query = search_text(case.query)
         hints = services.l0.match(query)
-        options = RunOptions(category=route(hints, routed))
+        run_options = RunOptions(category=route(hints, routed))
         found = {}
         for j, key in enumerate(keys):
             pipeline = Pipeline(f"sweep {key.kind}", (key.query(settings),))
-            run = run_pipeline(query, pipeline, ready[key.model], settings, replace(options, k=key.depth))
+            run = run_pipeline(query, pipeline, ready[key.model], options, replace(run_options, k=key.depth))
             if run.l1.error:
                 raise LookupLabError(f"case {case.id} of {eval_set.name}: {run.l1.error}")
             found[key] = run.l1.candidates

@@ -13,7 +13,6 @@ The MCP server (retrieval.serve.mcp_server) is a thin protocol layer over this o
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -63,8 +62,7 @@ class KnowledgeLookup:
         self.runtime = runtime
         self._entries = runtime.corpus.by_id()
         self._openings: dict[str, str] = {}
-        self._per_k: dict[int, Settings] = {}
-        self._lock = threading.Lock()
+        self.options = runtime.settings.options()  # what every lookup reads: built once
         self._fit_recheck_s = fit_recheck_s
         self._fit_read = time.monotonic()
 
@@ -80,7 +78,7 @@ class KnowledgeLookup:
     def lookup(self, query: str, top_k: int | None = None, *, session_tag: str | None = None) -> LookupResult:
         """lookup_knowledge once, recorded. Raises QueryError for a refused query or top_k."""
         k = check_top_k(top_k)
-        return lookup_knowledge(query, self._services(), self._settings_for(k), session_tag=session_tag)
+        return lookup_knowledge(query, self._services(), self.options, top_k=k, session_tag=session_tag)
 
     def _services(self) -> LookupServices:
         """The services, their support fit read again when it is due."""
@@ -121,15 +119,6 @@ class KnowledgeLookup:
     def close(self) -> None:
         """Flush the invocation spool and close Weaviate (stopping the embedded server only if this process started it)."""
         self.runtime.close()
-
-    def _settings_for(self, k: int | None) -> Settings:
-        if k is None or k == self.settings.top_k:
-            return self.settings
-        with self._lock:
-            found = self._per_k.get(k)
-            if found is None:
-                found = self._per_k[k] = self.settings.with_(top_k=k)
-            return found
 
 
 def open_knowledge_lookup(

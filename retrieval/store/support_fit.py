@@ -109,7 +109,7 @@ def ensure_fit(
     if stored is not None and stored.key == key:
         return stored.norms, None
     what = f"{settings.collection} ({len(corpus.entries)} entries), {settings.embedding_model}, {settings.search_mode}"
-    result = self_calibrate(corpus.entries, services, settings, progress=progress, fitted_on=what)
+    result = self_calibrate(corpus.entries, services, settings.options(), progress=progress, fitted_on=what)
     if result.norms is None:
         drop_fit(store)
         return None, result

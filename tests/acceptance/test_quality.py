@@ -192,7 +192,7 @@ def test_eval_the_tool_and_the_sweep_rank_every_case_of_a_shared_set_alike(
     signals = {s.case_id: s for s in collect_signals(eval_set, services, settings, query_keys(settings))}
     assert len(in_eval) == len(eval_set.cases) == len(signals) > 0
     for case in eval_set.cases:
-        direct = lookup_knowledge(search_text(case.query), services, settings)
+        direct = lookup_knowledge(search_text(case.query), services, settings.options())
         assert tuple(r.entry_id for r in direct.results) == in_eval[case.id].ranking, case.id
         assert direct.relevance.semantic_support == in_eval[case.id].semantic_support, case.id
         rr, _, _, supported, _ = case_figures(signals[case.id], settings)

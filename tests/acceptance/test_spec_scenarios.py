@@ -55,7 +55,7 @@ def stored_details(recorder: InvocationStore, invocation_id: str) -> dict:
 
 # Requirement: Knowledge retrieval SHALL keep L0 as a hint provider
 def test_l0_produces_traceable_hint_data(services, settings, sample_corpus):
-    result = lookup_knowledge("PostgreSQL replication lag on the standby", services, settings)
+    result = lookup_knowledge("PostgreSQL replication lag on the standby", services, settings.options())
     hints = result.l0
     assert hints.matched_titles and hints.matched_keywords and hints.domains and hints.entities
     entry = sample_corpus.by_id()[hints.matches[0].entry_id]
@@ -70,7 +70,7 @@ def test_l0_produces_traceable_hint_data(services, settings, sample_corpus):
 
 
 def test_l0_does_not_bypass_semantic_retrieval_by_default(services, settings):
-    result = lookup_knowledge("Vault is sealed", services, settings)
+    result = lookup_knowledge("Vault is sealed", services, settings.options())
     assert len(result.l0.matches) == 1  # exactly one L0 match ...
     assert result.l1.status == "ok" and result.l1.candidates  # ... and L1 still ran
     assert result.layer == "L0+L1"
@@ -78,10 +78,10 @@ def test_l0_does_not_bypass_semantic_retrieval_by_default(services, settings):
 
 
 def test_l0_single_match_skips_l1_only_when_disabled_or_unavailable(services, settings, sample_corpus, embedder):
-    off = lookup_knowledge("Vault is sealed", services, settings.with_(l1_enabled=False))
+    off = lookup_knowledge("Vault is sealed", services, settings.with_(l1_enabled=False).options())
     assert (off.l1.status, off.layer, off.l1.candidates) == ("disabled", "L0", ())
     gone = LookupServices(L0Index(sample_corpus.entries), embedder, None, None, l1_unavailable="cannot reach it")
-    res = lookup_knowledge("Vault is sealed", gone, settings)
+    res = lookup_knowledge("Vault is sealed", gone, settings.options())
     assert (res.l1.status, res.layer, res.l1.error) == ("unavailable", "L0", "cannot reach it")
     assert res.results[0].entry_id == "security/VaultSealed"
 
@@ -89,7 +89,7 @@ def test_l0_single_match_skips_l1_only_when_disabled_or_unavailable(services, se
 # Requirement: Knowledge retrieval SHALL use L0 domain as optional L1 filter
 def test_single_domain_filter(services, settings, sample_store, embedder):
     query = "Pod keeps restarting"
-    result = lookup_knowledge(query, services, settings)
+    result = lookup_knowledge(query, services, settings.options())
     assert result.l0.domains == ("kubernetes",)
     assert result.l1.to_dict()["filter"] == {"category": "kubernetes"}
     assert result.l1.candidates and all(c.domain == "kubernetes" for c in result.l1.candidates)
@@ -99,7 +99,7 @@ def test_single_domain_filter(services, settings, sample_store, embedder):
 
 
 def test_ambiguous_domain_fallback_multiple_domains(services, settings):
-    result = lookup_knowledge("disk full", services, settings)
+    result = lookup_knowledge("disk full", services, settings.options())
     assert len(set(result.l0.domains)) > 1
     assert result.l1.category is None and result.l1.to_dict()["filter"] is None
     assert result.l1.status == "ok"
@@ -107,7 +107,7 @@ def test_ambiguous_domain_fallback_multiple_domains(services, settings):
 
 
 def test_ambiguous_domain_fallback_zero_domains(services, settings):
-    result = lookup_knowledge("something weird is happening to our users", services, settings)
+    result = lookup_knowledge("something weird is happening to our users", services, settings.options())
     assert result.l0.domains == () and result.l0.matches == ()
     assert result.l1.category is None and result.l1.status == "ok"
     assert result.layer == "L1"
@@ -128,7 +128,7 @@ def test_l1_has_no_results(sample_corpus, sample_store, embedder, recorder, sett
     )
     l0 = L0Index([*sample_corpus.entries, fresh])
     services = LookupServices(l0, embedder, sample_store, recorder)
-    result = lookup_knowledge("qubit decoherence in the cryostat", services, settings)
+    result = lookup_knowledge("qubit decoherence in the cryostat", services, settings.options())
     assert result.l1.category == "quantum"
     assert result.l1.status == "empty" and result.l1.candidates == ()
     assert result.layer == "L0"
@@ -152,9 +152,9 @@ def test_l1_fails_when_the_server_is_stopped(base_settings, sample_corpus, embed
     small = Corpus(str(tmp_path), tuple(e for e in sample_corpus.entries if e.domain == "security"))
     indexing.ingest(store, small, embedder)
     services = LookupServices(L0Index(sample_corpus.entries), embedder, store, recorder)
-    assert lookup_knowledge("Vault is sealed", services, own).l1.status == "ok"
+    assert lookup_knowledge("Vault is sealed", services, own.options()).l1.status == "ok"
     client.close()  # stops the embedded server process
-    result = lookup_knowledge("Vault is sealed", services, own)
+    result = lookup_knowledge("Vault is sealed", services, own.options())
     assert result.l1.status == "failed" and result.l1.error
     assert result.layer == "L0"
     assert result.results[0].entry_id == "security/VaultSealed" and result.results[0].source == "L0"
@@ -172,7 +172,7 @@ def test_l1_fails_on_a_dead_port(base_settings, sample_corpus, db_path):
     runtime = open_runtime(dead)
     try:
         assert runtime.services.store is None and "cannot reach" in runtime.services.l1_unavailable
-        result = lookup_knowledge("Vault is sealed", runtime.services, dead)
+        result = lookup_knowledge("Vault is sealed", runtime.services, dead.options())
     finally:
         runtime.close()
     assert result.l1.status == "unavailable" and result.layer == "L0"
@@ -185,7 +185,7 @@ def test_l1_fails_on_a_dead_port(base_settings, sample_corpus, db_path):
 
 # Requirement: Knowledge retrieval SHALL persist L0 hints
 def test_retrieval_details_include_l0_hints(services, settings, recorder):
-    result = lookup_knowledge("Redis is evicting keys, memory is at maxmemory", services, settings)
+    result = lookup_knowledge("Redis is evicting keys, memory is at maxmemory", services, settings.options())
     details = stored_details(recorder, result.invocation_id)
     l0 = details["l0"]
     assert l0["domains"] == list(result.l0.domains) == ["databases"]
@@ -197,8 +197,8 @@ def test_retrieval_details_include_l0_hints(services, settings, recorder):
 
 def test_a_rule_template_is_searched_as_its_words_and_recorded_as_sent(services, settings, recorder):
     sent = "Replication lag on {{ $labels.instance }} is {{ $value | humanizeDuration }} for PostgreSQL"
-    result = lookup_knowledge(sent, services, settings)
-    plain = lookup_knowledge("Replication lag on instance is for PostgreSQL", services, settings)
+    result = lookup_knowledge(sent, services, settings.options())
+    plain = lookup_knowledge("Replication lag on instance is for PostgreSQL", services, settings.options())
     assert result.searched == "Replication lag on instance is for PostgreSQL"
     assert [r.entry_id for r in result.results] == [r.entry_id for r in plain.results]
     assert result.results[0].entry_id == "databases/PostgresReplicationLag"
@@ -209,7 +209,7 @@ def test_a_rule_template_is_searched_as_its_words_and_recorded_as_sent(services,
 
 
 def test_retrieval_layer_reflects_cooperating_retrieval(services, settings, recorder):
-    result = lookup_knowledge("PostgreSQL replication lag on the standby", services, settings)
+    result = lookup_knowledge("PostgreSQL replication lag on the standby", services, settings.options())
     assert result.l0.matches and result.l1.candidates
     assert result.layer == "L0+L1"
     assert stored_details(recorder, result.invocation_id)["layer"] == "L0+L1"

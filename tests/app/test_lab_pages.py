@@ -110,7 +110,9 @@ def test_judging_offers_only_the_sets_that_fit_the_corpus(app_env, eval_dir):
 def test_judging_a_selected_invocations_call(app_env, eval_dir, sample_corpus, sample_store, embedder, base_settings):
     recorder = InvocationStore(app_env / "invocations.duckdb")
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
-    recorded = lookup_knowledge("Disk full on the Postgres primary", services, base_settings.with_(collection="TestSample"))
+    recorded = lookup_knowledge(
+        "Disk full on the Postgres primary", services, base_settings.with_(collection="TestSample").options()
+    )
     recorder.close()
     at = open_app("Invocations")
     at.session_state["inv_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
@@ -143,7 +145,7 @@ def test_replay_on_invocations_counts_outcomes_and_records_only_when_asked(
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, store)
     settings = base_settings.with_(collection="TestSample", session_tag="seed")
     for query in ("PostgreSQL replication lag on the standby", "zebra quantum marmalade", "Pod keeps restarting"):
-        lookup_knowledge(query, services, settings)
+        lookup_knowledge(query, services, settings.options())
     store.close()
 
     at = open_app("Invocations", l1="false")  # the changed setting: L1 off in the sidebar

@@ -317,7 +317,7 @@ def test_every_sidebar_choice_reaches_the_settings_the_lookup_runs_with(
 
     def spy(query, services, settings, **kwargs):
         ran.append(settings)
-        return lookup_knowledge(query, services, settings, **kwargs)
+        return lookup_knowledge(query, services, settings.options(), **kwargs)
 
     monkeypatch.setattr(lookup_module, "lookup_knowledge", spy)
     needs = {}  # what puts the widget on screen (hybrid alpha: the hybrid mode)
@@ -746,10 +746,10 @@ def test_invocations_page_filters_charts_and_exports(app_env, sample_corpus, sam
     recorder = InvocationStore(app_env / "invocations.duckdb")
     settings = base_settings.with_(collection="TestSample", session_tag="seed")
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
-    lookup_knowledge("PostgreSQL replication lag on the standby", services, settings)
-    lookup_knowledge("Pod keeps restarting", services, settings)
+    lookup_knowledge("PostgreSQL replication lag on the standby", services, settings.options())
+    lookup_knowledge("Pod keeps restarting", services, settings.options())
     gone = LookupServices(L0Index(sample_corpus.entries), None, None, recorder, l1_unavailable="cannot reach it")
-    lookup_knowledge("Vault is sealed", gone, settings.with_(session_tag="other"))
+    lookup_knowledge("Vault is sealed", gone, settings.with_(session_tag="other").options())
     recorder.close()
 
     at = open_app("Invocations")
@@ -791,7 +791,7 @@ def test_the_top_keywords_chart_leaves_out_single_title_words_until_asked(app_en
     recorder = InvocationStore(app_env / "invocations.duckdb")
     services = LookupServices(L0Index(sample_corpus.entries), recorder=recorder)
     for query in ("Vault is sealed", "the vault got sealed again", "sealed vault"):  # "sealed", "Vault": title words
-        lookup_knowledge(query, services, base_settings.with_(l1_enabled=False))
+        lookup_knowledge(query, services, base_settings.with_(l1_enabled=False).options())
     recorder.close()
 
     def single_title_words(at) -> set[str]:
@@ -816,7 +816,7 @@ def test_invocations_page_samples_the_stage_chart_but_counts_every_call(app_env,
 
     recorder = InvocationStore(app_env / "invocations.duckdb")
     services = LookupServices(L0Index(sample_corpus.entries), None, None, None, l1_unavailable="off")
-    one = to_record(lookup_knowledge("Pod keeps restarting", services, base_settings.with_(l1_enabled=False)))
+    one = to_record(lookup_knowledge("Pod keeps restarting", services, base_settings.with_(l1_enabled=False).options()))
     n = SAMPLE_CALLS + 100
     for _ in range(n):
         recorder.record(replace(one, id=new_invocation_id()))

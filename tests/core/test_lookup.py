@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from retrieval.core.hints import L0Index
+from retrieval.core.l1_search import search_l1
 from retrieval.core.lookup import lookup_knowledge
-from retrieval.core.pipeline import lookup_pipeline, search_l1, with_similarities
 from retrieval.core.protocols import LookupServices
-from retrieval.core.ranking import ResultItem
+from retrieval.core.ranking import CardQuery, ResultItem, with_card_similarities
 from retrieval.core.record import InvocationRecord, utc_now_iso
+from retrieval.core.runner import lookup_pipeline
 from retrieval.core.search_request import SearchRequest
 from retrieval.records.invocations import InvocationStore, routing_of
 from retrieval.store.weaviate_store import KnowledgeStore
@@ -33,7 +34,9 @@ def card_similarities(store: KnowledgeStore, vector, query: str) -> dict[str, fl
 
 def test_bm25f_candidates_take_the_vector_querys_similarity_or_none(sample_store, embedder, settings):
     vector = embedder.embed_query(QUERY)
-    found, lexical = search_l1(sample_store, lookup_pipeline(settings).queries, text=QUERY, vector=vector, category=None)
+    found, lexical = search_l1(
+        sample_store, lookup_pipeline(settings.options()).queries, text=QUERY, vector=vector, category=None
+    )
     by_vector = {c.entry_id: c.similarity for c in found}
     assert lexical and found
     assert any(c.entry_id in by_vector for c in lexical)
@@ -51,17 +54,19 @@ def test_bm25f_only_results_get_their_card_similarity(sample_store, embedder, se
     items = [ResultItem(e, e, e.split("/")[0], 1.0, "L1", lexical_score=5.0) for e in ids]
     known = ResultItem("x/Known", "Known", "x", 0.9, "L1", l1_score=0.42, lexical_score=3.0)
     l0_only = ResultItem("x/OnlyL0", "OnlyL0", "x", 0.1, "L0", l0_score=2.0)
-    out = with_similarities([*items, known, l0_only], sample_store, vector, settings)
+    out = with_card_similarities([*items, known, l0_only], CardQuery(sample_store, vector, settings.l1_timeout_s))
     assert [r.l1_score for r in out[:3]] == pytest.approx([cards[e] for e in ids], abs=1e-4)
     assert out[3] == known and out[4] == l0_only  # a similarity already there, and L0 alone: left as they are
-    assert with_similarities(items, sample_store, None, settings) == tuple(items)  # no vector: nothing to ask
+    assert with_card_similarities(items, CardQuery(sample_store, None, settings.l1_timeout_s)) == tuple(
+        items
+    )  # no vector: nothing to ask
 
 
 def test_a_failed_card_query_leaves_the_results_without_a_similarity(weaviate_client, embedder, settings):
     """A real failure: the collection does not exist on the server. The results stay, claiming nothing."""
     missing = KnowledgeStore(weaviate_client, "NoSuchCollectionHere")
     items = (ResultItem("a/X", "X", "a", 1.0, "L1", lexical_score=5.0),)
-    assert with_similarities(items, missing, embedder.embed_query(QUERY), settings) == items
+    assert with_card_similarities(items, CardQuery(missing, embedder.embed_query(QUERY), settings.l1_timeout_s)) == items
 
 
 def test_a_lookup_shows_every_l1_result_with_its_similarity(sample_corpus, sample_store, embedder, settings):
@@ -70,7 +75,7 @@ def test_a_lookup_shows_every_l1_result_with_its_similarity(sample_corpus, sampl
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store)
     lexical_only = settings.with_(vector_weight=0.0, l0_weight=0.0, name_weight=0.0, top_k=20)
     query = "replication lag standby certificate expiry queue backlog"
-    result = lookup_knowledge(query, services, lexical_only)
+    result = lookup_knowledge(query, services, lexical_only.options())
     vector = embedder.embed_query(result.searched or result.query)
     cards = card_similarities(sample_store, vector, result.searched or result.query)
     reached = {c.entry_id for c in result.l1.candidates}
@@ -88,9 +93,9 @@ def test_a_call_records_its_domains_and_the_filter_only_when_one_was_applied(
     recorder = InvocationStore(db_path)
     try:
         services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
-        several = lookup_knowledge("disk full", services, settings)
-        one = lookup_knowledge("Pod keeps restarting", services, settings)
-        off = lookup_knowledge("Pod keeps restarting", services, settings.with_(l1_enabled=False))
+        several = lookup_knowledge("disk full", services, settings.options())
+        one = lookup_knowledge("Pod keeps restarting", services, settings.options())
+        off = lookup_knowledge("Pod keeps restarting", services, settings.with_(l1_enabled=False).options())
         assert len(set(several.l0.domains)) > 1 and one.l0.domains == off.l0.domains == ("kubernetes",)
         want = {
             several.invocation_id: (list(several.l0.domains), None),

@@ -9,7 +9,9 @@ import pytest
 
 from retrieval.config import Settings as _Settings
 from retrieval.core.hints import L0Hints
-from retrieval.core.pipeline import L1Query, Pipeline, lookup_pipeline, route, search_l1
+from retrieval.core.l1_search import search_l1
+from retrieval.core.pipeline import L1Query, Pipeline
+from retrieval.core.runner import lookup_pipeline, route
 from retrieval.core.search_request import SearchRequest
 from retrieval.errors import EvalSetError, QueryError
 from retrieval.evals.comparison import comparison_pipeline
@@ -39,7 +41,7 @@ def shape(p: Pipeline) -> tuple:
     ],
 )
 def test_the_lookup_pipeline_of_each_mode(settings, mode, want):
-    assert shape(lookup_pipeline(settings.with_(search_mode=mode))) == want
+    assert shape(lookup_pipeline(settings.with_(search_mode=mode).options())) == want
 
 
 @pytest.mark.parametrize(
@@ -54,22 +56,22 @@ def test_the_lookup_pipeline_of_each_mode(settings, mode, want):
     ],
 )
 def test_each_eval_configuration_is_a_named_list_of_retrievers(settings, config, want):
-    pipeline = config_pipeline(config, settings.with_(search_mode="fusion"))
+    pipeline = config_pipeline(config, settings.with_(search_mode="fusion").options())
     assert pipeline.name == config and shape(pipeline) == want
     assert set(CONFIGS) >= {config}
 
 
 def test_an_unknown_configuration_or_compared_query_is_refused(settings):
     with pytest.raises(EvalSetError, match=re.escape("unknown configuration: l2 (known: l0_only")):
-        config_pipeline("l2", settings)
+        config_pipeline("l2", settings.options())
     with pytest.raises(QueryError, match=re.escape("L1 query 'bm42' is not one of near_vector, bm25, hybrid, fusion")):
-        comparison_pipeline("bm42", settings)
+        comparison_pipeline("bm42", settings.options())
 
 
 def test_the_comparison_and_the_sweep_ask_what_the_lookup_asks(settings):
     fusion = settings.with_(search_mode="fusion")
-    assert shape(comparison_pipeline("fusion", settings))[1] == shape(lookup_pipeline(fusion))[1]
-    assert shape(comparison_pipeline("bm25", settings)) == (True, ((BM, 10, True, False),))
+    assert shape(comparison_pipeline("fusion", settings.options()))[1] == shape(lookup_pipeline(fusion.options()))[1]
+    assert shape(comparison_pipeline("bm25", settings.options())) == (True, ((BM, 10, True, False),))
     # the sweep's keys are the lookup's queries (each fetching similarities, for the support estimate)
     assert query_keys(fusion) == (QueryKey("near_vector", D), QueryKey("bm25", D))
     assert query_keys(settings.with_(search_mode="hybrid")) == (QueryKey("hybrid", D, 0.3),)
@@ -135,13 +137,13 @@ def test_the_store_takes_only_a_search_request(sample_store, embedder):
 @pytest.mark.parametrize("mode", [SearchMode.NEAR_VECTOR, SearchMode.BM25, SearchMode.HYBRID])
 def test_one_query_alone_is_assessed_in_a_sentence_that_says_which(settings, mode):
     from retrieval.core.candidates import Candidate
-    from retrieval.core.run import rank_and_assess
+    from retrieval.core.runner import rank_and_assess
 
     found = (
         Candidate("db/PostgresReplicationLag", "Postgres Replication Lag", "db", 0.2, 0.8, 1, "lag", 0.8),
         Candidate("db/PostgresDown", "Postgres Down", "db", 0.4, 0.6, 1, "down", 0.6),
     )
     pipeline = Pipeline(f"{mode} alone", (L1Query(mode, 10),))
-    results, relevance = rank_and_assess((), (found,), pipeline, settings, "replication lag", L1Status.OK, k=5)
+    results, relevance = rank_and_assess((), (found,), pipeline, settings.options(), "replication lag", L1Status.OK, k=5)
     assert [r.entry_id for r in results] == ["db/PostgresReplicationLag", "db/PostgresDown"]
     assert relevance.reason.startswith(f"The {mode} query alone: an estimated ") and relevance.reason.endswith(".")

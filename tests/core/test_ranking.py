@@ -4,7 +4,8 @@ import pytest
 
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
-from retrieval.core.ranking import FusionWeights, assess, explain, fuse
+from retrieval.core.ranking import FusionWeights, explain, fuse
+from retrieval.core.relevance import assess
 from retrieval.core.support import reference_norms, support_model
 
 L0_BONUS = FusionWeights(vector=1.0, lexical=1.0, l0=0.2)
@@ -225,13 +226,13 @@ def test_each_result_carries_its_best_chunks_text_outside_its_json():
     [(None, "–"), (0.999, "> 99%"), (0.995, "> 99%"), (0.994, "99%"), (0.74, "74%"), (0.004, "< 1%"), (0.0, "< 1%")],
 )
 def test_the_estimate_reads_with_its_resolution(chance, text):
-    from retrieval.core.ranking import percent
+    from retrieval.core.relevance import percent
 
     assert percent(chance) == text
 
 
 def test_a_negative_margin_says_another_candidate_is_more_similar():
-    from retrieval.core.ranking import evidence_text
+    from retrieval.core.relevance import evidence_text
 
     assert evidence_text(0.72, -0.01, 1.5) == (
         "similarity 0.72, 0.01 below another candidate, which is more similar than the top result; BM25F 1.5 per query word"
@@ -240,7 +241,7 @@ def test_a_negative_margin_says_another_candidate_is_more_similar():
 
 
 def test_every_relevance_sentence_starts_with_a_capital_and_shares_the_estimates_wording():
-    from retrieval.core.ranking import percent
+    from retrieval.core.relevance import percent
 
     for sim, margin, lex in ((0.95, 0.2, 5.0), (0.40, -0.05, 0.1)):
         rel = _assessed(sim, margin, lex)

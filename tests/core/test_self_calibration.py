@@ -6,9 +6,9 @@ import pytest
 
 from retrieval.core.corpus import Corpus
 from retrieval.core.hints import L0Index
-from retrieval.core.pipeline import lookup_pipeline
 from retrieval.core.probes import Probe
 from retrieval.core.protocols import LookupServices
+from retrieval.core.runner import lookup_pipeline
 from retrieval.core.self_calibration import run_probe, self_calibrate
 from retrieval.core.support import support_model
 from retrieval.errors import LookupLabError
@@ -21,7 +21,7 @@ from ..helpers.entries import make_entry
 def calibration(sample_store, embedder, sample_corpus, base_settings):
     services = LookupServices(l0=L0Index(sample_corpus.entries), embedder=embedder, store=sample_store)
     settings = base_settings.with_(collection="TestSample")
-    return self_calibrate(sample_corpus.entries, services, settings, fitted_on="test"), services, settings
+    return self_calibrate(sample_corpus.entries, services, settings.options(), fitted_on="test"), services, settings
 
 
 def test_every_probe_runs_with_its_entry_and_without_it(calibration, sample_corpus):
@@ -65,9 +65,9 @@ def test_figures_say_how_the_claim_treats_the_probes(calibration):
 
 def test_a_probe_whose_entry_decided_the_routing_searches_again(calibration):
     _, services, settings = calibration
-    pipeline = lookup_pipeline(settings)
+    pipeline = lookup_pipeline(settings.options())
     # the file name names one entry of one domain: with it the lookup is filtered on that domain, without it not
-    pair = run_probe(Probe("databases/PostgresDiskFull", "title", "PostgresDiskFull"), services, settings, pipeline)
+    pair = run_probe(Probe("databases/PostgresDiskFull", "title", "PostgresDiskFull"), services, settings.options(), pipeline)
     assert pair.with_entry is not None and pair.with_entry.right and pair.with_entry.named
     assert pair.without_entry is not None and pair.without_entry.top_id != "databases/PostgresDiskFull"
     assert pair.searches == 2
@@ -77,11 +77,11 @@ def test_too_few_probes_keep_the_reference_baselines(store, embedder, base_setti
     corpus = Corpus("mem", tuple(make_entry(f"a/E{i}", "a", f"Entry number {i} says something about disks.") for i in range(3)))
     indexing.ingest(store, corpus, embedder)
     services = LookupServices(l0=L0Index(corpus.entries), embedder=embedder, store=store)
-    result = self_calibrate(corpus.entries, services, base_settings.with_(collection=store.name))
+    result = self_calibrate(corpus.entries, services, base_settings.with_(collection=store.name).options())
     assert result.norms is None and "the reference baselines stay" in result.notes[0]
 
 
 def test_without_l1_it_says_so(sample_corpus, base_settings):
     services = LookupServices(l0=L0Index(sample_corpus.entries), l1_unavailable="Weaviate is down")
     with pytest.raises(LookupLabError, match="needs L1: Weaviate is down"):
-        self_calibrate(sample_corpus.entries, services, base_settings)
+        self_calibrate(sample_corpus.entries, services, base_settings.options())

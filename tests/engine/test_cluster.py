@@ -221,7 +221,7 @@ def test_kill_9_of_a_node_during_four_threads_of_lookups(replicated, cluster, me
         i = t
         while not stop.is_set():
             try:
-                r = lookup_knowledge(queries[i % len(queries)], services, settings)
+                r = lookup_knowledge(queries[i % len(queries)], services, settings.options())
                 with lock:
                     results.append((time.monotonic(), r))
             except Exception as exc:  # reported below
@@ -267,9 +267,9 @@ def test_two_of_three_nodes_down(replicated, cluster, memo_embedder, sample_corp
     recorder = InvocationStore(tmp_path / "inv.duckdb")
     via1 = services_for(knowledge_store(client1, settings1), memo_embedder, sample_corpus, recorder)
     try:
-        assert lookup_knowledge(queries[0], via1, settings1).layer == "L0+L1"
+        assert lookup_knowledge(queries[0], via1, settings1.options()).layer == "L0+L1"
         cluster.kill(1, 2)
-        down = [lookup_knowledge(q, via1, settings1) for q in queries]
+        down = [lookup_knowledge(q, via1, settings1.options()) for q in queries]
         for r in down:
             assert (r.layer, r.fallback) == ("L0", True)
             assert r.l1.status in ("failed", "unavailable") and r.l1.error
@@ -282,18 +282,18 @@ def test_two_of_three_nodes_down(replicated, cluster, memo_embedder, sample_corp
         assert set(rows["layer"]) == {"L0"} and rows["error"].notna().all()
         print(f"\nrecorded through node1 with node1 and node2 down: {rows['l1_status'].iloc[0]}: {rows['error'].iloc[0][:160]}")
         via0 = services_for(knowledge_store(client0, settings.with_(consistency="ONE")), memo_embedder, sample_corpus)
-        r = lookup_knowledge(queries[0], via0, settings)
+        r = lookup_knowledge(queries[0], via0, settings.options())
         assert (r.layer, r.l1.status) == ("L0+L1", "ok"), r.l1.error
         short = settings.with_(l1_timeout_s=3.0)
         for level in ("QUORUM", "ALL"):
             via0 = services_for(knowledge_store(client0, short.with_(consistency=level)), memo_embedder, sample_corpus)
-            r = lookup_knowledge(queries[0], via0, short)
+            r = lookup_knowledge(queries[0], via0, short.options())
             print(f"through node0 at {level}: {r.layer}, L1 {r.l1.status} {(r.l1.error or '')[:120]}")
         cluster.revive(1, 2)
         back: list = []
 
         def answered() -> bool:
-            back.append(lookup_knowledge(queries[1], via1, settings1))
+            back.append(lookup_knowledge(queries[1], via1, settings1.options()))
             return back[-1].layer == "L0+L1"
 
         wait_until(answered, 60, "a lookup through node1 is L0+L1 again")

@@ -50,7 +50,7 @@ def test_single_domain_query_is_filtered(services, settings, sample_store, embed
     assert ids(cmp.unfiltered) == ids(sample_store.search(SearchRequest(SearchMode.NEAR_VECTOR, 10, vector)))
     assert ids(cmp.filtered) == ids(sample_store.search(SearchRequest(SearchMode.NEAR_VECTOR, 10, vector, category="kubernetes")))
     # the lookup's own vector query fetches deeper for its fusion; its head is the same list
-    assert ids(cmp.filtered) == ids(lookup_knowledge("Pod keeps restarting", services, settings).l1.candidates)[:10]
+    assert ids(cmp.filtered) == ids(lookup_knowledge("Pod keeps restarting", services, settings.options()).l1.candidates)[:10]
     # overlap / removed / let_in partition the two lists
     f, u = ids(cmp.filtered), ids(cmp.unfiltered)
     assert cmp.overlap == [i for i in u if i in f] and cmp.removed == [i for i in u if i not in f]
@@ -187,7 +187,7 @@ def test_fusion_compares_the_lookups_own_l1_ranking(services, settings):
     query = "Pod keeps restarting"
     assert settings.l0_weight == 0
     cmp = compare_filter(query, services, settings, "fusion")
-    looked_up = lookup_knowledge(query, services, settings)
+    looked_up = lookup_knowledge(query, services, settings.options())
     assert looked_up.l1.category == cmp.category == "kubernetes"
     assert ids(cmp.filtered) == [r.entry_id for r in looked_up.results]
     assert [round(c.score, 6) for c in cmp.filtered] == [round(r.score, 6) for r in looked_up.results]

@@ -49,8 +49,8 @@ def recorded(db_path, base_settings, sample_corpus, sample_store, embedder):
     services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, store)
     before = {}
     for query in (SAME, NONSENSE, POD, SAME):
-        before[query] = lookup_knowledge(query, services, settings)
-    lookup_knowledge(DISK, services, settings.with_(session_tag="other"))
+        before[query] = lookup_knowledge(query, services, settings.options())
+    lookup_knowledge(DISK, services, settings.with_(session_tag="other").options())
     store.flush()
     return store, LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, None), settings, before
 
@@ -70,7 +70,7 @@ def test_replay_under_changed_settings_counts_outcomes_and_records_nothing(recor
     assert by_query[SAME].outcome == "unchanged" and by_query[SAME].after_top == "databases/PostgresReplicationLag"
     # every outcome as a direct lookup under the same settings says it should be
     for call in report.calls:
-        direct = lookup_knowledge(call.call.query, services, off)
+        direct = lookup_knowledge(call.call.query, services, off.options())
         assert call.after == tuple(r.entry_id for r in direct.results)
         assert call.outcome == outcome_of(call.call.results, call.after)
     expected = {

@@ -443,7 +443,7 @@ def test_dashboard_of_real_l0_lookups(tmp_path, base_settings):
         services = LookupServices(L0Index(corpus.entries), recorder=store)
         settings = base_settings.with_(l1_enabled=False)
         queries = ["Vault is sealed", "Pod keeps restarting", "something weird is happening to our users", "disk full"]
-        results = [lookup_knowledge(q, services, settings, session_tag="dash") for q in queries]
+        results = [lookup_knowledge(q, services, settings.options(), session_tag="dash") for q in queries]
         # no flush here: the dashboard takes what is still in the spool
         dash = load_dashboard(store, InvocationFilter(), top_n=100)
         assert dash.total == 4

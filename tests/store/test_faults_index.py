@@ -65,7 +65,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
         during, readings = [], []
         while not client.is_ready():
             readings.append(read_index(store))
-            during.append(lookup_knowledge(part.entries[0].title, services, settings))
+            during.append(lookup_knowledge(part.entries[0].title, services, settings.options()))
         assert during, "the restarted server was ready before the first lookup: no loading window seen"
         loading = [r for r in during if "loading the index" in (r.l1.error or "")]
         assert loading, [(r.l1.status, r.l1.error) for r in during]
@@ -100,7 +100,7 @@ def test_kill_9_loses_the_index_loading_then_repair(base_settings, tmp_path, sam
         assert report.repaired_index and report.updated >= len(lost) and report.added == 0
         assert unsearchable_chunks(store) == {}
         assert corpus_health(part, read_index(store)).state == "current"
-        back = [lookup_knowledge(e.title, services, settings) for e in part.entries]
+        back = [lookup_knowledge(e.title, services, settings.options()) for e in part.entries]
         found = sum(e.entry_id in {c.entry_id for c in r.l1.candidates} for e, r in zip(part.entries, back, strict=True))
         print(
             f"repair: {report.updated} entries redone ({report.chunks_embedded} chunks) in {report.seconds:.1f} s; "
