@@ -3,14 +3,16 @@ the index's health: a repair notice with its button, or a transient 'loading' st
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-from retrieval.errors import LookupLabError
 from retrieval.store import indexing
 from retrieval.store.corpus_status import IndexHealth, IndexReading, corpus_health, read_index
 from retrieval.store.support_fit import ensure_fit
 
 from . import keys, resources
+from .jobs import JobBar, run_job
 from .render import error, md
 
 
@@ -24,31 +26,25 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         error("Cannot ingest", ctx.conn.error or "L1 is not connected", "Start Weaviate, then use Retry connection.")
         return False
     n = len(ctx.corpus.entries)
-    bar = st.progress(0.0, text=f"Preparing to index {n} entries into {ctx.settings.collection}…")
 
-    def progress(stage: str, done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0, text=f"{stage}: {done} of {total} changed entries")
-
-    try:
+    def work(bar: JobBar) -> tuple[Any, Any, Any]:
         model = ctx.embedder()
         if rebuild:
             store.drop()
-        report = indexing.ingest(store, ctx.corpus, model, progress=progress)
-        bar.progress(0.0, text="Fitting the support estimate's baselines on the knowledge base's own probes…")
-        norms, ran = ensure_fit(store, ctx.corpus, ctx.lookup_services(record=False), ctx.settings, progress=fit_progress(bar))
-    except LookupLabError as exc:
-        bar.empty()
-        error("Ingest failed", exc, "Fix the cause above and press the button again; finished entries are kept.")
+        report = indexing.ingest(store, ctx.corpus, model, progress=bar.stages)
+        norms, ran = ensure_fit(store, ctx.corpus, ctx.lookup_services(record=False), ctx.settings, progress=bar.stages)
+        return report, norms, ran
+
+    done = run_job(
+        "Ingest failed",
+        work,
+        fix="Fix the cause above and press the button again; finished entries are kept.",
+        when_down="Check that Weaviate is up (Retry connection), then press the button again.",
+        start=f"Preparing to index {n} entries into {ctx.settings.collection}…",
+    )
+    if done is None:
         return False
-    except Exception as exc:
-        bar.empty()
-        error(
-            "Ingest failed",
-            f"{type(exc).__name__}: {exc}",
-            "Check that Weaviate is up (Retry connection), then press the button again.",
-        )
-        return False
-    bar.progress(1.0, text="done")
+    report, norms, ran = done
     st.cache_data.clear()  # the sidebar's indexed counts
     repaired = " The index had lost entries: they are indexed again." if report.repaired_index else ""
     st.session_state[keys.INGEST_RESULT] = (
@@ -57,13 +53,6 @@ def run_ingest(ctx: resources.AppContext, *, rebuild: bool = False) -> bool:
         f"{report.chunks_embedded} chunks embedded.{repaired} {fit_note(norms, ran)}"
     )
     return True
-
-
-def fit_progress(bar):
-    def show(stage: str, done: int, total: int) -> None:
-        bar.progress(done / total if total else 1.0, text=f"{stage}: {done} of {total}")
-
-    return show
 
 
 def fit_note(norms, ran) -> str:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from retrieval.errors import LookupLabError
 from retrieval.lab.replay import REPLAY_TAG, ReplayReport, recorded_calls, replay, settings_summary
 from retrieval.records.dashboard import InvocationFilter
 
-from . import render, resources
+from . import resources
+from .jobs import JobBar, run_job
 from .render import md
 
 LIMIT = "replay_limit"
@@ -38,27 +38,26 @@ def replay_section(ctx: resources.AppContext, flt: InvocationFilter, matching: i
             st.caption(f"Recording is off: the app is read-only ({md(ctx.access.reason)}); the replay writes nothing.")
         tag = c.text_input("Session tag of the recorded replays", value=REPLAY_TAG, key=TAG, disabled=not record)
         if st.button(f"Replay {min(int(limit), matching):,} calls", key=RUN, type="primary"):
-            bar = st.progress(0.0, text="replaying…")
 
-            def step(done: int, total: int) -> None:
-                bar.progress(done / total, text=f"{done} of {total} queries")
-
-            try:
+            def work(bar: JobBar) -> ReplayReport:
                 calls, matched = recorded_calls(store, flt, limit=int(limit))
-                report = replay(
-                    calls,
-                    ctx.lookup_services(record=False),
-                    ctx.settings,
-                    recorder=store if record else None,
-                    session_tag=tag.strip() or REPLAY_TAG,
-                    matched=matched,
-                    progress=step,
+                services = ctx.lookup_services(record=False)
+                recorder = store if record else None
+                session = tag.strip() or REPLAY_TAG
+                return replay(
+                    calls, services, ctx.settings, recorder=recorder, session_tag=session, matched=matched, progress=bar.counts
                 )
-            except LookupLabError as exc:
-                render.error("The replay stopped", exc, "Check the sidebar status and replay again.")
+
+            report = run_job(
+                "The replay stopped",
+                work,
+                fix="Check the sidebar status and replay again.",
+                when_down="Check that Weaviate is up (Retry connection) and replay again.",
+                unit="queries",
+                start="replaying…",
+            )
+            if report is None:
                 return
-            finally:
-                bar.empty()
             st.session_state[REPORT] = (flt, report)
         last = st.session_state.get(REPORT)
         if last is not None:

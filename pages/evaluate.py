@@ -8,10 +8,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_support import charts, eval_ui, keys, render, resources, urls
+from app_support import charts, eval_ui, jobs, keys, render, resources, urls
 from app_support.render import md
 from retrieval.core.relevance import fit_words
-from retrieval.errors import LookupLabError
 from retrieval.evals.configs import DEPTH
 from retrieval.evals.evaluation import CONFIGS, METRICS, run_eval, support_points
 from retrieval.evals.report import (
@@ -87,32 +86,15 @@ view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurat
 if st.button(
     f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary", key="run_eval", disabled=not configs
 ):
-    bar = st.progress(0.0, text="evaluating…")
-
-    def show_progress(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{done} of {total} runs")
-
-    try:
-        report = run_eval(
-            eval_set,
-            ctx.lookup_services(record=record),
-            settings,
-            configs=configs,
-            progress=show_progress,
-        )
-    except LookupLabError as exc:
-        bar.empty()
-        render.error("The evaluation stopped", exc, "Fix what it names (see the sidebar status) and run it again.")
+    report = jobs.run_job(
+        "The evaluation stopped",
+        lambda bar: run_eval(eval_set, ctx.lookup_services(record=record), settings, configs=configs, progress=bar.counts),
+        fix="Fix what it names (see the sidebar status) and run it again.",
+        when_down="Check that Weaviate is up (Retry connection) and run it again.",
+        start="evaluating…",
+    )
+    if report is None:
         st.stop()
-    except Exception as exc:
-        bar.empty()
-        render.error(
-            "The evaluation stopped",
-            f"{type(exc).__name__}: {exc}",
-            "Check that Weaviate is up (Retry connection) and run it again.",
-        )
-        st.stop()
-    bar.empty()
     saved = None if ctx.read_only else eval_ui.save_run(ctx, report, eval_set)
     st.session_state[keys.EVAL_REPORT] = (view, report, saved)
 

@@ -7,9 +7,8 @@ from collections import Counter
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, eval_ui, keys, render, resources, urls
+from app_support import charts, eval_ui, jobs, keys, resources, urls
 from app_support.render import md
-from retrieval.errors import LookupLabError
 from retrieval.evals.comparison import COMPARED_QUERIES, compare_filter, compare_filter_on_set, query_meaning
 from retrieval.evals.routing_metrics import HURT_MEANING, VERDICTS
 
@@ -64,17 +63,14 @@ def one_query() -> None:
     if not query or not query.strip():
         st.caption("Type a query and press Enter.")
         return
-    try:
-        cmp = compare_filter(query.strip(), ctx.lookup_services(record=False), settings, kind)
-    except LookupLabError as exc:
-        render.error("The comparison failed", exc, "Check the sidebar status (Weaviate, collection) and try again.")
-        return
-    except Exception as exc:
-        render.error(
-            "The comparison failed",
-            f"{type(exc).__name__}: {exc}",
-            "Check that Weaviate is up (Retry connection) and that the collection is ingested.",
-        )
+    cmp = jobs.run_job(
+        "The comparison failed",
+        lambda _: compare_filter(query.strip(), ctx.lookup_services(record=False), settings, kind),
+        fix="Check the sidebar status (Weaviate, collection) and try again.",
+        when_down="Check that Weaviate is up (Retry connection) and that the collection is ingested.",
+        start="comparing…",
+    )
+    if cmp is None:
         return
     st.info(f"**Routing:** {md(cmp.routing)}", icon=":material/alt_route:")
     if cmp.category is None:
@@ -123,32 +119,18 @@ def eval_set_section() -> None:
     eval_ui.offer_ingest(ctx, key="ingest_for_eval")
     view = eval_ui.run_view(settings, label=f"{eval_ui.eval_set_label(path)} ({kind})")
     if st.button(f"Compare on {len(cases)} cases", type="primary", key="run_set_comparison"):
-        bar = st.progress(0.0, text="comparing…")
-
-        def show_progress(done: int, total: int) -> None:
-            bar.progress(done / total, text=f"case {done} of {total}")
-
-        try:
-            deltas = compare_filter_on_set(
-                eval_set,
-                ctx.lookup_services(record=False),
-                settings,
-                progress=show_progress,
-                kind=kind,
-            )
-        except LookupLabError as exc:
-            bar.empty()
-            render.error("The comparison stopped", exc, "Check the sidebar status and press the button again.")
+        deltas = jobs.run_job(
+            "The comparison stopped",
+            lambda bar: compare_filter_on_set(
+                eval_set, ctx.lookup_services(record=False), settings, progress=bar.counts, kind=kind
+            ),
+            fix="Check the sidebar status and press the button again.",
+            when_down="Check that Weaviate is up (Retry connection) and press the button again.",
+            unit="cases",
+            start="comparing…",
+        )
+        if deltas is None:
             return
-        except Exception as exc:
-            bar.empty()
-            render.error(
-                "The comparison stopped",
-                f"{type(exc).__name__}: {exc}",
-                "Check that Weaviate is up (Retry connection) and press the button again.",
-            )
-            return
-        bar.empty()
         st.session_state[keys.SET_COMPARISON] = (view, deltas)
     stored = st.session_state.get(keys.SET_COMPARISON)
     if stored is None:

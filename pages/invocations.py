@@ -83,6 +83,28 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
             icon=":material/inbox:",
         )
         return None
+    flt = filters(opts)
+    try:
+        dash = load_dashboard(store, flt, row_limit=ROW_LIMIT)
+    except LookupLabError as exc:
+        render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
+        return None
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Calls", f"{dash.total:,}", help=f"of {opts.total:,} stored")
+    m2.metric("Fallbacks", f"{dash.fallbacks:,}")
+    m3.metric("Fallback rate", "–" if dash.fallback_rate is None else f"{dash.fallback_rate:.0%}")
+    approx = " (≈)" if dash.quantiles_approximate else ""
+    m4.metric("Median latency" + approx, "–" if dash.median_latency_ms is None else f"{dash.median_latency_ms:.0f} ms")
+    if dash.total == 0:
+        st.info("No invocation matches these filters: widen them.", icon=":material/filter_alt_off:")
+        return None
+    dashboard_charts(dash)
+    calls_table(dash, flt)
+    return flt, dash.total
+
+
+def filters(opts) -> InvocationFilter:
+    """The filter boxes, as one InvocationFilter."""
     with st.container(border=True):
         st.markdown("**Filters**")
         f1, f2, f3 = st.columns([2, 3, 2])
@@ -101,7 +123,7 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
         statuses = g3.multiselect("Status", opts.statuses, key=keys.INV_STATUSES)
         sessions = g4.multiselect("Session tag", opts.session_tags, key=keys.INV_SESSIONS)
     since, until = time_window(choice)
-    flt = InvocationFilter(
+    return InvocationFilter(
         since=since,
         until=until,
         layers=tuple(layers),
@@ -111,20 +133,11 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
         fallback_only=fallback_only,
         text=text,
     )
-    try:
-        dash = load_dashboard(store, flt, row_limit=ROW_LIMIT)
-    except LookupLabError as exc:
-        render.error("The invocation store cannot be read", exc, "Another process may hold it; reload in a moment.")
-        return None
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Calls", f"{dash.total:,}", help=f"of {opts.total:,} stored")
-    m2.metric("Fallbacks", f"{dash.fallbacks:,}")
-    m3.metric("Fallback rate", "–" if dash.fallback_rate is None else f"{dash.fallback_rate:.0%}")
-    approx = " (≈)" if dash.quantiles_approximate else ""
-    m4.metric("Median latency" + approx, "–" if dash.median_latency_ms is None else f"{dash.median_latency_ms:.0f} ms")
-    if dash.total == 0:
-        st.info("No invocation matches these filters: widen them.", icon=":material/filter_alt_off:")
-        return None
+
+
+def dashboard_charts(dash) -> None:
+    """Calls over time, the stages' latency, the fallback rate, the top domains and L0 keywords."""
+    approx = dash.quantiles_approximate
     c1, c2 = st.columns(2)
     c1.plotly_chart(charts.calls_over_time(dash.calls_over_time, dash.bucket), width="stretch")
     if dash.stage_samples.empty:
@@ -155,22 +168,23 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
     else:
         c5.plotly_chart(charts.top_counts(top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
 
+
+CALL_COLUMNS = {
+    "latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
+    "created_at": st.column_config.DatetimeColumn("time", format="YYYY-MM-DD HH:mm:ss"),
+    "input": st.column_config.TextColumn("query", width="large"),
+    "top_entry_id": st.column_config.TextColumn("top entry"),
+}
+
+
+def calls_table(dash, flt: InvocationFilter) -> None:
+    """The calls, newest first, one selectable to see its results; CSV and Parquet exports of every call that matches."""
     st.markdown(
         f"**Calls** (newest first{', first ' + str(ROW_LIMIT) if dash.total > ROW_LIMIT else ''}): "
         "select a row to see its results and relevance"
     )
     event = st.dataframe(
-        dash.rows,
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="single-row",
-        key=keys.INV_TABLE,
-        column_config={
-            "latency_ms": st.column_config.NumberColumn("latency (ms)", format="%.1f"),
-            "created_at": st.column_config.DatetimeColumn("time", format="YYYY-MM-DD HH:mm:ss"),
-            "input": st.column_config.TextColumn("query", width="large"),
-            "top_entry_id": st.column_config.TextColumn("top entry"),
-        },
+        dash.rows, hide_index=True, on_select="rerun", selection_mode="single-row", key=keys.INV_TABLE, column_config=CALL_COLUMNS
     )
     rows = event.selection.rows if event is not None else []
     if rows:
@@ -198,7 +212,6 @@ def dashboard_frames() -> tuple[InvocationFilter, int] | None:
         on_click="ignore",
         key="dl_parquet",
     )
-    return flt, dash.total
 
 
 def show_call(picked) -> None:

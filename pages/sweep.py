@@ -5,14 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, eval_ui, render, resources
+from app_support import charts, eval_ui, jobs, render, resources
 from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evals.sets import load_eval_set
 from retrieval.evals.settings_strip import value_text
 from retrieval.evals.tuning import parse_grid
 from retrieval.lab.config_file import config_path, plan_config, write_config
-from retrieval.lab.sweep import check_folds, cv_for, fitting_eval_sets, keys_for, sweep_sets
+from retrieval.lab.sweep import SweepResult, check_folds, cv_for, fitting_eval_sets, keys_for, sweep_sets
 from retrieval.lab.sweep_report import PROMISE_NOTE, held_out_caption, held_out_rows, settings_text
 
 SETS, GRID, FOLDS, REPEATS, RESULT, SAVED = "sweep_sets", "sweep_grid", "sweep_folds", "sweep_repeats", "_sweep", "_sweep_saved"
@@ -117,32 +117,34 @@ view = eval_ui.run_view(
     settings, label=", ".join(picked), grid=grid_text.strip(), folds=str(folds), repeats=str(repeats), cv=cv, choose=rule
 )
 if st.button(f"Sweep {len(points)} points", type="primary", key="run_sweep"):
-    bar = st.progress(0.0, text="sweeping…")
 
-    def show(stage: str, done: int, total: int) -> None:
-        bar.progress(done / total, text=f"{stage}: {done} of {total}")
-
-    try:
+    def sweep(bar: jobs.JobBar) -> SweepResult:
         # a grid over embedding_model searches each model's own collection of this corpus (ingest it on Corpus first)
         models = {k.model for k in keys_for(grid, settings)} - {settings.embedding_model}
         others = {m: resources.context(settings.with_(embedding_model=m)).lookup_services(record=False) for m in models}
-        result = sweep_sets(
+        services = ctx.lookup_services(record=False)
+        return sweep_sets(
             eval_sets,
-            ctx.lookup_services(record=False),
+            services,
             settings,
             grid,
             cv=cv,
             choose=rule,
             folds=folds,
             repeats=repeats,
-            progress=show,
+            progress=bar.stages,
             other_models=others,
         )
-    except LookupLabError as exc:
-        bar.empty()
-        render.error("The sweep stopped", exc, "Fix what it names (see the sidebar status) and run it again.")
+
+    result = jobs.run_job(
+        "The sweep stopped",
+        sweep,
+        fix="Fix what it names (see the sidebar status) and run it again.",
+        when_down="Check that Weaviate is up (Retry connection) and run it again.",
+        start="sweeping…",
+    )
+    if result is None:
         st.stop()
-    bar.empty()
     st.session_state[RESULT] = (view, result)
     st.session_state.pop(SAVED, None)
 

@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -518,12 +519,7 @@ def run_bench(
     """
     log = log or (lambda m: None)
     sizes = sorted(set(sizes))
-    if not sizes or min(sizes) < 1 or queries < 1:
-        raise ValueError("bench needs at least one size >= 1 and queries >= 1")
-    if vectors not in ("real", "synthetic"):
-        raise ValueError(f"--vectors {vectors!r}: real or synthetic")
-    if embed_queries < 50:
-        raise ValueError(f"embed_queries {embed_queries}: at least 50 queries make a p95")
+    _check_run(sizes, queries, vectors, embed_queries)
     from retrieval.bench.app import APP_ENTRIES, app_memory, model_figures, probe_queries
 
     started = time.perf_counter()
@@ -553,55 +549,12 @@ def run_bench(
         if own_client:
             log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
             client = connect(where)
-        synth = None
-        if vectors == "synthetic":
-            from retrieval.bench.vectors import SyntheticVectors
-
-            log("embedding the templates of the synthetic corpus vectors")
-            synth = SyntheticVectors(embedder, seed=seed)
-            log(synth.describe())
+        synth = _synthetic_vectors(embedder, seed, log) if vectors == "synthetic" else None
         machine = machine_info(client)
         recorder = InvocationStore(workdir / "invocations.duckdb", budget=db_budget(settings))
         recorder.start_background_flush()
-        figures: dict[int, dict[str, Any]] = {}
-        server_pid = _server_pid(client, settings.weaviate_url)
-        keep_l0: dict[int, tuple[L0Index, list[str]]] = {}
-        baseline = _server_rss_mb(server_pid)
-        stopped = None
-        memory_gib = machine.get("memory_gib")
-        guard = MemoryGuard(server_pid, MEMORY_SHARE * memory_gib * 1024 if memory_gib else None)
-        for n in sizes:
-            body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
-            stopped = memory_stop(n, figures, baseline, memory_gib, body.label)
-            if stopped:
-                log(f"[{n}] not run: {stopped['why']}")
-                break
-            names.append(f"Bench_{n}_{run_id}")
-            try:
-                figures[n] = bench_size(
-                    n,
-                    client=client,
-                    embedder=embedder,
-                    recorder=recorder,
-                    settings=settings,
-                    seed=seed,
-                    queries=queries,
-                    body=body,
-                    raw_sample_chunks=raw_sample_chunks,
-                    run_id=run_id,
-                    log=log,
-                    vectors=synth,
-                    server_pid=server_pid,
-                    quiet_max_s=quiet_max_s,
-                    keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
-                    where=where,
-                    guard=guard,
-                )
-            except BenchStopped as exc:
-                stopped = {"size": n, "why": str(exc)}
-                log(f"[{n}] stopped: {exc}")
-                knowledge_store(client, where, collection=names[-1]).drop()  # its memory goes before the app's
-                break
+        run = _SizeRun(client, embedder, recorder, settings, where, seed, queries, raw_sample_chunks, run_id, synth, quiet_max_s)
+        figures, stopped, keep_l0 = _run_sizes(run, sizes, names, machine, full_bodies_up_to, log)
         sizes = [n for n in sizes if n in figures]  # the sizes run (a size that cannot fit stops the run)
         l0_paired = None
         if len(sizes) > 1 and sizes[0] in keep_l0 and sizes[-1] in keep_l0:
@@ -622,42 +575,8 @@ def run_bench(
             else None
         )
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        ratios, goals = ratios_and_goals(
-            figures,
-            store_fig,
-            model_load_s=model["load_s"],
-            app_rss_mb=(app_fig or {}).get("rss_mb"),
-            l0_paired=l0_paired,
-            app_fig=app_fig,
-            cli_fig=cli_fig,
-        )
-        if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
-            goals["ingest_over_raw"].update(value=None, met=None)
-        result: dict[str, Any] = {
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": machine,
-            "seed": seed,
-            "queries": queries,
-            "embedding_model": model["name"],
-            "model_load_s": model["load_s"],
-            "query_embed_p50_ms": model["query_embed"]["p50_ms"],
-            "query_embed_p95_ms": model["query_embed"]["p95_ms"],
-            "query_embed_first_ms": model["query_embed"]["first_ms"],
-            "query_embed_queries": model["query_embed"]["queries"],
-            "app_rss_mb": (app_fig or {}).get("rss_mb"),
-            "app": app_fig or {"rss_mb": None, "why": "not asked for (app=False)"},
-            "cli_lookup": cli_fig or {"warm_s": None, "why": "not asked for (cli=False)"},
-            "corpus_vectors": "real" if synth is None else synth.describe(),
-            "sizes": {str(n): f for n, f in figures.items()},
-            "stopped": stopped,
-            "l0_paired": l0_paired,
-            "ratios": ratios,
-            "goals": goals,
-            "invocation_store": store_fig,
-            "peak_rss_mb": kb_peak,
-            "peak_rss_mb_with_invocation_store": peak_rss_mb(),
-            "elapsed_s": round(time.perf_counter() - started, 1),
-        }
+        parts = {"app": app_fig, "cli": cli_fig, "store": store_fig, "l0_paired": l0_paired, "stopped": stopped}
+        result = _result(figures, parts, machine, model, synth, seed=seed, queries=queries, kb_peak=kb_peak, started=started)
     finally:
         if recorder is not None:
             recorder.close()
@@ -671,3 +590,135 @@ def run_bench(
     result["table"] = render_table(result)
     name = f"bench-{'-'.join(map(str, sizes))}" + ("" if synth is None else "-synthetic-vectors")
     return write_results(result, Path(out_dir), name, log)
+
+
+def _check_run(sizes: list[int], queries: int, vectors: str, embed_queries: int) -> None:
+    if not sizes or min(sizes) < 1 or queries < 1:
+        raise ValueError("bench needs at least one size >= 1 and queries >= 1")
+    if vectors not in ("real", "synthetic"):
+        raise ValueError(f"--vectors {vectors!r}: real or synthetic")
+    if embed_queries < 50:
+        raise ValueError(f"embed_queries {embed_queries}: at least 50 queries make a p95")
+
+
+def _synthetic_vectors(embedder: Embedder, seed: int, log: Callable[[str], None]) -> Any:
+    from retrieval.bench.vectors import SyntheticVectors
+
+    log("embedding the templates of the synthetic corpus vectors")
+    synth = SyntheticVectors(embedder, seed=seed)
+    log(synth.describe())
+    return synth
+
+
+@dataclass(frozen=True)
+class _SizeRun:
+    """What every size of one bench run shares."""
+
+    client: Any
+    embedder: Embedder
+    recorder: InvocationStore
+    settings: Settings
+    where: Settings
+    seed: int
+    queries: int
+    raw_sample_chunks: int
+    run_id: str
+    vectors: Any
+    quiet_max_s: float
+
+
+def _run_sizes(
+    run: _SizeRun, sizes: list[int], names: list[str], machine: dict[str, Any], full_bodies_up_to: int, log: Callable[[str], None]
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any] | None, dict[int, tuple[L0Index, list[str]]]]:
+    """Each size in turn, smallest first, until one would not fit in memory (or outgrows it while it runs): the
+    figures per size, why the run stopped (None), and the L0 indexes of the smallest and largest sizes."""
+    figures: dict[int, dict[str, Any]] = {}
+    server_pid = _server_pid(run.client, run.settings.weaviate_url)
+    keep_l0: dict[int, tuple[L0Index, list[str]]] = {}
+    baseline = _server_rss_mb(server_pid)
+    memory_gib = machine.get("memory_gib")
+    guard = MemoryGuard(server_pid, MEMORY_SHARE * memory_gib * 1024 if memory_gib else None)
+    for n in sizes:
+        body = synthetic.FULL if n <= full_bodies_up_to else synthetic.SHORT
+        stopped = memory_stop(n, figures, baseline, memory_gib, body.label)
+        if stopped:
+            log(f"[{n}] not run: {stopped['why']}")
+            return figures, stopped, keep_l0
+        names.append(f"Bench_{n}_{run.run_id}")
+        try:
+            figures[n] = bench_size(
+                n,
+                client=run.client,
+                embedder=run.embedder,
+                recorder=run.recorder,
+                settings=run.settings,
+                seed=run.seed,
+                queries=run.queries,
+                body=body,
+                raw_sample_chunks=run.raw_sample_chunks,
+                run_id=run.run_id,
+                log=log,
+                vectors=run.vectors,
+                server_pid=server_pid,
+                quiet_max_s=run.quiet_max_s,
+                keep_l0=keep_l0 if n in (sizes[0], sizes[-1]) else None,
+                where=run.where,
+                guard=guard,
+            )
+        except BenchStopped as exc:
+            log(f"[{n}] stopped: {exc}")
+            knowledge_store(run.client, run.where, collection=names[-1]).drop()  # its memory goes before the app's
+            return figures, {"size": n, "why": str(exc)}, keep_l0
+    return figures, None, keep_l0
+
+
+def _result(
+    figures: dict[int, dict[str, Any]],
+    parts: dict[str, Any],
+    machine: dict[str, Any],
+    model: dict[str, Any],
+    synth: Any,
+    *,
+    seed: int,
+    queries: int,
+    kb_peak: float | None,
+    started: float,
+) -> dict[str, Any]:
+    """The run's figures as written: every size's, the ratios and goals, the app's, the CLI's and the store's."""
+    app_fig, cli_fig, store_fig = parts["app"], parts["cli"], parts["store"]
+    ratios, goals = ratios_and_goals(
+        figures,
+        store_fig,
+        model_load_s=model["load_s"],
+        app_rss_mb=(app_fig or {}).get("rss_mb"),
+        l0_paired=parts["l0_paired"],
+        app_fig=app_fig,
+        cli_fig=cli_fig,
+    )
+    if synth is not None:  # ingest over the synthetic vector maker says nothing about the embedder
+        goals["ingest_over_raw"].update(value=None, met=None)
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine,
+        "seed": seed,
+        "queries": queries,
+        "embedding_model": model["name"],
+        "model_load_s": model["load_s"],
+        "query_embed_p50_ms": model["query_embed"]["p50_ms"],
+        "query_embed_p95_ms": model["query_embed"]["p95_ms"],
+        "query_embed_first_ms": model["query_embed"]["first_ms"],
+        "query_embed_queries": model["query_embed"]["queries"],
+        "app_rss_mb": (app_fig or {}).get("rss_mb"),
+        "app": app_fig or {"rss_mb": None, "why": "not asked for (app=False)"},
+        "cli_lookup": cli_fig or {"warm_s": None, "why": "not asked for (cli=False)"},
+        "corpus_vectors": "real" if synth is None else synth.describe(),
+        "sizes": {str(n): f for n, f in figures.items()},
+        "stopped": parts["stopped"],
+        "l0_paired": parts["l0_paired"],
+        "ratios": ratios,
+        "goals": goals,
+        "invocation_store": store_fig,
+        "peak_rss_mb": kb_peak,
+        "peak_rss_mb_with_invocation_store": peak_rss_mb(),
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }

@@ -107,22 +107,34 @@ def fuse(
     missing from a list cut at its limit is not the same as scoring nothing.
     """
     best_l0 = max((m.score for m in l0), default=0.0) or 1.0
-    l0_by_id = {m.entry_id: m for m in l0}
     if not vector and not lexical:
-        items = [
-            ResultItem(
-                m.entry_id,
-                m.title,
-                m.domain,
-                m.score / best_l0,
-                Source.L0,
-                l0_score=m.score,
-                ranks=(("l0", i + 1),),
-                named=m.named,
-            )
-            for i, m in enumerate(l0)
-        ]
-        return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
+        return _top([_l0_item(m, i + 1, m.score / best_l0) for i, m in enumerate(l0)], k)
+    items = _l1_items(l0, vector, lexical, weights, limit, best_l0)
+    found = {item.entry_id for item in items}
+    floor = min(item.score for item in items)
+    # below every L1-supported result: L0 alone never outranks semantic evidence
+    items += [_l0_item(m, i + 1, floor * (m.score / best_l0) * 0.5) for i, m in enumerate(l0) if m.entry_id not in found]
+    return _top(items, k)
+
+
+def _top(items: list[ResultItem], k: int) -> list[ResultItem]:
+    return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
+
+
+def _l0_item(m: EntryMatch, rank: int, score: float) -> ResultItem:
+    """An entry only L0 found, at `score`."""
+    return ResultItem(m.entry_id, m.title, m.domain, score, Source.L0, l0_score=m.score, ranks=(("l0", rank),), named=m.named)
+
+
+def _l1_items(
+    l0: Sequence[EntryMatch],
+    vector: Sequence[Candidate],
+    lexical: Sequence[Candidate],
+    weights: FusionWeights,
+    limit: int | None,
+    best_l0: float,
+) -> list[ResultItem]:
+    """Every entry an L1 list found, its score the weighted sum of its scaled signals (a list's bound where it is missing)."""
     signals = {"vector": list(vector), "bm25": list(lexical)}
     scaled = {name: _scaled({c.entry_id: c.score for c in found}) for name, found in signals.items()}
     scaled["l0"] = {m.entry_id: m.score / best_l0 for m in l0}
@@ -135,24 +147,21 @@ def fuse(
             first.setdefault(c.entry_id, c)
     sims = {c.entry_id: c.similarity for found in (lexical, vector) for c in found if c.similarity is not None}
     lex_scores = {c.entry_id: c.score for c in lexical}
-    fill = {
-        "vector": list_bound(vector, limit, MissingScore(weights.missing).bounds("vector")),
-        "bm25": list_bound(lexical, limit, MissingScore(weights.missing).bounds("bm25")),
-        "l0": 0.0,
-    }
+    missing = MissingScore(weights.missing)
+    fill = {n: list_bound(signals[n], limit, missing.bounds(n)) for n in ("vector", "bm25")} | {"l0": 0.0}
+    l0_by_id = {m.entry_id: m for m in l0}
     items = []
     for entry_id, c in first.items():
         m = l0_by_id.get(entry_id)
         score = sum(weight[name] * scaled[name].get(entry_id, fill[name]) for name in weight)
         bounded = tuple(n for n in ("vector", "bm25") if fill[n] > 0 and entry_id not in scaled[n] and weight[n] > 0)
         named = m is not None and m.named
-        score += weights.named if named else 0.0
         items.append(
             ResultItem(
                 entry_id,
                 c.title,
                 c.domain,
-                score,
+                score + (weights.named if named else 0.0),
                 Source.BOTH if m else Source.L1,
                 l0_score=m.score if m else None,
                 l1_score=sims.get(entry_id),
@@ -163,23 +172,7 @@ def fuse(
                 bounded=bounded,
             )
         )
-    floor = min(i.score for i in items)
-    for i, m in enumerate(l0):
-        if m.entry_id not in first:
-            # Below every L1-supported result: L0 alone never outranks semantic evidence.
-            items.append(
-                ResultItem(
-                    m.entry_id,
-                    m.title,
-                    m.domain,
-                    floor * (m.score / best_l0) * 0.5,
-                    Source.L0,
-                    l0_score=m.score,
-                    ranks=(("l0", i + 1),),
-                    named=m.named,
-                )
-            )
-    return sorted(items, key=lambda r: (-r.score, r.entry_id))[:k]
+    return items
 
 
 def listed(found: Sequence[Candidate], mode: SearchMode, *, k: int) -> list[ResultItem]:

@@ -22,6 +22,7 @@ from retrieval.evals.ranking_metrics import METRICS, SMALL_SAMPLE, compute_metri
 from retrieval.evals.reliability import reliability
 from retrieval.evals.routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
 from retrieval.evals.sets import EvalSet
+from retrieval.types.options import LookupOptions
 
 # The routing and support figures of a configuration, in the order tables show them.
 ROUTING_FIGURES = (
@@ -104,6 +105,57 @@ def run_eval(
     run_tag: str | None = None,
 ) -> EvalReport:
     """Every case through every configuration. Query embeddings are computed once and shared."""
+    _check(eval_set, services, configs)
+    settings = settings.with_(top_k=max(DEPTH, settings.top_k))
+    run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+    runs = _run_cases(eval_set, services, settings.options(), configs, run_tag, progress)
+    answerable = sum(c.answerable for c in eval_set.cases)
+    qrels, per_config = ranx_runs(eval_set, runs) if answerable else (None, {})
+    warnings = []
+    if answerable < SMALL_SAMPLE:
+        warnings.append(f"only {answerable} answerable cases: significance tests are unreliable below {SMALL_SAMPLE}")
+    metrics = compute_metrics(qrels, per_config) if answerable else {c: {m: float("nan") for m in METRICS} for c in configs}
+    significance = compute_significance(qrels, per_config, stat_test=stat_test) if answerable else {"pairs": []}
+    cases_by_id = {c.id: c for c in eval_set.cases}
+    routing, latency, calibration = _figures(runs, cases_by_id, {e.entry_id: e.domain for e in services.l0.entries.values()})
+    conf = confusion(
+        RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
+        for r in runs.get("l1_filtered") or runs.get("lookup") or []
+    )
+    cases_out = _case_results(eval_set, services, runs, configs)
+    effect = {}
+    if {"l1_unfiltered", "l1_filtered"} <= set(configs):
+        effect = filter_effect(
+            (c.id, c.configs["l1_filtered"].category is not None, c.configs["l1_unfiltered"].rr, c.configs["l1_filtered"].rr)
+            for c in cases_out
+            if c.expected
+        )
+    return EvalReport(
+        eval_set=eval_set.name,
+        run_tag=run_tag,
+        created_at=datetime.now(UTC).isoformat(),
+        settings={
+            **{name: getattr(settings, name) for name in EVAL_SETTINGS},
+            "support_threshold": support_model(settings.embedding_model).cut(settings.support_threshold),
+            "collection": settings.collection,
+            "cases": len(eval_set.cases),
+            "answerable": answerable,
+        },
+        configs=tuple(configs),
+        metrics=metrics,
+        significance=significance,
+        routing=routing,
+        confusion=conf,
+        latency=latency,
+        cases=tuple(cases_out),
+        warnings=warnings,
+        filter_effect=effect,
+        calibration=calibration,
+    )
+
+
+def _check(eval_set: EvalSet, services: LookupServices, configs: Sequence[str]) -> None:
+    """Refuse an unknown configuration, or one that needs an L1 that is not there; prime the query embeddings."""
     unknown = [c for c in configs if c not in CONFIGS]
     if unknown:
         raise EvalSetError(f"unknown configuration(s): {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
@@ -114,9 +166,16 @@ def run_eval(
                 f"{services.l1_unavailable or 'not connected'}"
             )
         services.embedder.prime([c.query for c in eval_set.cases])
-    settings = settings.with_(top_k=max(DEPTH, settings.top_k))
-    options = settings.options()
-    run_tag = run_tag or f"eval-{eval_set.name}-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}"
+
+
+def _run_cases(
+    eval_set: EvalSet,
+    services: LookupServices,
+    options: LookupOptions,
+    configs: Sequence[str],
+    run_tag: str,
+    progress: Callable[[int, int], None] | None,
+) -> dict[str, list[ConfigRun]]:
     runs: dict[str, list[ConfigRun]] = {c: [] for c in configs}
     total, done = len(eval_set.cases) * len(configs), 0
     for case in eval_set.cases:
@@ -125,15 +184,13 @@ def run_eval(
             done += 1
             if progress:
                 progress(done, total)
-    answerable = sum(c.answerable for c in eval_set.cases)
-    qrels, per_config = ranx_runs(eval_set, runs) if answerable else (None, {})
-    warnings = []
-    if answerable < SMALL_SAMPLE:
-        warnings.append(f"only {answerable} answerable cases: significance tests are unreliable below {SMALL_SAMPLE}")
-    metrics = compute_metrics(qrels, per_config) if answerable else {c: {m: float("nan") for m in METRICS} for c in configs}
-    significance = compute_significance(qrels, per_config, stat_test=stat_test) if answerable else {"pairs": []}
-    entry_domains = {e.entry_id: e.domain for e in services.l0.entries.values()}
-    cases_by_id = {c.id: c for c in eval_set.cases}
+    return runs
+
+
+def _figures(
+    runs: dict[str, list[ConfigRun]], cases_by_id: dict[str, Any], entry_domains: dict[str, str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, float | None]], dict[str, Any]]:
+    """Per configuration: its routing and support figures, its stages' latency, and its estimate's reliability."""
     routing: dict[str, dict[str, Any]] = {}
     latency: dict[str, dict[str, float | None]] = {}
     calibration: dict[str, Any] = {}
@@ -164,46 +221,20 @@ def run_eval(
             for s in stages
             for name, q in (("p50", 50), ("p95", 95))
         }
-    conf = confusion(
-        RoutingObservation(r.case_id, cases_by_id[r.case_id].domain, (), r.category)
-        for r in runs.get("l1_filtered") or runs.get("lookup") or []
-    )
-    cases_out: list[CaseResult] = []
+    return routing, latency, calibration
+
+
+def _case_results(
+    eval_set: EvalSet, services: LookupServices, runs: dict[str, list[ConfigRun]], configs: Sequence[str]
+) -> list[CaseResult]:
+    out: list[CaseResult] = []
     for i, case in enumerate(eval_set.cases):
         per = {config: _outcome(runs[config][i], case.expected) for config in configs}
         l0_domains = services.l0.match(search_text(case.query)).domains
-        cases_out.append(
+        out.append(
             CaseResult(case.id, case.query, case.expected, case.domain, tuple(l0_domains), category_filter(l0_domains), per)
         )
-    effect = {}
-    if {"l1_unfiltered", "l1_filtered"} <= set(configs):
-        effect = filter_effect(
-            (c.id, c.configs["l1_filtered"].category is not None, c.configs["l1_unfiltered"].rr, c.configs["l1_filtered"].rr)
-            for c in cases_out
-            if c.expected
-        )
-    return EvalReport(
-        eval_set=eval_set.name,
-        run_tag=run_tag,
-        created_at=datetime.now(UTC).isoformat(),
-        settings={
-            **{name: getattr(settings, name) for name in EVAL_SETTINGS},
-            "support_threshold": support_model(settings.embedding_model).cut(settings.support_threshold),
-            "collection": settings.collection,
-            "cases": len(eval_set.cases),
-            "answerable": answerable,
-        },
-        configs=tuple(configs),
-        metrics=metrics,
-        significance=significance,
-        routing=routing,
-        confusion=conf,
-        latency=latency,
-        cases=tuple(cases_out),
-        warnings=warnings,
-        filter_effect=effect,
-        calibration=calibration,
-    )
+    return out
 
 
 def _fit_of(runs: Sequence[ConfigRun]) -> dict[str, Any] | None:

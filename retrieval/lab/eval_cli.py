@@ -60,13 +60,10 @@ def eval_cmd(
     corpus: Path | None = CorpusOpt,
 ) -> None:
     """Run an eval set through the configurations; print metrics, significance and routing figures."""
-    from retrieval.evals.evaluation import run_eval
     from retrieval.evals.gates import check_gates
     from retrieval.evals.report import metrics_text, render_html
     from retrieval.evals.sets import load_eval_set
-    from retrieval.progress import in_units, progress_display
-    from retrieval.services import open_runtime, refresh_support_fit
-    from retrieval.store import indexing
+    from retrieval.services import open_runtime
 
     try:
         loaded = load_eval_set(eval_set)
@@ -89,26 +86,8 @@ def eval_cmd(
         _fail(exc)
     try:
         loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
-        if runtime.services.store is not None:
-            with progress_display() as show:
-                ingest_report = indexing.ingest(runtime.services.store, runtime.corpus, runtime.services.embedder, progress=show)
-            typer.echo(
-                f"collection {settings.collection}: {ingest_report.unchanged} unchanged, "
-                f"{ingest_report.added + ingest_report.updated} embedded",
-                err=True,
-            )
-            with progress_display() as show:
-                ran = refresh_support_fit(runtime, progress=in_units(show, "probes"))
-            typer.echo(fit_line(runtime.services.norms, ran), err=True)
-        with progress_display() as show:
-            result = run_eval(
-                loaded,
-                runtime.services,
-                settings,
-                configs=[c.strip() for c in configs.split(",") if c.strip()],
-                stat_test=stat_test,
-                progress=lambda d, t: show("eval", d, t, "case runs"),
-            )
+        _bring_up_to_date(runtime)
+        result = _evaluate(runtime, loaded, [c.strip() for c in configs.split(",") if c.strip()], stat_test)
         failures = check_gates(result, minimum, baseline_data, loaded)
     except LookupLabError as exc:
         _fail(exc)
@@ -128,3 +107,36 @@ def eval_cmd(
         raise typer.Exit(1)
     if save and run_id is None:
         raise typer.Exit(2)
+
+
+def _bring_up_to_date(runtime) -> None:
+    """Ingest what changed in the corpus, then make the support fit current; say what was done on stderr."""
+    from retrieval.progress import in_units, progress_display
+    from retrieval.services import refresh_support_fit
+    from retrieval.store import indexing
+
+    if runtime.services.store is None:
+        return
+    with progress_display() as show:
+        done = indexing.ingest(runtime.services.store, runtime.corpus, runtime.services.embedder, progress=show)
+    typer.echo(
+        f"collection {runtime.settings.collection}: {done.unchanged} unchanged, {done.added + done.updated} embedded", err=True
+    )
+    with progress_display() as show:
+        ran = refresh_support_fit(runtime, progress=in_units(show, "probes"))
+    typer.echo(fit_line(runtime.services.norms, ran), err=True)
+
+
+def _evaluate(runtime, loaded, configs: list[str], stat_test: str):
+    from retrieval.evals.evaluation import run_eval
+    from retrieval.progress import progress_display
+
+    with progress_display() as show:
+        return run_eval(
+            loaded,
+            runtime.services,
+            runtime.settings,
+            configs=configs,
+            stat_test=stat_test,
+            progress=lambda d, t: show("eval", d, t, "case runs"),
+        )

@@ -285,10 +285,11 @@ def load_dashboard(
     """Every frame of the Invocations page for one filter, over one connection. Over every row of a store with more
     than `exact_up_to` rows, the figures come from the rollups (quantiles approximate: `quantiles_approximate`)."""
     where, params = flt.where()
+    shape = _Shape(row_limit, top_n, bucket, exact_up_to)
 
     def run(con: duckdb.DuckDBPyConnection) -> Dashboard:
         if where == "TRUE":
-            return _frames(con, "tool_invocation", every_row=True)
+            return _frames(con, "tool_invocation", shape, every_row=True)
         # A filter is read once: the matching rows' ids, then what every frame reads of them into a temp table.
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE {_MATCHED_IDS} AS SELECT rowid AS row_id FROM tool_invocation WHERE {where}",
@@ -299,95 +300,113 @@ def load_dashboard(
                 f"CREATE OR REPLACE TEMP TABLE {_MATCHED} AS SELECT rowid AS row_id, {', '.join(_MATCHED_COLUMNS)} "
                 f"FROM tool_invocation WHERE rowid IN (SELECT row_id FROM {_MATCHED_IDS})"
             )
-            return _frames(con, _MATCHED, every_row=False)
+            return _frames(con, _MATCHED, shape, every_row=False)
         finally:
             con.execute(f"DROP TABLE IF EXISTS {_MATCHED}")
             con.execute(f"DROP TABLE IF EXISTS {_MATCHED_IDS}")
 
-    def _frames(con: duckdb.DuckDBPyConnection, table: str, *, every_row: bool) -> Dashboard:
-        def df(sql: str, extra: list[Any] | None = None) -> pd.DataFrame:
-            return con.execute(sql, extra or []).df()
-
-        summary = _rollup_summary(con, exact_up_to) if every_row else None
-        if summary is None:
-            total, fallbacks, median, first, last, latency = _scanned_summary(con, table)
-        else:
-            total, fallbacks, median, first, last, latency = summary
-        unit = bucket or pick_bucket(first, last)
-        # Over every row the newest rows lie in the newest hours that hold row_limit calls: only those are read.
-        # A filtered page's newest rows are read by their row ids.
-        newest = (
-            f"WHERE created_at >= ({_NEWEST_HOURS_SQL}) "
-            if every_row
-            else f"WHERE rowid IN (SELECT row_id FROM {table} ORDER BY created_at DESC, id LIMIT ?) "
-        )
-        rows = df(
-            f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation {newest}ORDER BY created_at DESC, id LIMIT ?",
-            [int(row_limit)] * 2,
-        )
-        # Both charts over time in one read: calls per bucket and layer, and the fallbacks among them.
-        if every_row and unit != "minute":
-            per_layer = df(
-                f"SELECT date_trunc('{unit}', hour) AS bucket, layer, CAST(sum(calls) AS BIGINT) AS calls, "
-                "CAST(sum(fallbacks) AS BIGINT) AS fallbacks FROM invocation_hourly GROUP BY ALL ORDER BY bucket, layer"
-            )
-        else:
-            per_layer = df(
-                f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
-                f"count(*) FILTER (WHERE fallback) AS fallbacks FROM {table} GROUP BY ALL ORDER BY bucket, layer"
-            )
-        over_time = per_layer[["bucket", "layer", "calls"]].reset_index(drop=True)
-        # Over every row of a big store the reservoir draws from whole vectors picked at random first (a system
-        # sample of about SAMPLE_VECTORS vectors of 2,048 rows): a scan of every row took 50-260 ms at 1M rows.
-        picked = ""
-        if summary is not None:
-            percent = min(100.0, 100.0 * SAMPLE_VECTORS * 2048 / max(int(total), 1))
-            picked = f" TABLESAMPLE {percent:.4f}% (system, 7)"
-        samples = df(
-            f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
-            f"FROM {table}{picked}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
-            f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms"
-        )
-        fallback = per_layer.groupby("bucket", as_index=False, sort=True)[["calls", "fallbacks"]].sum()
-        fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
-        domains = df(
-            f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM {table} "
-            "GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
-            [int(top_n)],
-        )
-        pool = int(top_n) * KEYWORD_POOL
-        if every_row:  # the keyword rollup holds the counts
-            keywords = df(top_keywords_sql(), [pool])
-        else:  # the matching rows' own keyword lists
-            keywords = df(
-                f"SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM (SELECT unnest({KEYWORDS_COLUMN}) AS k "
-                f"FROM {table}) WHERE k.term IS NOT NULL GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
-                [pool],
-            )
-        told = [
-            telling(str(k), None if pd.isna(f) else str(f)) for k, f in zip(keywords["keyword"], keywords["field"], strict=True)
-        ]
-        told_rows = keywords[told] if len(keywords) else keywords
-        # what the chart of every keyword shows that the telling ones leave out
-        hidden = tuple(dict.fromkeys(str(k) for k, x in zip(keywords["keyword"].head(int(top_n)), told, strict=False) if not x))
-        return Dashboard(
-            int(total),
-            int(fallbacks),
-            None if median is None else float(median),
-            rows,
-            over_time,
-            latency,
-            samples,
-            fallback,
-            domains,
-            keywords.head(int(top_n)).reset_index(drop=True),
-            unit,
-            summary is not None,
-            told_rows.head(int(top_n)).reset_index(drop=True),
-            hidden,
-        )
-
     return _read(store, run)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How much of the store one dashboard shows: rows listed, entries per top chart, the time bucket (None: picked
+    from the range), and the row count up to which quantiles are exact."""
+
+    row_limit: int
+    top_n: int
+    bucket: str | None
+    exact_up_to: int
+
+
+def _frames(con: duckdb.DuckDBPyConnection, table: str, shape: _Shape, *, every_row: bool) -> Dashboard:
+    """The Dashboard of the rows of `table` (every row of the store, or the filter's temp table)."""
+    summary = _rollup_summary(con, shape.exact_up_to) if every_row else None
+    total, fallbacks, median, first, last, latency = summary if summary is not None else _scanned_summary(con, table)
+    unit = shape.bucket or pick_bucket(first, last)
+    rows = _newest_rows(con, table, shape.row_limit, every_row=every_row)
+    per_layer = _per_layer(con, table, unit, every_row=every_row)
+    over_time = per_layer[["bucket", "layer", "calls"]].reset_index(drop=True)
+    samples = _stage_samples(con, table, None if summary is None else int(total))
+    fallback = per_layer.groupby("bucket", as_index=False, sort=True)[["calls", "fallbacks"]].sum()
+    fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
+    domains = con.execute(
+        f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM {table} "
+        "GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
+        [int(shape.top_n)],
+    ).df()
+    keywords = _keywords(con, table, int(shape.top_n) * KEYWORD_POOL, every_row=every_row)
+    told = [telling(str(k), None if pd.isna(f) else str(f)) for k, f in zip(keywords["keyword"], keywords["field"], strict=True)]
+    told_rows = keywords[told] if len(keywords) else keywords
+    # what the chart of every keyword shows that the telling ones leave out
+    hidden = tuple(dict.fromkeys(str(k) for k, x in zip(keywords["keyword"].head(int(shape.top_n)), told, strict=False) if not x))
+    return Dashboard(
+        int(total),
+        int(fallbacks),
+        None if median is None else float(median),
+        rows,
+        over_time,
+        latency,
+        samples,
+        fallback,
+        domains,
+        keywords.head(int(shape.top_n)).reset_index(drop=True),
+        unit,
+        summary is not None,
+        told_rows.head(int(shape.top_n)).reset_index(drop=True),
+        hidden,
+    )
+
+
+def _newest_rows(con: duckdb.DuckDBPyConnection, table: str, row_limit: int, *, every_row: bool) -> pd.DataFrame:
+    """The newest calls: over every row those of the newest hours that hold row_limit calls, a filtered page's by id."""
+    newest = (
+        f"WHERE created_at >= ({_NEWEST_HOURS_SQL}) "
+        if every_row
+        else f"WHERE rowid IN (SELECT row_id FROM {table} ORDER BY created_at DESC, id LIMIT ?) "
+    )
+    sql = f"SELECT {', '.join(ROW_COLUMNS)} FROM tool_invocation {newest}ORDER BY created_at DESC, id LIMIT ?"
+    return con.execute(sql, [int(row_limit)] * 2).df()
+
+
+def _per_layer(con: duckdb.DuckDBPyConnection, table: str, unit: str, *, every_row: bool) -> pd.DataFrame:
+    """Both charts over time in one read: calls per bucket and layer, and the fallbacks among them."""
+    if every_row and unit != "minute":
+        sql = (
+            f"SELECT date_trunc('{unit}', hour) AS bucket, layer, CAST(sum(calls) AS BIGINT) AS calls, "
+            "CAST(sum(fallbacks) AS BIGINT) AS fallbacks FROM invocation_hourly GROUP BY ALL ORDER BY bucket, layer"
+        )
+    else:
+        sql = (
+            f"SELECT date_trunc('{unit}', created_at) AS bucket, layer, count(*) AS calls, "
+            f"count(*) FILTER (WHERE fallback) AS fallbacks FROM {table} GROUP BY ALL ORDER BY bucket, layer"
+        )
+    return con.execute(sql).df()
+
+
+def _stage_samples(con: duckdb.DuckDBPyConnection, table: str, total: int | None) -> pd.DataFrame:
+    """Per-stage timings of calls drawn at random. Over every row of a big store (`total` given) the reservoir draws
+    from whole vectors picked at random first (about SAMPLE_VECTORS of 2,048 rows): a full scan took 50-260 ms at 1M."""
+    picked = ""
+    if total is not None:
+        percent = min(100.0, 100.0 * SAMPLE_VECTORS * 2048 / max(total, 1))
+        picked = f" TABLESAMPLE {percent:.4f}% (system, 7)"
+    return con.execute(
+        f"UNPIVOT (SELECT * FROM (SELECT id, {', '.join(f'{s}_ms AS {s}' for s in STAGES)} "
+        f"FROM {table}{picked}) USING SAMPLE reservoir({SAMPLE_CALLS} ROWS) REPEATABLE (7)) "
+        f"ON {', '.join(STAGES)} INTO NAME stage VALUE ms"
+    ).df()
+
+
+def _keywords(con: duckdb.DuckDBPyConnection, table: str, pool: int, *, every_row: bool) -> pd.DataFrame:
+    """The most matched L0 keywords: from the keyword rollup over every row, else from the matching rows' own lists."""
+    if every_row:
+        return con.execute(top_keywords_sql(), [pool]).df()
+    return con.execute(
+        f"SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM (SELECT unnest({KEYWORDS_COLUMN}) AS k "
+        f"FROM {table}) WHERE k.term IS NOT NULL GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
+        [pool],
+    ).df()
 
 
 def export_frame(store: InvocationStore, flt: InvocationFilter) -> pd.DataFrame:

@@ -109,39 +109,21 @@ async def _services_or_protocol_error(loading: Loading) -> KnowledgeLookup:
         raise MCPError(code=types.INTERNAL_ERROR, message=str(exc)) from None
 
 
-def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS, reads: ReadLog | None = None) -> Server:
-    """The MCP server over one KnowledgeLookup (one model, one Weaviate connection), open or still opening
-    (a Loading): initialize and tools/list never wait for it; a call waits for it up to the Loading's limit.
-    `reads` records read_entry calls (None: not recorded)."""
-    limiter = anyio.CapacityLimiter(workers)
-    loading = services if isinstance(services, Loading) else Loading.of(services)
+class _Handlers:
+    """The server's answers over one KnowledgeLookup, open or still opening (`loading`); tool work runs on threads."""
 
-    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    def __init__(self, loading: Loading, limiter: anyio.CapacityLimiter, reads: ReadLog | None) -> None:
+        self.loading, self.limiter, self.reads = loading, limiter, reads
+
+    async def list_tools(self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=TOOLS)
 
-    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             if params.name == "lookup_knowledge":
-                args = check_arguments(params.name, params.arguments, LOOKUP_INPUT)
-                query = text_argument(params.name, args, "query")
-                top_k = top_k_argument(args.get("top_k"))
-                tag = client_name(ctx)
-                kb = await loading.get()
-                return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
-                    lambda: _ok(lookup_payload(kb.lookup(query, top_k, session_tag=tag), kb)), limiter=limiter
-                )
+                return await self._lookup(ctx, params)
             if params.name == "read_entry":
-                args = check_arguments(params.name, params.arguments, READ_INPUT)
-                entry_id = text_argument(params.name, args, "entry_id")
-                kb = await loading.get()
-                started = time.perf_counter()
-                payload = entry_payload(kb, entry_id)
-                if reads is not None:
-                    tag, seconds = client_name(ctx), time.perf_counter() - started
-                    await anyio.to_thread.run_sync(
-                        lambda: reads.record(kb.runtime.services.recorder, payload, tag, seconds), limiter=limiter
-                    )
-                return _ok(payload)
+                return await self._read(ctx, params)
             return _refused(f"unknown tool {params.name!r}: this server has {', '.join(t.name for t in TOOLS)}")
         except LookupLabError as exc:
             return _refused(str(exc))
@@ -149,27 +131,51 @@ def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS,
             log.exception("tool %s failed", params.name)
             return _refused(f"{params.name} failed inside the server: {type(exc).__name__}: {exc}")
 
-    async def list_resources(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        entries = (await _services_or_protocol_error(loading)).entries()
+    async def _lookup(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        args = check_arguments(params.name, params.arguments, LOOKUP_INPUT)
+        query = text_argument(params.name, args, "query")
+        top_k = top_k_argument(args.get("top_k"))
+        tag = client_name(ctx)
+        kb = await self.loading.get()
+        return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
+            lambda: _ok(lookup_payload(kb.lookup(query, top_k, session_tag=tag), kb)), limiter=self.limiter
+        )
+
+    async def _read(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        args = check_arguments(params.name, params.arguments, READ_INPUT)
+        entry_id = text_argument(params.name, args, "entry_id")
+        kb = await self.loading.get()
+        started = time.perf_counter()
+        payload = entry_payload(kb, entry_id)
+        reads = self.reads
+        if reads is not None:
+            tag, seconds = client_name(ctx), time.perf_counter() - started
+            await anyio.to_thread.run_sync(
+                lambda: reads.record(kb.runtime.services.recorder, payload, tag, seconds), limiter=self.limiter
+            )
+        return _ok(payload)
+
+    async def list_resources(
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        entries = (await _services_or_protocol_error(self.loading)).entries()
         start = int(params.cursor) if params and params.cursor and params.cursor.isdigit() else 0
         page = entries[start : start + LIST_PAGE]
         more = start + LIST_PAGE < len(entries)
-        return types.ListResourcesResult(
-            resources=[
-                types.Resource(
-                    uri=ENTRY_URI + e.entry_id,
-                    name=e.entry_id,
-                    title=e.title,
-                    mime_type="text/markdown",
-                    description=f"{e.domain}: {e.title}",
-                )
-                for e in page
-            ],
-            next_cursor=str(start + LIST_PAGE) if more else None,
-        )
+        resources = [
+            types.Resource(
+                uri=ENTRY_URI + e.entry_id,
+                name=e.entry_id,
+                title=e.title,
+                mime_type="text/markdown",
+                description=f"{e.domain}: {e.title}",
+            )
+            for e in page
+        ]
+        return types.ListResourcesResult(resources=resources, next_cursor=str(start + LIST_PAGE) if more else None)
 
     async def list_templates(
-        ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+        self, ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
             resource_templates=[
@@ -183,11 +189,11 @@ def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS,
             ]
         )
 
-    async def read_resource(ctx: ServerRequestContext, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    async def read_resource(self, ctx: ServerRequestContext, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if not uri.startswith(ENTRY_URI):
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {uri!r}: entries are {ENTRY_URI}<entry_id>")
-        kb = await _services_or_protocol_error(loading)
+        kb = await _services_or_protocol_error(self.loading)
         try:
             entry = kb.entry(uri[len(ENTRY_URI) :])
         except LookupLabError as exc:
@@ -196,18 +202,26 @@ def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS,
             contents=[types.TextResourceContents(uri=uri, text=entry.text, mime_type="text/markdown")]
         )
 
+
+def build_server(services: KnowledgeLookup | Loading, *, workers: int = WORKERS, reads: ReadLog | None = None) -> Server:
+    """The MCP server over one KnowledgeLookup (one model, one Weaviate connection), open or still opening
+    (a Loading): initialize and tools/list never wait for it; a call waits for it up to the Loading's limit.
+    `reads` records read_entry calls (None: not recorded)."""
+    loading = services if isinstance(services, Loading) else Loading.of(services)
+    handlers = _Handlers(loading, anyio.CapacityLimiter(workers), reads)
     server = Server(
         SERVER_NAME,
         version="1",
         title="Lookup Lab knowledge base",
         instructions="Call lookup_knowledge before answering questions about operations alerts and runbooks; "
-        "trust the results only when relevance.semantic_support is true; read_entry gives the whole runbook.",
+        "read its first field, answer: trust the results only when it says a supported answer was found; read_entry "
+        "gives the whole runbook.",
         get_tool_input_schema=lambda name: next((t.input_schema for t in TOOLS if t.name == name), None),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_list_resource_templates=handlers.list_templates,
+        on_read_resource=handlers.read_resource,
     )
     # The SDK's default middleware is an OpenTelemetry span per message, a no-op here (no exporter is ever set
     # up) that still cost ~0.1 ms a call.

@@ -62,13 +62,45 @@ def ingest(
 ) -> IngestReport:
     """Bring the collection in line with `corpus`. Unchanged entries are not embedded again.
 
-    `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose
-    chunks are incomplete; the next ingest sees that (chunks stored != chunk_count) and redoes them.
-    Entries with chunks the vector index lost (see `unsearchable_chunks`) are redone too: their chunks
-    are deleted and stored again, which indexes them anew (stored again as they are, they would not be).
-    """
+    `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose chunks are incomplete;
+    the next ingest redoes them, and entries with chunks the vector index lost (`unsearchable_chunks`)."""
     start = time.perf_counter()
-    model = getattr(getattr(embedder, "spec", None), "name", None)  # None: vectors that are not a model's (bench)
+    rebuilt, migrated = _prepare_collection(store, getattr(getattr(embedder, "spec", None), "name", None))
+    manifest = read_manifest(store)
+    state, lost = _stored_state(store, manifest)
+    plan = _plan(corpus, state, lost)
+    if plan.stale or plan.todo:
+        require_replicas(store)
+        drop_manifest(store)  # from here until it is written again, the next ingest reads the chunks back
+        partition.mark(store, partition.BUILDING)  # and searches use the where-filter
+    for i in range(0, len(plan.stale), 200):
+        ids = plan.stale[i : i + 200]
+        store.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
+    partition.delete_entries(store, plan.stale)
+    redone = {e.entry_id for e in plan.todo}
+    stored = {e.entry_id: (state[e.entry_id][0], state[e.entry_id][2]) for e in corpus.entries if e.entry_id not in redone}
+    chunks_done, embed_seconds = _embed_and_store(store, plan.todo, embedder, stored, progress, batch_entries)
+    if manifest is None or plan.stale or plan.todo:
+        write_manifest(store, stored)
+    migrated = "; ".join(m for m in (migrated, sync_partition(store, repaired=bool(lost))) if m) or None
+    return IngestReport(
+        len(corpus.entries),
+        plan.added,
+        plan.updated,
+        plan.unchanged,
+        plan.removed,
+        chunks_done,
+        time.perf_counter() - start,
+        embed_seconds,
+        bool(lost),
+        rebuilt,
+        migrated,
+    )
+
+
+def _prepare_collection(store: KnowledgeStore, model: str | None) -> tuple[bool, str | None]:
+    """The collection ready for `model` (None: vectors that are not a model's): refused when it holds another model's,
+    rebuilt when made by an older version. Returns (rebuilt, what was migrated)."""
     # One look at the collection (None: there is none) tells both its model and whether its fields are current.
     config = store.collection.config.get() if store.client.collections.exists(store.name) else None
     stored_model = model_in(config.description) if model and config is not None else None
@@ -81,16 +113,34 @@ def ingest(
         store.drop()
     migrated = store.ensure_collection(model)
     partition.ensure_partition(store)
-    manifest = read_manifest(store)
+    return rebuilt, migrated
+
+
+def _stored_state(
+    store: KnowledgeStore, manifest: dict[str, tuple[str, int]] | None
+) -> tuple[dict[str, tuple[str, int, int]], dict[str, Any]]:
+    """What the collection holds (entry id -> content hash, chunk count, chunks stored) and the chunks it lost."""
     if manifest is not None:  # what the last ingest stored, while the collection still holds exactly that
         state = {entry_id: (h, n, n) for entry_id, (h, n) in manifest.items()}
         uuids = {entry_id: [str(generate_uuid5(f"{entry_id}#{i}")) for i in range(n)] for entry_id, (_, n) in manifest.items()}
-        lost = unsearchable_chunks(store, chunks=uuids) if state else {}
-    else:
-        state = store.indexed_state()
-        lost = unsearchable_chunks(store) if state else {}
-    repaired = bool(lost)
-    wanted = {e.entry_id: e for e in corpus.entries}
+        return state, (unsearchable_chunks(store, chunks=uuids) if state else {})
+    state = store.indexed_state()
+    return state, (unsearchable_chunks(store) if state else {})
+
+
+@dataclass(frozen=True)
+class _Plan:
+    todo: list[Entry]
+    stale: list[str]
+    added: int
+    updated: int
+    unchanged: int
+    removed: int
+
+
+def _plan(corpus: Corpus, state: dict[str, tuple[str, int, int]], lost: dict[str, Any]) -> _Plan:
+    """Which entries to embed (new, changed, incomplete or lost), which to delete, and how many of each kind."""
+    wanted = {e.entry_id for e in corpus.entries}
     todo: list[Entry] = []
     added = updated = unchanged = 0
     for entry in corpus.entries:
@@ -103,21 +153,22 @@ def ingest(
             updated += 1
         else:
             added += 1
-    stale = sorted(set(state) - set(wanted)) + [e.entry_id for e in todo if e.entry_id in state]
-    if stale or todo:
-        require_replicas(store)
-        drop_manifest(store)  # from here until it is written again, the next ingest reads the chunks back
-        partition.mark(store, partition.BUILDING)  # and searches use the where-filter
-    for i in range(0, len(stale), 200):
-        ids = stale[i : i + 200]
-        store.collection.data.delete_many(where=Filter.by_property("entry_id").contains_any(ids))
-    partition.delete_entries(store, stale)
-    removed = len(set(state) - set(wanted))
+    stale = sorted(set(state) - wanted) + [e.entry_id for e in todo if e.entry_id in state]
+    return _Plan(todo, stale, added, updated, unchanged, len(set(state) - wanted))
+
+
+def _embed_and_store(
+    store: KnowledgeStore,
+    todo: Sequence[Entry],
+    embedder: Any,
+    stored: dict[str, tuple[str, int]],
+    progress: Callable[[str, int, int], None] | None,
+    batch_entries: int,
+) -> tuple[int, float]:
+    """Chunk, embed and insert `todo` a batch at a time, noting each entry in `stored`. Returns (chunks, embed seconds)."""
     embed_seconds = 0.0
     chunks_done = 0
     total = len(todo)
-    redone = {e.entry_id for e in todo}
-    stored = {e.entry_id: (state[e.entry_id][0], state[e.entry_id][2]) for e in corpus.entries if e.entry_id not in redone}
     if progress:
         progress("embedding", 0, total)
     to_partition = partition.PartitionWriter(store)
@@ -133,22 +184,7 @@ def ingest(
         if progress:
             progress("embedding", min(i + batch_entries, total), total)
     to_partition.flush()
-    if manifest is None or stale or todo:
-        write_manifest(store, stored)
-    migrated = "; ".join(m for m in (migrated, sync_partition(store, repaired=repaired)) if m) or None
-    return IngestReport(
-        len(corpus.entries),
-        added,
-        updated,
-        unchanged,
-        removed,
-        chunks_done,
-        time.perf_counter() - start,
-        embed_seconds,
-        repaired,
-        rebuilt,
-        migrated,
-    )
+    return chunks_done, embed_seconds
 
 
 def sync_partition(store: KnowledgeStore, *, repaired: bool = False) -> str | None:
