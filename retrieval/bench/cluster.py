@@ -97,11 +97,8 @@ def run_cluster_bench(
     vectors: str = "real",
     consistencies: tuple[str, ...] = ("ONE", "QUORUM"),
 ) -> dict[str, Any]:
-    """Measure one node against `nodes` nodes at `size` entries (one short body per entry, 40-80 words);
-    write `<date>-bench-cluster-<nodes>-<size>[-synthetic-vectors].md/.json` to `out_dir`; return the figures.
-
-    The cluster is ingested at settings.consistency (QUORUM when unset) and searched at each of `consistencies`
-    (and at that one); its `lookup` holds the figures at the ingest's level, `lookup_by_consistency` all of them."""
+    """One node against `nodes` nodes at `size` entries of one short body each: the cluster ingested at the settings'
+    consistency (QUORUM when unset) and searched at each of `consistencies`; writes the figures to `out_dir`."""
     log = log or (lambda m: None)
     if nodes < 2 or size < 1 or queries < 1:
         raise ValueError(f"--cluster {nodes} must be at least 2, the size ({size}) and --queries ({queries}) at least 1")
@@ -139,103 +136,23 @@ def run_cluster_bench(
             log(f"starting {label} (load {_load()})")
             state = start_cluster(binary, workdir / label.replace(" ", "-"), count, ports=free_ports, timeout_s=300)
             states[label] = state
-            first = state.nodes[0]
-            side = settings.with_(
-                weaviate_url=first.url,
-                remote_grpc_port=first.grpc_port,
-                collection=COLLECTION,
-                replication_factor=count if count > 1 else None,
-                shards=count if count > 1 else None,
-                consistency=consistency if count > 1 else None,
-                l1_enabled=True,
-            )
+            side = _side_settings(settings, state, count, consistency)
             client = clients[label] = connect(side)
-            store = knowledge_store(client, side, embedding_model="")  # the bench's own vectors: no model check
-            load_before = _load()
-            report = indexing.ingest(store, corpus, model)
-            sides[label] = {
-                "nodes": count,
-                "settings": {
-                    "replication_factor": side.replication_factor,
-                    "shards": side.shards,
-                    "consistency": side.consistency,
-                },
-                "ingest": {
-                    "seconds": round(report.seconds, 2),
-                    "entries_per_s": round(size / report.seconds, 1),
-                    "chunks_per_s": round(report.chunks_embedded / report.seconds, 1),
-                    "load": [load_before, _load()],
-                },
-                "node_rss_mb_after_ingest": node_rss_mb(state),
-                "vector_index": vector_index(store),
-            }
-            # one (store, settings) per consistency level the side is searched at; the single node has no levels
-            for level in levels if count > 1 else [None]:
-                lstore = knowledge_store(client, side.with_(consistency=level), embedding_model="") if level else store
-                runs.append((label, level, LookupServices(l0=l0, embedder=embedder, store=lstore), side.with_(consistency=level)))
-            log(f"{label}: ingest {report.seconds:.1f} s (load {_load()})")
+            sides[label], side_runs = _ingest_side(label, count, side, client, state, corpus, model, l0, embedder, levels, log)
+            runs.extend(side_runs)
         labels = list(sides)
         log(f"{queries} lookups on each of {len(runs)} (single, cluster at {', '.join(levels)}), rotating (load {_load()})")
         load_before = _load()
-        times: dict[tuple[str, str | None], list[float]] = {(label, level): [] for label, level, _, _ in runs}
-        statuses: dict[tuple[str, str | None], dict[str, int]] = {key: {} for key in times}
-        for i, q in enumerate(look_q):
-            for label, level, services, side_settings in runs[i % len(runs) :] + runs[: i % len(runs)]:
-                t0 = time.perf_counter()
-                r = lookup_knowledge(q, services, side_settings.options())
-                times[label, level].append((time.perf_counter() - t0) * 1000)
-                statuses[label, level][r.l1.status.value] = statuses[label, level].get(r.l1.status.value, 0) + 1
-        load_after = _load()
+        times, statuses = _rotating_lookups(runs, look_q)
+        load = [load_before, _load()]
         for label in labels:
-            s = sides[label]
-            figures = {
-                level: {
-                    "p50_ms": pct(ms, 50),
-                    "p95_ms": pct(ms, 95),
-                    "queries": len(ms),
-                    "l1_status": statuses[label, level],
-                    "load": [load_before, load_after],
-                }
-                for (lab, level), ms in times.items()
-                if lab == label
-            }
-            if s["nodes"] > 1:
-                s["lookup_by_consistency"] = figures
-                s["lookup"] = figures[consistency]
-            else:
-                s["lookup"] = figures[None]
-            s["node_rss_mb"] = node_rss_mb(states[label])
-            s["rss_total_mb"] = {
-                when: {k: round(sum(v[k] for v in s[key].values()), 1) for k in ("peak_mb", "now_mb")}
-                for when, key in (("after_ingest", "node_rss_mb_after_ingest"), ("after_lookups", "node_rss_mb"))
-            }
-            s["pids"] = [n.pid for n in states[label].nodes]
-        single, cluster = sides[labels[0]], sides[labels[1]]
-        p50 = single["lookup"]["p50_ms"]
-        result: dict[str, Any] = {
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": machine_info(clients[labels[0]]),
-            "seed": seed,
-            "entries": size,
-            "chunks": len(texts),
-            "body_words": synthetic.SHORT.label,
-            "corpus_vectors": "real" if synth is None else synth.describe(),
-            "query_vectors": "the model's, embedded before timing",
-            "embed_once_s": round(embed_s, 1),
-            "ingest_consistency": consistency,
-            "sides": sides,
-            "ratios": {
-                "lookup_p50_cluster_over_single": round(cluster["lookup"]["p50_ms"] / p50, 3),
-                **{
-                    f"lookup_p50_cluster_{level}_over_single": round(f["p50_ms"] / p50, 3)
-                    for level, f in cluster["lookup_by_consistency"].items()
-                },
-                "ingest_rate_cluster_over_single": round(cluster["ingest"]["chunks_per_s"] / single["ingest"]["chunks_per_s"], 3),
-                "rss_peak_total_cluster_over_single": round(
-                    cluster["rss_total_mb"]["after_lookups"]["peak_mb"] / single["rss_total_mb"]["after_lookups"]["peak_mb"], 3
-                ),
-            },
-        }
+            _lookup_figures(sides[label], label, times, statuses, load, consistency)
+            sides[label]["node_rss_mb"] = node_rss_mb(states[label])
+            _rss_totals(sides[label])
+            sides[label]["pids"] = [n.pid for n in states[label].nodes]
+        machine = machine_info(clients[labels[0]])
+        result = _cluster_result(sides, labels, machine, seed=seed, size=size, chunks=len(texts), synth=synth, embed_s=embed_s)
+        result["ingest_consistency"] = consistency
         result["machine"].update(loadavg_start=load_start, loadavg_end=[round(x, 2) for x in os.getloadavg()])
         result["elapsed_s"] = round(time.perf_counter() - started, 1)
     finally:
@@ -248,6 +165,144 @@ def run_cluster_bench(
     result["table"] = render_cluster_table(result)
     name = f"bench-cluster-{nodes}-{size}" + ("" if vectors == "real" else "-synthetic-vectors")
     return write_results(result, Path(out_dir), name, log)
+
+
+def _side_settings(settings: Settings, state: ClusterState, count: int, consistency: str) -> Settings:
+    """The settings of one side: its first node's URL, and for a cluster one replica and shard per node."""
+    first = state.nodes[0]
+    return settings.with_(
+        weaviate_url=first.url,
+        remote_grpc_port=first.grpc_port,
+        collection=COLLECTION,
+        replication_factor=count if count > 1 else None,
+        shards=count if count > 1 else None,
+        consistency=consistency if count > 1 else None,
+        l1_enabled=True,
+    )
+
+
+def _ingest_side(
+    label: str,
+    count: int,
+    side: Settings,
+    client: Any,
+    state: ClusterState,
+    corpus: Any,
+    model: Any,
+    l0: L0Index,
+    embedder: Embedder,
+    levels: list[str],
+    log: Callable[[str], None],
+) -> tuple[dict[str, Any], list[tuple[str, str | None, LookupServices, Settings]]]:
+    """One side ingested: its figures so far, and one (side, consistency, services, settings) per level it is searched at."""
+    store = knowledge_store(client, side, embedding_model="")  # the bench's own vectors: no model check
+    load_before = _load()
+    report = indexing.ingest(store, corpus, model)
+    figures = {
+        "nodes": count,
+        "settings": {"replication_factor": side.replication_factor, "shards": side.shards, "consistency": side.consistency},
+        "ingest": {
+            "seconds": round(report.seconds, 2),
+            "entries_per_s": round(len(corpus.entries) / report.seconds, 1),
+            "chunks_per_s": round(report.chunks_embedded / report.seconds, 1),
+            "load": [load_before, _load()],
+        },
+        "node_rss_mb_after_ingest": node_rss_mb(state),
+        "vector_index": vector_index(store),
+    }
+    runs: list[tuple[str, str | None, LookupServices, Settings]] = []
+    for level in levels if count > 1 else [None]:  # the single node has no levels
+        lstore = knowledge_store(client, side.with_(consistency=level), embedding_model="") if level else store
+        runs.append((label, level, LookupServices(l0=l0, embedder=embedder, store=lstore), side.with_(consistency=level)))
+    log(f"{label}: ingest {report.seconds:.1f} s (load {_load()})")
+    return figures, runs
+
+
+def _rotating_lookups(
+    runs: list[tuple[str, str | None, LookupServices, Settings]], queries: list[str]
+) -> tuple[dict[tuple[str, str | None], list[float]], dict[tuple[str, str | None], dict[str, int]]]:
+    """Each query on every (side, level) in turn, the order rotating by query: the time and L1 status of each."""
+    times: dict[tuple[str, str | None], list[float]] = {(label, level): [] for label, level, _, _ in runs}
+    statuses: dict[tuple[str, str | None], dict[str, int]] = {key: {} for key in times}
+    for i, q in enumerate(queries):
+        for label, level, services, side_settings in runs[i % len(runs) :] + runs[: i % len(runs)]:
+            t0 = time.perf_counter()
+            r = lookup_knowledge(q, services, side_settings.options())
+            times[label, level].append((time.perf_counter() - t0) * 1000)
+            statuses[label, level][r.l1.status.value] = statuses[label, level].get(r.l1.status.value, 0) + 1
+    return times, statuses
+
+
+def _lookup_figures(
+    side: dict[str, Any],
+    label: str,
+    times: dict[tuple[str, str | None], list[float]],
+    statuses: dict[tuple[str, str | None], dict[str, int]],
+    load: list[Any],
+    consistency: str,
+) -> None:
+    figures = {
+        level: {
+            "p50_ms": pct(ms, 50),
+            "p95_ms": pct(ms, 95),
+            "queries": len(ms),
+            "l1_status": statuses[label, level],
+            "load": load,
+        }
+        for (lab, level), ms in times.items()
+        if lab == label
+    }
+    if side["nodes"] > 1:
+        side["lookup_by_consistency"] = figures
+        side["lookup"] = figures[consistency]
+    else:
+        side["lookup"] = figures[None]
+
+
+def _rss_totals(side: dict[str, Any]) -> None:
+    side["rss_total_mb"] = {
+        when: {k: round(sum(v[k] for v in side[key].values()), 1) for k in ("peak_mb", "now_mb")}
+        for when, key in (("after_ingest", "node_rss_mb_after_ingest"), ("after_lookups", "node_rss_mb"))
+    }
+
+
+def _cluster_result(
+    sides: dict[str, dict[str, Any]],
+    labels: list[str],
+    machine: dict[str, Any],
+    *,
+    seed: int,
+    size: int,
+    chunks: int,
+    synth: Any,
+    embed_s: float,
+) -> dict[str, Any]:
+    single, cluster = sides[labels[0]], sides[labels[1]]
+    p50 = single["lookup"]["p50_ms"]
+    after = "after_lookups"
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine,
+        "seed": seed,
+        "entries": size,
+        "chunks": chunks,
+        "body_words": synthetic.SHORT.label,
+        "corpus_vectors": "real" if synth is None else synth.describe(),
+        "query_vectors": "the model's, embedded before timing",
+        "embed_once_s": round(embed_s, 1),
+        "sides": sides,
+        "ratios": {
+            "lookup_p50_cluster_over_single": round(cluster["lookup"]["p50_ms"] / p50, 3),
+            **{
+                f"lookup_p50_cluster_{level}_over_single": round(f["p50_ms"] / p50, 3)
+                for level, f in cluster["lookup_by_consistency"].items()
+            },
+            "ingest_rate_cluster_over_single": round(cluster["ingest"]["chunks_per_s"] / single["ingest"]["chunks_per_s"], 3),
+            "rss_peak_total_cluster_over_single": round(
+                cluster["rss_total_mb"][after]["peak_mb"] / single["rss_total_mb"][after]["peak_mb"], 3
+            ),
+        },
+    }
 
 
 def render_cluster_table(result: dict[str, Any]) -> str:

@@ -243,68 +243,57 @@ def _page_lines(app: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render_table(result: dict[str, Any]) -> str:
-    """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
-    m, sizes = result["machine"], result["sizes"]
-    lines = [
-        f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
-        f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
-        f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
-        "(includes the embedding model).",
-        *([f"{result['corpus_vectors']}", ""] if result.get("corpus_vectors", "real") != "real" else [""]),
-        *_model_and_app_lines(result),
-    ]
-    rows = [
-        ("body words", lambda s: s["body_words"]),
-        ("chunks per entry", lambda s: s["chunks_per_entry"]),
-        ("L0 build s", lambda s: s["l0"]["build_s"]),
-        ("L0 patterns", lambda s: s["l0"]["patterns"]),
-        ("L0 match p50 / p95 ms", lambda s: f"{s['l0']['p50_ms']} / {s['l0']['p95_ms']}"),
-        ("L0 matches p50 / max", lambda s: f"{s['l0']['matches_p50']} / {s['l0']['matches_max']}"),
-        ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
-        ("lookup cached-embedding p50 ms", lambda s: s["lookup"]["cached_p50_ms"]),
-        ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
-        ("floor p50 / p95 ms (embed + the mode's bare queries)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
-        (
-            "bare queries of the mode p50 ms, limit the candidate depth d / near_vector d*4",
-            lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}",
-        ),
-        ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
-        (
-            "L1 unfiltered / filtered p50 ms (filtered: the domain's tenant of the partition)",
-            lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}",
-        ),
-        (
-            "L1 filtered recall@k against the exact filtered ranking (min; within 0.002 of the k-th)",
-            lambda s: _recall_cell(s["l1"]),
-        ),
-        ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
-        ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
-        ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
-        ("ingest floor objects/s (bare insert_many into a plain collection)", lambda s: _floor_cell(s["ingest"])),
-        (
-            "ingest Weaviate-side chunks/s, over the floor",
-            lambda s: _over_cell(s["ingest"], "weaviate_chunks_per_s", "over_floor"),
-        ),
-        ("embedding floor chunks/s (the model's best way on a sample)", lambda s: _embed_floor_cell(s["ingest"])),
-        (
-            "ingest embedding chunks/s, over the floor",
-            lambda s: _over_cell(s["ingest"], "embed_chunks_per_s", "embed_over_floor"),
-        ),
-        (
-            "re-ingest s (chunks embedded)",
-            lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})",
-        ),
-        ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
-        ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
-        ("Weaviate disk MB for this size (collection and partition), per 100k entries", _disk_cell),
-        ("load average 1 min, after each stage", lambda s: ", ".join(f"{k} {v}" for k, v in s.get("loadavg", {}).items())),
-    ]
-    keys = list(sizes)
-    for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):
-        rows.append((f"L1 unfiltered / where-filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
-    lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
-    lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
+SIZE_ROWS: list[tuple[str, Any]] = [  # (figure, how to read it from a size's figures)
+    ("body words", lambda s: s["body_words"]),
+    ("chunks per entry", lambda s: s["chunks_per_entry"]),
+    ("L0 build s", lambda s: s["l0"]["build_s"]),
+    ("L0 patterns", lambda s: s["l0"]["patterns"]),
+    ("L0 match p50 / p95 ms", lambda s: f"{s['l0']['p50_ms']} / {s['l0']['p95_ms']}"),
+    ("L0 matches p50 / max", lambda s: f"{s['l0']['matches_p50']} / {s['l0']['matches_max']}"),
+    ("lookup p50 / p95 ms", lambda s: f"{s['lookup']['p50_ms']} / {s['lookup']['p95_ms']}"),
+    ("lookup cached-embedding p50 ms", lambda s: s["lookup"]["cached_p50_ms"]),
+    ("stages p50 ms (l0/embed/l1/fuse/record)", lambda s: " / ".join(str(s["lookup"]["stages_p50_ms"][k]) for k in STAGES)),
+    ("floor p50 / p95 ms (embed + the mode's bare queries)", lambda s: f"{s['floor']['p50_ms']} / {s['floor']['p95_ms']}"),
+    (
+        "bare queries of the mode p50 ms, limit the candidate depth d / near_vector d*4",
+        lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['near_vector_oversampled_p50_ms']}",
+    ),
+    ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
+    (
+        "L1 unfiltered / filtered p50 ms (filtered: the domain's tenant of the partition)",
+        lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}",
+    ),
+    (
+        "L1 filtered recall@k against the exact filtered ranking (min; within 0.002 of the k-th)",
+        lambda s: _recall_cell(s["l1"]),
+    ),
+    ("ingest entries/s, chunks/s", lambda s: f"{s['ingest']['entries_per_s']}, {s['ingest']['chunks_per_s']}"),
+    ("embedder raw chunks/s (same chunks)", lambda s: s["ingest"]["raw_chunks_per_s"]),
+    ("ingest / raw", lambda s: s["ingest"]["over_raw"]),
+    ("ingest floor objects/s (bare insert_many into a plain collection)", lambda s: _floor_cell(s["ingest"])),
+    (
+        "ingest Weaviate-side chunks/s, over the floor",
+        lambda s: _over_cell(s["ingest"], "weaviate_chunks_per_s", "over_floor"),
+    ),
+    ("embedding floor chunks/s (the model's best way on a sample)", lambda s: _embed_floor_cell(s["ingest"])),
+    (
+        "ingest embedding chunks/s, over the floor",
+        lambda s: _over_cell(s["ingest"], "embed_chunks_per_s", "embed_over_floor"),
+    ),
+    (
+        "re-ingest s (chunks embedded)",
+        lambda s: f"{s['ingest']['reingest']['seconds']} ({s['ingest']['reingest']['chunks_embedded']})",
+    ),
+    ("peak RSS MB (process, with model)", lambda s: s["peak_rss_mb"]),
+    ("Weaviate server RSS MB peak", lambda s: (s["weaviate_rss_mb"] or {}).get("peak_mb", "n/a")),
+    ("Weaviate disk MB for this size (collection and partition), per 100k entries", _disk_cell),
+    ("load average 1 min, after each stage", lambda s: ", ".join(f"{k} {v}" for k, v in s.get("loadavg", {}).items())),
+]
+
+
+def _paired_and_quiet_lines(result: dict[str, Any]) -> list[str]:
+    """L0 of the smallest and largest sizes side by side, and how long each size waited for a quiet server."""
+    lines: list[str] = []
     paired = result.get("l0_paired")
     if paired:
         a, b = paired["sizes"]
@@ -314,6 +303,7 @@ def render_table(result: dict[str, Any]) -> str:
             f"the l0_p50_growth goal): p50 {paired['small_p50_ms']} / {paired['big_p50_ms']} ms, "
             f"p95 {paired['small_p95_ms']} / {paired['big_p95_ms']} ms.",
         ]
+    sizes = result["sizes"]
     quiet = {k: s["server_quiet"] for k, s in sizes.items() if (s.get("server_quiet") or {}).get("quiet") is not None}
     if quiet:
         lines += [
@@ -325,6 +315,46 @@ def render_table(result: dict[str, Any]) -> str:
             )
             + ".",
         ]
+    return lines
+
+
+def _store_lines(st: dict[str, Any] | None) -> list[str]:
+    """The invocation store's dashboard queries, median ms per query and per call."""
+    if not st:
+        return []
+    lines = [
+        "",
+        f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
+        f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
+        "'call' is the whole dashboard function, pandas included.",
+        "",
+    ]
+    names = list(dict.fromkeys(n for qs in st["query_ms"].values() for n in qs))
+    cases = list(st["query_ms"])
+    lines += ["| query | " + " | ".join(cases) + " |", "|---" * (len(cases) + 1) + "|"]
+    lines += [f"| {n} | " + " | ".join(str(st["query_ms"][c].get(n, "")) for c in cases) + " |" for n in names]
+    lines += ["| call (total) | " + " | ".join(str(st["call_ms"][c]) for c in cases) + " |"]
+    return lines
+
+
+def render_table(result: dict[str, Any]) -> str:
+    """The markdown tables of one run: per size, the goals, and the invocation-store queries."""
+    m, sizes = result["machine"], result["sizes"]
+    lines = [
+        f"Lookup Lab bench, {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+        f"Weaviate {m['weaviate_server']}, load average {m['loadavg_start']} at start; queries {result['queries']} "
+        f"per size (cold: different texts each run, seed {result['seed']}); peak RSS {result['peak_rss_mb']} MB "
+        "(includes the embedding model).",
+        *([f"{result['corpus_vectors']}", ""] if result.get("corpus_vectors", "real") != "real" else [""]),
+        *_model_and_app_lines(result),
+    ]
+    rows = list(SIZE_ROWS)
+    keys = list(sizes)
+    for label in next((list(s["filter_strategies"]) for s in sizes.values() if "filter_strategies" in s), []):
+        rows.append((f"L1 unfiltered / where-filtered p50 ms, ratio (load): {label}", functools.partial(_strategy_cell, label)))
+    lines += ["| figure | " + " | ".join(f"{int(k):,} entries" for k in keys) + " |", "|---" * (len(keys) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(str(get(sizes[k])) for k in keys) + " |" for label, get in rows]
+    lines += _paired_and_quiet_lines(result)
     if result.get("stopped"):
         lines += ["", f"**Stopped:** {result['stopped']['why']}."]
     lines += ["", "| goal | value | target | met | load average (1 min) |", "|---|---|---|---|---|"]
@@ -333,18 +363,5 @@ def render_table(result: dict[str, Any]) -> str:
         f"| {g.get('loadavg', 'n/a')} |"
         for name, g in result["goals"].items()
     ]
-    st = result.get("invocation_store")
-    if st:
-        lines += [
-            "",
-            f"Invocation store: {st['rows']:,} rows ({st['file_mb']} MB, inserted at {st['insert_rows_per_s']:,} rows/s); "
-            f"median ms per query over {max(st['runs'].values())} runs (1 where a call took over 5 s); "
-            "'call' is the whole dashboard function, pandas included.",
-            "",
-        ]
-        names = list(dict.fromkeys(n for qs in st["query_ms"].values() for n in qs))
-        cases = list(st["query_ms"])
-        lines += ["| query | " + " | ".join(cases) + " |", "|---" * (len(cases) + 1) + "|"]
-        lines += [f"| {n} | " + " | ".join(str(st["query_ms"][c].get(n, "")) for c in cases) + " |" for n in names]
-        lines += ["| call (total) | " + " | ".join(str(st["call_ms"][c]) for c in cases) + " |"]
+    lines += _store_lines(result.get("invocation_store"))
     return "\n".join(lines)

@@ -381,15 +381,7 @@ def bench_size(
     disk_after = dir_mb(server_dir)  # the size's collection and partition on disk, flushed once the server is quiet
     out["weaviate_disk_mb"] = None if disk_after is None or disk_before is None else round(disk_after - disk_before, 1)
     log(f"[{n}] Weaviate quiet after {out['server_quiet']['waited_s']} s (CPU share {out['server_quiet']['cpu_share']})")
-    times, matched = [], []
-    for q in look_q:
-        t1 = time.perf_counter()
-        hints = l0.match(q)
-        times.append((time.perf_counter() - t1) * 1000)
-        matched.append(len(hints.matches))
-    out["l0"].update(
-        p50_ms=pct(times, 50), p95_ms=pct(times, 95), matches_p50=pct(matched, 50), matches_max=max(matched, default=0)
-    )
+    out["l0"].update(_l0_figures(l0, look_q))
     load["l0"] = _load1()
     log(f"[{n}] {len(look_q)} lookups against the floor, and filtered against unfiltered L1")
     services = LookupServices(l0=l0, embedder=embedder, store=store, recorder=recorder)
@@ -406,18 +398,7 @@ def bench_size(
     out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
     load["lookups"] = _load1()
     if vectors is not None:
-        from retrieval.bench.vectors import filter_strategies, filtered_recall
-
-        log(f"[{n}] filtered against unfiltered L1 under each filter strategy")
-        qvecs = [embedder.embed_query(q) for q in look_q]
-        out["filter_strategies"] = filter_strategies(store, qvecs, sorted(synthetic.DOMAINS), k=settings.top_k)
-        depth = max(RECALL_K, settings.top_k)
-        per_domain = min(RECALL_PER_DOMAIN, len(all_q) // RECALL_DOMAINS)  # the lookup and floor texts both serve
-        log(f"[{n}] filtered recall@{depth} against the exact filtered ranking, {per_domain} queries per domain")
-        rvecs = [embedder.embed_query(q) for q in all_q[: per_domain * RECALL_DOMAINS]]
-        domains = sorted(synthetic.DOMAINS)[:RECALL_DOMAINS]
-        recall = filtered_recall(store, corpus, vectors, rvecs, domains, k=depth, per_category=per_domain)
-        out["l1"].update(filtered_recall=recall["filtered_recall"], filtered_recall_detail=recall)
+        _filtered_figures(out, store, corpus, vectors, embedder, look_q, all_q, settings.top_k, log)
         load["l1"] = _load1()
     out["peak_rss_mb"] = peak_rss_mb()
     out["weaviate_rss_mb"] = _server_rss_mb(server_pid)
@@ -502,26 +483,12 @@ def run_bench(
     cli: bool = True,
     quiet_max_s: float = QUIET_MAX_S,
 ) -> dict[str, Any]:
-    """Run every measurement; write `<date>-bench.md` and `.json` to `out_dir`; return the figures.
-
-    First a fresh Embedder's load time and `embed_queries` distinct single-query embeddings (bench_app); it is
-    the bench's embedder unless one is given. With `app`, the memory of a real `streamlit run app.py` process
-    after one lookup, and its page timings (bench_app, on `app_entries` synthetic entries, 1k by default): needs
-    chromium and Playwright, else the figure says why it is missing. With `cli`, CLI lookups against a standing server
-    and one cold (bench_cli_lookup, on the sample corpus; needs the Weaviate binary).
-
-    `vectors="synthetic"` stores synthetic chunk vectors instead of embedding every chunk (bench_vectors);
-    the result says so in `corpus_vectors`, its table and its file name.
-
-    Entries up to `full_bodies_up_to` get bodies of 200-800 words; larger sizes one short chunk (40-80 words).
-    Without `client`, an embedded Weaviate is started on free ports with a temporary data directory
-    (or `settings.weaviate_url` is used); each size gets its own collection, dropped at the end.
-    """
+    """Every measurement of docs/benchmarks.md at each of `sizes` (its own collection, dropped at the end), and once a
+    run the model, the app (`app`), the CLI lookup (`cli`) and the invocation store; writes `<date>-bench.md` and
+    `.json` to `out_dir` and returns the figures. Without `client` an embedded Weaviate is started here."""
     log = log or (lambda m: None)
     sizes = sorted(set(sizes))
     _check_run(sizes, queries, vectors, embed_queries)
-    from retrieval.bench.app import APP_ENTRIES, app_memory, model_figures, probe_queries
-
     started = time.perf_counter()
     seed = int(time.time()) % 100_000 if seed is None else seed
     run_id = f"{seed:05d}"
@@ -532,23 +499,7 @@ def run_bench(
     names: list[str] = []
     restore_sigterm = _exit_on_sigterm()
     try:
-        # Weaviate: the given client's (whose ports or URL `settings` name), or one started here on free ports
-        where = (
-            settings
-            if settings.weaviate_url or not own_client
-            else settings.with_(data_dir=workdir, embedded_port=free_port(), embedded_grpc_port=free_port())
-        )
-        log(f"loading a fresh {embedder.name if embedder else settings.embedding_model}, {embed_queries} query embeddings")
-        probe, model = model_figures(
-            embedder.spec if embedder else settings.embedding_model,
-            model_dir=settings.model_dir,
-            queries=probe_queries(embed_queries + 1, seed=seed),
-        )
-        embedder = embedder or probe
-        del probe  # a given embedder is the bench's; the probe's memory goes
-        if own_client:
-            log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
-            client = connect(where)
+        where, client, embedder, model = _open_services(settings, client, embedder, workdir, embed_queries, seed, log)
         synth = _synthetic_vectors(embedder, seed, log) if vectors == "synthetic" else None
         machine = machine_info(client)
         recorder = InvocationStore(workdir / "invocations.duckdb", budget=db_budget(settings))
@@ -556,24 +507,10 @@ def run_bench(
         run = _SizeRun(client, embedder, recorder, settings, where, seed, queries, raw_sample_chunks, run_id, synth, quiet_max_s)
         figures, stopped, keep_l0 = _run_sizes(run, sizes, names, machine, full_bodies_up_to, log)
         sizes = [n for n in sizes if n in figures]  # the sizes run (a size that cannot fit stops the run)
-        l0_paired = None
-        if len(sizes) > 1 and sizes[0] in keep_l0 and sizes[-1] in keep_l0:
-            log(f"L0 of {sizes[0]:,} and {sizes[-1]:,} entries side by side")
-            l0_paired = {"sizes": [sizes[0], sizes[-1]], **paired_l0_growth(keep_l0[sizes[0]], keep_l0[sizes[-1]])}
-        keep_l0.clear()  # the largest size's L0 index goes before the app's and the store's memory are measured
+        l0_paired = _paired_l0(sizes, keep_l0, log)
         kb_peak = peak_rss_mb()
-        app_fig = (
-            app_memory(where, client, embedder, workdir=workdir, run_id=run_id, log=log, entries=app_entries or APP_ENTRIES)
-            if app
-            else None
-        )
-        cli_fig = _cli_figure(where, workdir, log) if cli else None
-        recorder.flush()
-        store_fig = (
-            bench_invocation_store(recorder, workdir, invocation_rows, seed=seed, log=log, budget=db_budget(settings))
-            if invocation_rows
-            else None
-        )
+        extras = {"app": app, "app_entries": app_entries, "cli": cli, "invocation_rows": invocation_rows}
+        app_fig, cli_fig, store_fig = _beside_sizes(run, workdir, extras, log)
         machine["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         parts = {"app": app_fig, "cli": cli_fig, "store": store_fig, "l0_paired": l0_paired, "stopped": stopped}
         result = _result(figures, parts, machine, model, synth, seed=seed, queries=queries, kb_peak=kb_peak, started=started)
@@ -722,3 +659,111 @@ def _result(
         "peak_rss_mb_with_invocation_store": peak_rss_mb(),
         "elapsed_s": round(time.perf_counter() - started, 1),
     }
+
+
+def _paired_l0(
+    sizes: list[int], keep_l0: dict[int, tuple[L0Index, list[str]]], log: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """L0 of the smallest and largest sizes side by side; their indexes go then, before the app's memory is measured."""
+    paired = None
+    if len(sizes) > 1 and sizes[0] in keep_l0 and sizes[-1] in keep_l0:
+        log(f"L0 of {sizes[0]:,} and {sizes[-1]:,} entries side by side")
+        paired = {"sizes": [sizes[0], sizes[-1]], **paired_l0_growth(keep_l0[sizes[0]], keep_l0[sizes[-1]])}
+    keep_l0.clear()
+    return paired
+
+
+def _beside_sizes(
+    run: _SizeRun, workdir: Path, extras: dict[str, Any], log: Callable[[str], None]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """The figures measured once per run: the app's memory and pages, the CLI lookup, the invocation store."""
+    from retrieval.bench.app import APP_ENTRIES, app_memory
+
+    app_fig = None
+    if extras["app"]:
+        entries = extras["app_entries"] or APP_ENTRIES
+        app_fig = app_memory(run.where, run.client, run.embedder, workdir=workdir, run_id=run.run_id, log=log, entries=entries)
+    cli_fig = _cli_figure(run.where, workdir, log) if extras["cli"] else None
+    run.recorder.flush()
+    store_fig = None
+    if extras["invocation_rows"]:
+        budget = db_budget(run.settings)
+        store_fig = bench_invocation_store(
+            run.recorder, workdir, extras["invocation_rows"], seed=run.seed, log=log, budget=budget
+        )
+    return app_fig, cli_fig, store_fig
+
+
+def _l0_figures(l0: L0Index, queries: list[str]) -> dict[str, Any]:
+    """L0's match time and matches per query over `queries`."""
+    times, matched = [], []
+    for q in queries:
+        t1 = time.perf_counter()
+        hints = l0.match(q)
+        times.append((time.perf_counter() - t1) * 1000)
+        matched.append(len(hints.matches))
+    return {
+        "p50_ms": pct(times, 50),
+        "p95_ms": pct(times, 95),
+        "matches_p50": pct(matched, 50),
+        "matches_max": max(matched, default=0),
+    }
+
+
+def _filtered_figures(
+    out: dict[str, Any],
+    store: Any,
+    corpus: Any,
+    vectors: Any,
+    embedder: Embedder,
+    look_q: list[str],
+    all_q: list[str],
+    top_k: int,
+    log: Callable[[str], None],
+) -> None:
+    """Filtered against unfiltered L1 under each filter strategy, and filtered recall against the exact ranking."""
+    from retrieval.bench.vectors import filter_strategies, filtered_recall
+
+    n = len(corpus.entries)
+    log(f"[{n}] filtered against unfiltered L1 under each filter strategy")
+    qvecs = [embedder.embed_query(q) for q in look_q]
+    out["filter_strategies"] = filter_strategies(store, qvecs, sorted(synthetic.DOMAINS), k=top_k)
+    depth = max(RECALL_K, top_k)
+    per_domain = min(RECALL_PER_DOMAIN, len(all_q) // RECALL_DOMAINS)  # the lookup and floor texts both serve
+    log(f"[{n}] filtered recall@{depth} against the exact filtered ranking, {per_domain} queries per domain")
+    rvecs = [embedder.embed_query(q) for q in all_q[: per_domain * RECALL_DOMAINS]]
+    domains = sorted(synthetic.DOMAINS)[:RECALL_DOMAINS]
+    recall = filtered_recall(store, corpus, vectors, rvecs, domains, k=depth, per_category=per_domain)
+    out["l1"].update(filtered_recall=recall["filtered_recall"], filtered_recall_detail=recall)
+
+
+def _open_services(
+    settings: Settings,
+    client: Any,
+    embedder: Embedder | None,
+    workdir: Path,
+    embed_queries: int,
+    seed: int,
+    log: Callable[[str], None],
+) -> tuple[Settings, Any, Embedder, dict[str, Any]]:
+    """Where the run's Weaviate is (the given client's, or one started here on free ports), its client, the
+    embedder (a fresh one timed as it loads and embeds `embed_queries` queries, unless one is given) and its figures."""
+    from retrieval.bench.app import model_figures, probe_queries
+
+    where = (
+        settings
+        if settings.weaviate_url or client is not None
+        else settings.with_(data_dir=workdir, embedded_port=free_port(), embedded_grpc_port=free_port())
+    )
+    log(f"loading a fresh {embedder.name if embedder else settings.embedding_model}, {embed_queries} query embeddings")
+    probe, model = model_figures(
+        embedder.spec if embedder else settings.embedding_model,
+        model_dir=settings.model_dir,
+        queries=probe_queries(embed_queries + 1, seed=seed),
+    )
+    embedder = embedder or probe
+    del probe  # a given embedder is the bench's; the probe's memory goes
+    if client is None:
+        log("starting Weaviate" if not settings.weaviate_url else f"connecting to {settings.weaviate_url}")
+        client = connect(where)
+    return where, client, embedder, model

@@ -326,43 +326,12 @@ def run_server_bench(
             "search_mode": where.search_mode,
         }
 
-        log("HTTP server: direct and served calls, interleaved")
-        port = free_port()
-        http_proc = _start(
-            ["--transport", "http", "--port", str(port)],
-            _served_env(where, workdir, "http"),
-            stdio=False,
-            log_path=workdir / "http.log",
-        )
-        procs.append(http_proc)
-        url = f"http://127.0.0.1:{port}/mcp"
-        rpc = HttpRpc(url)
-        result["http"] = _paired(direct, rpc.lookup, queries, repeats)
-        rpc.close()
-        result["http"]["sdk_client_p50_ms"] = _sdk_client_p50(url, queries, 1)
-        log(f"HTTP server: {clients} concurrent clients")
-        result["http"]["throughput"] = _throughput(url, queries * repeats, clients)
-        result["http"]["exit_code"] = _stop(http_proc)
-
-        log("stdio server: direct and served calls, interleaved")
-        stdio_proc = _start(
-            ["--transport", "stdio"], _served_env(where, workdir, "stdio"), stdio=True, log_path=workdir / "stdio.log"
-        )
-        procs.append(stdio_proc)
-        result["stdio"] = _paired(direct, StdioRpc(stdio_proc).lookup, queries, repeats)
-        result["stdio"]["exit_code"] = _stop(stdio_proc)
-
+        result["http"] = _http_figures(direct, where, workdir, queries, repeats, clients, procs, log)
+        result["stdio"] = _stdio_figures(direct, where, workdir, queries, repeats, procs, log)
         log("stdio start-up: spawn to initialize, to a first lookup; stdin closed to exit")
         result["startup"] = measure_startup(settings, workdir) | measure_sdk_startup(settings, workdir)
 
-        result["goals"] = {
-            f"{t}_server_added_p50_ms": {
-                "value": result[t]["added_p50_ms"],
-                "goal": f"<= {GOAL_ADDED_MS}",
-                "met": result[t]["added_p50_ms"] <= GOAL_ADDED_MS,
-            }
-            for t in ("http", "stdio")
-        } | startup_goals(result["startup"])
+        result["goals"] = _added_goals(result) | startup_goals(result["startup"])
         result["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         result["elapsed_s"] = round(time.perf_counter() - started, 1)
     finally:
@@ -379,6 +348,66 @@ def run_server_bench(
         shutil.rmtree(workdir, ignore_errors=True)
     result["table"] = render_server_table(result)
     return write_results(result, Path(out_dir), "bench-server", log)
+
+
+def _http_figures(
+    direct: KnowledgeLookup,
+    where: Settings,
+    workdir: Path,
+    queries: list[str],
+    repeats: int,
+    clients: int,
+    procs: list[subprocess.Popen],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The HTTP server's added time over the direct lookup (calls interleaved), its SDK client's, and its throughput."""
+    log("HTTP server: direct and served calls, interleaved")
+    port = free_port()
+    proc = _start(
+        ["--transport", "http", "--port", str(port)],
+        _served_env(where, workdir, "http"),
+        stdio=False,
+        log_path=workdir / "http.log",
+    )
+    procs.append(proc)
+    url = f"http://127.0.0.1:{port}/mcp"
+    rpc = HttpRpc(url)
+    out = _paired(direct, rpc.lookup, queries, repeats)
+    rpc.close()
+    out["sdk_client_p50_ms"] = _sdk_client_p50(url, queries, 1)
+    log(f"HTTP server: {clients} concurrent clients")
+    out["throughput"] = _throughput(url, queries * repeats, clients)
+    out["exit_code"] = _stop(proc)
+    return out
+
+
+def _stdio_figures(
+    direct: KnowledgeLookup,
+    where: Settings,
+    workdir: Path,
+    queries: list[str],
+    repeats: int,
+    procs: list[subprocess.Popen],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The stdio server's added time over the direct lookup, calls interleaved."""
+    log("stdio server: direct and served calls, interleaved")
+    proc = _start(["--transport", "stdio"], _served_env(where, workdir, "stdio"), stdio=True, log_path=workdir / "stdio.log")
+    procs.append(proc)
+    out = _paired(direct, StdioRpc(proc).lookup, queries, repeats)
+    out["exit_code"] = _stop(proc)
+    return out
+
+
+def _added_goals(result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        f"{t}_server_added_p50_ms": {
+            "value": result[t]["added_p50_ms"],
+            "goal": f"<= {GOAL_ADDED_MS}",
+            "met": result[t]["added_p50_ms"] <= GOAL_ADDED_MS,
+        }
+        for t in ("http", "stdio")
+    }
 
 
 def render_server_table(result: dict[str, Any]) -> str:
