@@ -1,9 +1,5 @@
-"""Read-only mode: whether this app may write (ingest, re-index, reload the corpus).
-
-`LOOKUP_READ_ONLY` (Settings.read_only) decides when set. Unset, the app is read-only when it listens beyond
-this machine: Streamlit's `server.address` is not a loopback address, or is not set at all (then Streamlit
-listens on every interface). Lookups are recorded either way, and the SQL console is read-only either way.
-"""
+"""Read-only mode: whether this app may write (ingest, re-index, reload the corpus). LOOKUP_READ_ONLY decides
+when set; unset, the app is read-only when it listens beyond this machine (server.address not loopback, or unset)."""
 
 from __future__ import annotations
 

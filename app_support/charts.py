@@ -313,3 +313,48 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
         fig.update_layout(title=title)
     fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
     return fig
+
+
+def metric_trend(history: pd.DataFrame, metrics: Sequence[str], title: str) -> go.Figure:
+    """Saved runs' metrics over time, one line per metric (hover: the run id)."""
+    ordered = history.sort_values("time")
+    fig = go.Figure()
+    for metric in metrics:
+        fig.add_scatter(
+            x=pd.to_datetime(ordered["time"]), y=ordered[metric], mode="lines+markers", name=metric, text=ordered["run_id"]
+        )
+    fig.update_traces(hovertemplate="%{text}<br>%{y:.3f}")
+    fig.update_layout(title=title, yaxis_range=[0, 1.02], height=340, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def delta_intervals(deltas: pd.DataFrame) -> go.Figure:
+    """Each metric's B − A with its 95% interval, and a line at no change."""
+    fig = go.Figure(
+        go.Scatter(
+            x=deltas["B − A"],
+            y=deltas["metric"],
+            mode="markers",
+            marker=dict(size=10),
+            error_x=dict(
+                type="data",
+                symmetric=False,
+                array=(deltas["95% high"] - deltas["B − A"]).fillna(0),
+                arrayminus=(deltas["B − A"] - deltas["95% low"]).fillna(0),
+            ),
+        )
+    )
+    fig.add_vline(x=0, line_dash="dot")
+    fig.update_layout(title="B − A with 95% intervals", height=260, margin=dict(l=10, r=10, t=40, b=10))
+    return fig
+
+
+def metrics_bars(table: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
+    """Each configuration's metrics as grouped bars."""
+    fig = go.Figure()
+    for metric in metrics:
+        fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
+    fig.update_layout(
+        barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360, margin=dict(l=10, r=10, t=40, b=10)
+    )
+    return fig

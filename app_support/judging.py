@@ -30,30 +30,10 @@ def judge_results(
             st.caption(f"Judging is off: the app is read-only ({md(ctx.access.reason)}), and judging writes eval set files.")
             return
         entries = {e.entry_id: e for e in ctx.corpus.entries}
-        shown = [str(f["entry_id"]) for f in found]
-        none = st.checkbox(
-            "None is relevant: no entry of the corpus answers this query (an unanswerable case)", key=f"{key}_none"
-        )
-        relevant = st.multiselect(
-            "Relevant entries",
-            shown + [e for e in entries if e not in shown],
-            key=f"{key}_relevant",
-            disabled=none,
-            format_func=lambda e: f"#{shown.index(e) + 1} {e}" if e in shown else e,
-            help="The results above first (by rank), then every other entry of the corpus: a right answer the lookup missed.",
-        )
-        picked = [] if none else list(relevant)
+        picked, none = _relevant(found, entries, key)
         domain_of = {**{e: v.domain for e, v in entries.items()}, **{str(f["entry_id"]): f.get("domain") for f in found}}
-        suggested = judgments.suggest_domain([domain_of.get(e) for e in picked], routed)
         c1, c2 = st.columns(2)
-        domain = c1.selectbox(
-            "Domain of the case",
-            [AUTO, NO_DOMAIN, *ctx.corpus.domains],
-            key=f"{key}_domain",
-            format_func=lambda d: "from the judgment" if d == AUTO else d,
-        )
-        chosen = suggested if domain == AUTO else (None if domain == NO_DOMAIN else domain)
-        c1.caption(f"The case gets domain: **{md(chosen)}**" if chosen else "The case gets no domain.")
+        chosen = _case_domain(ctx, c1, judgments.suggest_domain([domain_of.get(e) for e in picked], routed), key)
         case_id = c2.text_input("Case id", key=f"{key}_case_id", placeholder="generated from the query, unique in the set")
         target = _target(ctx, key)
         if target is None:
@@ -65,30 +45,65 @@ def judge_results(
                 st.caption("Mark the relevant entries, or tick 'None is relevant', to add the case.")
             return
         judgment = judgments.Judgment(query, tuple(picked), chosen, case_id, source)
-        try:
-            if new:
-                out = judgments.create_eval_set(path, judgment, corpus_dir=ctx.settings.corpus_dir, known_ids=entries)
-            else:
-                out = judgments.append_case(path, judgment, known_ids=entries)
-        except LookupLabError as exc:
-            render.error("The case was not added", exc, "The file is as it was. Fix what the message names and add it again.")
-            return
-        verb = "Created" if out.created else "Added to"
-        st.success(f"{verb} **{md(out.path)}**: case **{md(out.case_id)}** ({out.cases} cases now).", icon=":material/check:")
-        files = eval_ui.known_set_files(ctx.settings)
-        listed = next((f for f in files if Path(f.path).resolve() == Path(out.path).resolve()), None)
-        if listed is not None:
-            st.page_link(
-                "pages/evaluate.py",
-                label=f"Run {listed.label} in Evaluate",
-                icon=":material/play_arrow:",
-                query_params={keys.EVAL_RUN_SET: listed.label},
-            )
+        _add_case(ctx, judgment, path, new=new, known_ids=entries)
+
+
+def _relevant(found: Sequence[dict[str, Any]], entries: dict[str, Any], key: str) -> tuple[list[str], bool]:
+    """The entries marked relevant (the shown results first, then the rest of the corpus), and 'none is'."""
+    shown = [str(f["entry_id"]) for f in found]
+    none = st.checkbox("None is relevant: no entry of the corpus answers this query (an unanswerable case)", key=f"{key}_none")
+    relevant = st.multiselect(
+        "Relevant entries",
+        shown + [e for e in entries if e not in shown],
+        key=f"{key}_relevant",
+        disabled=none,
+        format_func=lambda e: f"#{shown.index(e) + 1} {e}" if e in shown else e,
+        help="The results above first (by rank), then every other entry of the corpus: a right answer the lookup missed.",
+    )
+    return ([] if none else list(relevant)), none
+
+
+def _case_domain(ctx: resources.AppContext, column: Any, suggested: str | None, key: str) -> str | None:
+    """The case's domain: the one the judgment suggests, none, or one of the corpus."""
+    domain = column.selectbox(
+        "Domain of the case",
+        [AUTO, NO_DOMAIN, *ctx.corpus.domains],
+        key=f"{key}_domain",
+        format_func=lambda d: "from the judgment" if d == AUTO else d,
+    )
+    chosen = suggested if domain == AUTO else (None if domain == NO_DOMAIN else domain)
+    column.caption(f"The case gets domain: **{md(chosen)}**" if chosen else "The case gets no domain.")
+    return chosen
+
+
+def _add_case(
+    ctx: resources.AppContext, judgment: judgments.Judgment, path: Path, *, new: bool, known_ids: dict[str, Any]
+) -> None:
+    """Write the case (a new set or one more case), then offer to run the set in Evaluate."""
+    try:
+        if new:
+            out = judgments.create_eval_set(path, judgment, corpus_dir=ctx.settings.corpus_dir, known_ids=known_ids)
         else:
-            st.caption(
-                "Evaluate lists eval_sets/, ../shared/eval_sets/ and the judgments folder: run this file with "
-                "`python -m retrieval eval`."
-            )
+            out = judgments.append_case(path, judgment, known_ids=known_ids)
+    except LookupLabError as exc:
+        render.error("The case was not added", exc, "The file is as it was. Fix what the message names and add it again.")
+        return
+    verb = "Created" if out.created else "Added to"
+    st.success(f"{verb} **{md(out.path)}**: case **{md(out.case_id)}** ({out.cases} cases now).", icon=":material/check:")
+    files = eval_ui.known_set_files(ctx.settings)
+    listed = next((f for f in files if Path(f.path).resolve() == Path(out.path).resolve()), None)
+    if listed is not None:
+        st.page_link(
+            "pages/evaluate.py",
+            label=f"Run {listed.label} in Evaluate",
+            icon=":material/play_arrow:",
+            query_params={keys.EVAL_RUN_SET: listed.label},
+        )
+    else:
+        st.caption(
+            "Evaluate lists eval_sets/, ../shared/eval_sets/ and the judgments folder: run this file with "
+            "`python -m retrieval eval`."
+        )
 
 
 def _target(ctx: resources.AppContext, key: str) -> tuple[Path, bool] | None:

@@ -1,8 +1,5 @@
-"""Every session-state key of the app, in one place.
-
-Keys in URL_KEYS belong to widgets bound to the URL (`bind="query-params"`): the key is also the name of
-the query parameter, so a URL such as `/?q=disk+full&k=3&mode=hybrid` reopens a view.
-"""
+"""Every session-state key of the app, in one place. A key in URL_KEYS is also its widget's query parameter,
+so a URL such as `/?q=disk+full&k=3&mode=hybrid` reopens a view."""
 
 # Shared settings (sidebar, every page)
 TOP_K = "k"

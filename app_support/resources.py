@@ -1,14 +1,10 @@
-"""Process-wide cached resources and the settings of the current view.
+"""Process-wide cached resources (the model, the Weaviate connection, each corpus and its L0 index, the invocation
+store) and the settings of the current view."""
 
-- the embedding model, loaded once, on a thread of its own from the first page on;
-- the Weaviate connection (or why there is none), per connection settings, opened on a thread of its own: the
-  frame waits for a running or remote one at most `app_l1_wait_s` and not at all for an embedded one starting cold,
-  so a page renders while an embedded server starts, and a page that needs L1 waits for it (`AppContext.conn`). A
-  failed connection is cached too, so pages do not wait on a dead server every rerun: it is retried after
-  RETRY_AFTER_S, or at once with the "Retry connection" button (`retry_connection`);
-- the corpus and its L0 index, per corpus folder;
-- the invocation store, per database file, with its background flusher.
-"""
+# The model and the connection open on threads of their own: the frame waits for a running or remote Weaviate at
+# most `app_l1_wait_s` and not at all for an embedded one starting cold, so a page renders while the server starts
+# and a page that needs L1 waits for it (AppContext.conn). A failed connection is cached too, so pages do not wait
+# on a dead server every rerun: it is retried after RETRY_AFTER_S, or at once with "Retry connection".
 
 from __future__ import annotations
 
@@ -396,13 +392,10 @@ def context(settings: Settings | None = None) -> AppContext:
 
 
 def page_context() -> AppContext:
-    """The context app.py opened for this run (pages never open their own).
-
-    When app.py did not run, Streamlit ran the page file alone: with a pages/ folder beside the entrypoint it
-    does that for a deep link (e.g. /corpus) until the first st.navigation call of the process turns its
-    folder-based fallback off. Then this turns it off and reruns through app.py, so the page gets its frame
-    (settings, status, L1 banner); should that not help, the page runs without the frame.
-    """
+    """The context app.py opened for this run (pages never open their own)."""
+    # When app.py did not run, Streamlit ran the page file alone (a deep link such as /corpus, until the process's
+    # first st.navigation turns the folder-based fallback off): turn it off and rerun through app.py, so the page
+    # gets its frame; should that not help, the page runs without it.
     ctx = st.session_state.pop(keys.CONTEXT, None)
     if isinstance(ctx, AppContext):
         st.session_state.pop(keys.FRAME_RETRY, None)

@@ -1,10 +1,5 @@
-"""The sidebar's setting widgets, one row each: the session-state key (also the URL query parameter), the
-Settings field it sets, and how its value becomes the field's and the URL's text.
-
-The sidebar draws these rows, resources.current_settings applies them and urls.setting_params writes them into
-links. The corpus is picked by label (a folder and its collection, resources.corpus_choices): its row has no
-`parse`, and those three map it themselves.
-"""
+"""The sidebar's setting widgets, one row each: the key (also the URL parameter), the Settings field it sets, and
+how its value becomes the field's and the URL's text. The corpus row has no `parse`: it is picked by label."""
 
 from __future__ import annotations
 

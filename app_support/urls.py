@@ -6,8 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from retrieval.config import Settings
+from retrieval.evals.catalog import same_path
+from retrieval.lab.runs import RunSummary
+from retrieval.types.models import MODELS
 
-from . import keys
+from . import keys, resources
 from .setting_widgets import url_params
 
 
@@ -24,3 +27,21 @@ def lookup_params(query: str, settings: Settings, base: Settings) -> dict[str, s
 def entry_params(entry_id: str, settings: Settings, base: Settings) -> dict[str, str]:
     """Query parameters that open the Corpus page on one entry, in the corpus these settings load."""
     return {**setting_params(settings, base), keys.CORPUS_ENTRY: entry_id}
+
+
+def run_lookup_params(query: str, run: RunSummary, base: Settings) -> dict[str, str]:
+    """Query parameters that open Lookup on `query` with the run's corpus, model, top-k, L1 switch, mode and alpha."""
+    s = run.settings
+    model = run.embedding_model if run.embedding_model in MODELS else base.embedding_model
+    settings = base.with_(
+        embedding_model=model,
+        top_k=int(s.get("top_k", base.top_k)),
+        l1_enabled=bool(s.get("l1_enabled", base.l1_enabled)),
+        search_mode=str(s.get("search_mode", base.search_mode)),
+        hybrid_alpha=float(s.get("hybrid_alpha", base.hybrid_alpha)),
+    )
+    params = lookup_params(query, settings, base)
+    choice = next((c for c in resources.corpus_choices(base) if run.corpus and same_path(c.path, run.corpus)), None)
+    if choice is not None and not same_path(choice.path, base.corpus_dir):
+        params["corpus"] = choice.label
+    return params

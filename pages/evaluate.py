@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from app_support import charts, eval_ui, jobs, keys, render, resources, urls
 from app_support.render import md
+from retrieval.config import Settings
 from retrieval.core.relevance import fit_words
+from retrieval.evals.cases import CaseResult
 from retrieval.evals.configs import DEPTH
-from retrieval.evals.evaluation import CONFIGS, METRICS, run_eval, support_points
+from retrieval.evals.evaluation import CONFIGS, METRICS, EvalReport, run_eval, support_points
 from retrieval.evals.report import (
     COLUMN_HELP,
     COLUMN_LABELS,
@@ -33,102 +34,98 @@ def latency_table(latency: dict) -> pd.DataFrame:
     return frame.map(lambda v: "–" if v is None or pd.isna(v) else f"{float(v):.1f}")
 
 
-ctx = resources.page_context()
-settings = ctx.settings
+def run_section(ctx: resources.AppContext) -> dict[str, str] | None:
+    """The eval set, the configurations and the Run button; the view the shown report is compared with."""
+    settings = ctx.settings
+    picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_RUN_SET)
+    if picked is None:
+        return None
+    eval_set, path = picked
+    st.caption(md(eval_set.description))
+    if not eval_ui.fits_loaded_corpus(ctx, eval_set, path):
+        return None
+    l1_ready = ctx.store is not None and settings.l1_enabled
+    if l1_ready:
+        eval_ui.offer_ingest(ctx, key="ingest_for_run")
+    else:
+        st.info(
+            "L1 is off or unavailable: only `l0_only` can run. Switch L1 on (or reconnect) for the other configurations.",
+            icon=":material/info:",
+        )
+    choices = list(CONFIGS) if l1_ready else ["l0_only"]
+    configs = st.multiselect(
+        "Configurations",
+        choices,
+        default=choices,
+        key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
+        format_func=lambda c: f"{c}: {config_meaning(c, settings)}",
+    )
+    # an eval ranks at least DEPTH entries whatever the app's top_k (run_eval): the strip says what the run will use
+    render.settings_strip(
+        settings.with_(top_k=max(DEPTH, settings.top_k)), label="The next run's settings", key="eval_next_settings"
+    )
+    record = recording(ctx, configs)
+    view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurations=", ".join(configs))
+    label = f"Run {len(eval_set.cases)} cases × {len(configs)} configurations"
+    if st.button(label, type="primary", key="run_eval", disabled=not configs):
+        report = jobs.run_job(
+            "The evaluation stopped",
+            lambda bar: run_eval(eval_set, ctx.lookup_services(record=record), settings, configs=configs, progress=bar.counts),
+            fix="Fix what it names (see the sidebar status) and run it again.",
+            when_down="Check that Weaviate is up (Retry connection) and run it again.",
+            start="evaluating…",
+        )
+        if report is None:
+            return None
+        saved = None if ctx.read_only else eval_ui.save_run(ctx, report, eval_set)
+        st.session_state[keys.EVAL_REPORT] = (view, report, saved)
+    return view
 
-st.title("Evaluate")
-st.caption(
-    "Run an eval set through the configurations on the same cases: hit@1, recall@5, MRR@10, nDCG@10 "
-    "(ranx), paired significance against `lookup`, and how the L0 routing behaved."
-)
 
-picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_RUN_SET)
-if picked is None:
-    st.stop()
-eval_set, path = picked
-st.caption(md(eval_set.description))
-if not eval_ui.fits_loaded_corpus(ctx, eval_set, path):
-    st.stop()
-l1_ready = ctx.store is not None and settings.l1_enabled
-if l1_ready:
-    eval_ui.offer_ingest(ctx, key="ingest_for_run")
-else:
-    st.info(
-        "L1 is off or unavailable: only `l0_only` can run. Switch L1 on (or reconnect) for the other configurations.",
-        icon=":material/info:",
+def recording(ctx: resources.AppContext, configs: list[str]) -> bool:
+    """Whether the run records its lookups: never when the app is read-only (which is said)."""
+    if ctx.read_only:
+        st.info(
+            f"**Read-only** ({md(ctx.access.reason)}): a run here is neither saved on the Runs page nor recorded in the "
+            "invocation store; download its JSON or HTML report to keep it.",
+            icon=":material/lock:",
+        )
+    return (
+        st.checkbox(
+            "Record the lookups in the invocation store (session tag = the run tag)",
+            value=not ctx.read_only,
+            key=f"{keys.EVAL_RECORD}-{ctx.read_only}",
+            disabled="lookup" not in configs or ctx.read_only,
+        )
+        and not ctx.read_only
     )
-choices = list(CONFIGS) if l1_ready else ["l0_only"]
-configs = st.multiselect(
-    "Configurations",
-    choices,
-    default=choices,
-    key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
-    format_func=lambda c: f"{c}: {config_meaning(c, settings)}",
-)
-# an eval ranks at least DEPTH entries whatever the app's top_k (run_eval): the strip says what the run will use
-render.settings_strip(settings.with_(top_k=max(DEPTH, settings.top_k)), label="The next run's settings", key="eval_next_settings")
-if ctx.read_only:
-    st.info(
-        f"**Read-only** ({md(ctx.access.reason)}): a run here is neither saved on the Runs page nor recorded in the "
-        "invocation store; download its JSON or HTML report to keep it.",
-        icon=":material/lock:",
-    )
-record = (
-    st.checkbox(
-        "Record the lookups in the invocation store (session tag = the run tag)",
-        value=not ctx.read_only,
-        key=f"{keys.EVAL_RECORD}-{ctx.read_only}",
-        disabled="lookup" not in configs or ctx.read_only,
-    )
-    and not ctx.read_only
-)
-view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurations=", ".join(configs))
-if st.button(
-    f"Run {len(eval_set.cases)} cases × {len(configs)} configurations", type="primary", key="run_eval", disabled=not configs
-):
-    report = jobs.run_job(
-        "The evaluation stopped",
-        lambda bar: run_eval(eval_set, ctx.lookup_services(record=record), settings, configs=configs, progress=bar.counts),
-        fix="Fix what it names (see the sidebar status) and run it again.",
-        when_down="Check that Weaviate is up (Retry connection) and run it again.",
-        start="evaluating…",
-    )
-    if report is None:
-        st.stop()
-    saved = None if ctx.read_only else eval_ui.save_run(ctx, report, eval_set)
-    st.session_state[keys.EVAL_REPORT] = (view, report, saved)
 
-stored = st.session_state.get(keys.EVAL_REPORT)
-if stored is None:
-    st.stop()
-eval_ui.settings_changed(stored[0], view)  # the last run stays on screen, marked, until the next one
-report = stored[1]
-for warning in report.warnings:
-    st.warning(md(warning), icon=":material/warning:")
-st.markdown(f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable.")
-render.settings_strip(report.settings, label="Settings of this run", key="eval_run_settings")
-if stored[2:] and stored[2]:
-    st.caption(f"Saved as run **{md(stored[2])}**: compare it with other runs on the Runs page.")
-table = metrics_frame(report)
-st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
-st.caption(
-    md(significance_legend(report)) + ". " + "; ".join(f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items())
-)
-if report.settings["answerable"]:
-    fig = go.Figure()
-    for metric in METRICS:
-        fig.add_bar(name=metric, x=list(table.index), y=[table.loc[c, metric] for c in table.index])
-    fig.update_layout(
-        barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360, margin=dict(l=10, r=10, t=40, b=10)
+
+def metrics_section(report: EvalReport, saved: str | None) -> None:
+    """The run's tag, settings and metrics, as a table and bars."""
+    for warning in report.warnings:
+        st.warning(md(warning), icon=":material/warning:")
+    st.markdown(
+        f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable."
     )
-    st.plotly_chart(fig, width="stretch")
-else:
+    render.settings_strip(report.settings, label="Settings of this run", key="eval_run_settings")
+    if saved:
+        st.caption(f"Saved as run **{md(saved)}**: compare it with other runs on the Runs page.")
+    st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
     st.caption(
-        "This set has no answerable case: hit@1, recall@5, MRR and nDCG do not apply, so no metrics chart. "
-        "What counts here is *unanswerable unsupported* (above, and in the support chart below)."
+        md(significance_legend(report)) + ". " + "; ".join(f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items())
     )
+    if report.settings["answerable"]:
+        st.plotly_chart(charts.metrics_bars(metrics_frame(report), list(METRICS)), width="stretch")
+    else:
+        st.caption(
+            "This set has no answerable case: hit@1, recall@5, MRR and nDCG do not apply, so no metrics chart. "
+            "What counts here is *unanswerable unsupported* (above, and in the support chart below)."
+        )
 
-if "lookup" in report.configs:
+
+def support_section(report: EvalReport) -> None:
+    """How often `lookup` claimed support rightly, its estimate per case, and the estimate's calibration."""
     lookup_routing = report.routing["lookup"]
     st.markdown(
         f"**Semantic support** of `lookup`: right and supported "
@@ -144,19 +141,26 @@ if "lookup" in report.configs:
     chart = charts.support_estimates(support_points(report), float(report.settings.get("support_threshold") or 0.5))
     st.plotly_chart(chart, width="stretch")
     calibration = report.calibration.get("lookup")
-    if calibration:
-        st.markdown(
-            f"**Calibration** of the support estimate: predicted hit@1 (the mean estimate) "
-            f"**{calibration['predicted_hit1']:.3f}** against measured **{calibration['hit1']:.3f}** "
-            f"({calibration['gap']:+.3f}); expected calibration error **{calibration['ece']:.3f}**."
-        )
-        st.caption(
-            "Each point is a bin of the estimate: how many cases fell in it, their mean estimate and the share whose top "
-            "result was right. On the dashed line, an estimate of 87% is right 87% of the time. "
-            f"{md(fit_words(calibration.get('fit')))}."
-        )
-        st.plotly_chart(charts.reliability_figure(calibration), width="stretch", key="eval_reliability")
-if report.filter_effect:
+    if not calibration:
+        return
+    st.markdown(
+        f"**Calibration** of the support estimate: predicted hit@1 (the mean estimate) "
+        f"**{calibration['predicted_hit1']:.3f}** against measured **{calibration['hit1']:.3f}** "
+        f"({calibration['gap']:+.3f}); expected calibration error **{calibration['ece']:.3f}**."
+    )
+    st.caption(
+        "Each point is a bin of the estimate: how many cases fell in it, their mean estimate and the share whose top "
+        "result was right. On the dashed line, an estimate of 87% is right 87% of the time. "
+        f"{md(fit_words(calibration.get('fit')))}."
+    )
+    st.plotly_chart(charts.reliability_figure(calibration), width="stretch", key="eval_reliability")
+
+
+def filter_section(report: EvalReport, settings: Settings) -> None:
+    """The cases the L0 filter hurt, each a link to Lookup."""
+    if not report.filter_effect:
+        st.caption("Run `l1_unfiltered` and `l1_filtered` together to see which cases the L0 filter helped or hurt.")
+        return
     effect = report.filter_effect
     hurt = effect["hurt_cases"]
     st.markdown(
@@ -173,46 +177,67 @@ if report.filter_effect:
             icon=":material/open_in_new:",
             query_params=urls.lookup_params(query, settings, resources.base_settings()),
         )
-else:
-    st.caption("Run `l1_unfiltered` and `l1_filtered` together to see which cases the L0 filter helped or hurt.")
-with st.expander(f"Significance against {report.significance.get('reference', 'lookup')}"):
-    st.caption(md(significance_test(report)) + ": each configuration against the reference, on each metric.")
-    st.dataframe(significance_frame(report), hide_index=True)
-with st.expander("Routing confusion: expected domain (rows) against the L0 filter (columns)"):
-    st.dataframe(pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame())
-with st.expander("Latency per configuration (ms)"):
-    st.dataframe(latency_table(report.latency))
-    st.caption("p50 / p95 per stage; – : the configuration has no such stage.")
-with st.expander(f"All {len(report.cases)} cases"):
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "case": c.id,
-                    "query": c.query,
-                    "expected": ", ".join(c.expected),
-                    "filter": c.filter,
-                    **{f"rank {k}": v.rank for k, v in c.configs.items()},
-                }
-                for c in report.cases
-            ]
-        ),
-        hide_index=True,
+
+
+def details_section(report: EvalReport) -> None:
+    """Significance, routing confusion, latency and every case, each in an expander; the JSON and HTML downloads."""
+    with st.expander(f"Significance against {report.significance.get('reference', 'lookup')}"):
+        st.caption(md(significance_test(report)) + ": each configuration against the reference, on each metric.")
+        st.dataframe(significance_frame(report), hide_index=True)
+    with st.expander("Routing confusion: expected domain (rows) against the L0 filter (columns)"):
+        st.dataframe(pd.DataFrame(report.confusion).T.fillna(0).astype(int) if report.confusion else pd.DataFrame())
+    with st.expander("Latency per configuration (ms)"):
+        st.dataframe(latency_table(report.latency))
+        st.caption("p50 / p95 per stage; – : the configuration has no such stage.")
+    with st.expander(f"All {len(report.cases)} cases"):
+        st.dataframe(pd.DataFrame([case_row(c) for c in report.cases]), hide_index=True)
+    a, b, _ = st.columns([1, 1, 3])
+    a.download_button(
+        "Download JSON",
+        data=json.dumps(report.to_dict(), default=str, ensure_ascii=False),
+        file_name=f"{report.run_tag}.json",
+        mime="application/json",
+        on_click="ignore",
+        key="eval_json",
     )
-a, b, _ = st.columns([1, 1, 3])
-a.download_button(
-    "Download JSON",
-    data=json.dumps(report.to_dict(), default=str, ensure_ascii=False),
-    file_name=f"{report.run_tag}.json",
-    mime="application/json",
-    on_click="ignore",
-    key="eval_json",
-)
-b.download_button(
-    "Download HTML report",
-    data=render_html(report),
-    file_name=f"{report.run_tag}.html",
-    mime="text/html",
-    on_click="ignore",
-    key="eval_html",
-)
+    b.download_button(
+        "Download HTML report",
+        data=render_html(report),
+        file_name=f"{report.run_tag}.html",
+        mime="text/html",
+        on_click="ignore",
+        key="eval_html",
+    )
+
+
+def case_row(case: CaseResult) -> dict[str, object]:
+    return {
+        "case": case.id,
+        "query": case.query,
+        "expected": ", ".join(case.expected),
+        "filter": case.filter,
+        **{f"rank {k}": v.rank for k, v in case.configs.items()},
+    }
+
+
+def main() -> None:
+    ctx = resources.page_context()
+    st.title("Evaluate")
+    st.caption(
+        "Run an eval set through the configurations on the same cases: hit@1, recall@5, MRR@10, nDCG@10 "
+        "(ranx), paired significance against `lookup`, and how the L0 routing behaved."
+    )
+    view = run_section(ctx)
+    stored = st.session_state.get(keys.EVAL_REPORT)
+    if view is None or stored is None:
+        return
+    eval_ui.settings_changed(stored[0], view)  # the last run stays on screen, marked, until the next one
+    report = stored[1]
+    metrics_section(report, stored[2] if stored[2:] else None)
+    if "lookup" in report.configs:
+        support_section(report)
+    filter_section(report, ctx.settings)
+    details_section(report)
+
+
+main()

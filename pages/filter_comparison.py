@@ -11,6 +11,7 @@ from app_support import charts, eval_ui, jobs, keys, resources, urls
 from app_support.render import md
 from retrieval.evals.comparison import COMPARED_QUERIES, compare_filter, compare_filter_on_set, query_meaning
 from retrieval.evals.routing_metrics import HURT_MEANING, VERDICTS
+from retrieval.evals.sets import EvalCase, EvalSet
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -100,24 +101,33 @@ def one_query() -> None:
         )
 
 
-def eval_set_section() -> None:
-    st.subheader("Eval set")
+def answerable_set() -> tuple[EvalSet, list[EvalCase], str] | None:
+    """The picked eval set, its answerable cases and its label, or None with a message."""
     picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_SET)
     if picked is None:
-        return
+        return None
     eval_set, path = picked
     st.caption(md(eval_set.description))
     if not eval_ui.fits_loaded_corpus(ctx, eval_set, path):
-        return
+        return None
     cases = [c for c in eval_set.cases if c.answerable]
     if not cases:
         st.info(
             f"**{md(eval_set.name)}** has no answerable cases (every case expects nothing), so there is no "
             "reciprocal rank to compare. Pick another eval set."
         )
+        return None
+    return eval_set, cases, eval_ui.eval_set_label(path)
+
+
+def eval_set_section() -> None:
+    st.subheader("Eval set")
+    picked = answerable_set()
+    if picked is None:
         return
+    eval_set, cases, label = picked
     eval_ui.offer_ingest(ctx, key="ingest_for_eval")
-    view = eval_ui.run_view(settings, label=f"{eval_ui.eval_set_label(path)} ({kind})")
+    view = eval_ui.run_view(settings, label=f"{label} ({kind})")
     if st.button(f"Compare on {len(cases)} cases", type="primary", key="run_set_comparison"):
         deltas = jobs.run_job(
             "The comparison stopped",
@@ -136,7 +146,11 @@ def eval_set_section() -> None:
     if stored is None:
         return
     eval_ui.settings_changed(stored[0], view)  # the last comparison stays on screen, marked, until the next one
-    frame = pd.DataFrame([d.to_dict() for d in stored[1]])
+    show_set_comparison(pd.DataFrame([d.to_dict() for d in stored[1]]))
+
+
+def show_set_comparison(frame: pd.DataFrame) -> None:
+    """The verdict counts, the MRR either side, the changed cases' chart, the hurt cases and the whole table."""
     counts = Counter(frame["verdict"])
     cols = st.columns(6)
     for col, verdict in zip(cols, VERDICTS, strict=False):  # six columns, four verdicts

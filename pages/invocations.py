@@ -6,24 +6,19 @@ import io
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 
-import pandas as pd
 import streamlit as st
 
-from app_support import charts, judging, keys, render, replay_ui, resources
-from app_support.render import md
-from retrieval.errors import LookupLabError, SqlRefused
+from app_support import call_view, charts, keys, render, replay_ui, resources, sql_ui
+from retrieval.errors import LookupLabError
 from retrieval.records.dashboard import (
     SAMPLE_CALLS,
     SAMPLE_VECTORS,
     InvocationFilter,
-    details_for,
     export_frame,
     filter_options,
     load_dashboard,
-    result_for,
 )
 from retrieval.records.invocations import InvocationStore
-from retrieval.records.sql_console import EXAMPLES, run_readonly
 
 RANGES: dict[str, timedelta | str | None] = {
     "All time": None,
@@ -188,7 +183,7 @@ def calls_table(dash, flt: InvocationFilter) -> None:
     )
     rows = event.selection.rows if event is not None else []
     if rows:
-        show_call(dash.rows.iloc[rows[0]])
+        call_view.show_call(ctx, store, dash.rows.iloc[rows[0]])
     d1, d2, _ = st.columns([1.3, 1.6, 3])  # wide enough for "Download Parquet" on a 1280 px screen
     d1.download_button(
         "Download CSV",
@@ -214,91 +209,6 @@ def calls_table(dash, flt: InvocationFilter) -> None:
     )
 
 
-def show_call(picked) -> None:
-    """One recorded call: its results and relevance as returned, a link that reopens it in Lookup, and its
-    retrieval_details."""
-    result = result_for(store, picked["id"]) or {}
-    st.markdown(f"**Call {md(picked['id'])}**: {md(picked['input'])}")
-    relevance = result.get("relevance") or {}
-    if relevance:
-        show = {"high": st.success, "medium": st.info}.get(relevance.get("level") or "", st.warning)
-        show(
-            f"**Relevance: {md(relevance.get('level'))}** (semantic support: "
-            f"{'yes' if relevance.get('semantic_support') else 'no'}). {md(relevance.get('reason', ''))}"
-        )
-    found = result.get("results") or []
-    if found:
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "rank": i,
-                        "entry_id": r.get("entry_id"),
-                        "title": r.get("title"),
-                        "domain": r.get("domain"),
-                        "source": r.get("source"),
-                        "score": r.get("score"),
-                    }
-                    for i, r in enumerate(found, 1)
-                ]
-            ),
-            hide_index=True,
-            column_config={"score": st.column_config.NumberColumn(format="%.3f")},
-        )
-    else:
-        st.caption("This call returned no results.")
-    judging.judge_results(
-        ctx,
-        query=str(picked["input"]),
-        found=found,
-        routed=None if pd.isna(picked["domain"]) else str(picked["domain"]),
-        source=f"invocation {picked['id']}",
-        key="judge_call",
-    )
-    st.page_link(
-        "pages/lookup.py",
-        label="Open in Lookup (shown there without recording it again)",
-        icon=":material/open_in_new:",
-        query_params={keys.QUERY: str(picked["input"])},
-    )
-    with st.expander(f"retrieval_details of {picked['id']}"):
-        st.json(details_for(store, picked["id"]) or {}, expanded=2)
-
-
-def set_example() -> None:
-    name = st.session_state.get(keys.SQL_EXAMPLE)
-    if name in EXAMPLES:
-        st.session_state[keys.SQL_TEXT] = EXAMPLES[name]
-
-
-def sql_console() -> None:
-    st.subheader("Read-only SQL")
-    st.caption(
-        "One SELECT (or EXPLAIN of one) over `tool_invocation`, on a read-only connection with file and "
-        "network access off. Anything else is refused."
-    )
-    st.selectbox("Example queries", ["(pick one)", *EXAMPLES], key=keys.SQL_EXAMPLE, on_change=set_example)
-    if keys.SQL_TEXT not in st.session_state:
-        st.session_state[keys.SQL_TEXT] = next(iter(EXAMPLES.values()))
-    sql = st.text_area("SQL", key=keys.SQL_TEXT, height=110)
-    a, b, _ = st.columns([1, 1, 2])
-    row_limit = a.number_input("Row limit", min_value=1, max_value=100_000, value=1_000, step=100, key=keys.SQL_ROWS)
-    timeout_ms = b.number_input("Time limit (ms)", min_value=100, max_value=60_000, value=5_000, step=500, key=keys.SQL_TIMEOUT)
-    if not st.button("Run query", type="primary", key=keys.SQL_RUN):
-        return
-    try:
-        out = run_readonly(store, sql, row_limit=int(row_limit), timeout_ms=int(timeout_ms))
-    except SqlRefused as exc:
-        st.error(f"**Refused**: {md(exc)}", icon=":material/block:")
-        return
-    except LookupLabError as exc:
-        render.error("The query could not run", exc, "The store may be busy: press Run query again in a moment.")
-        return
-    more = f"; stopped at the row limit of {int(row_limit):,}" if out.truncated else ""
-    st.caption(f"{len(out.frame):,} rows in {out.elapsed_ms:.0f} ms{md(more)}")
-    st.dataframe(out.frame, hide_index=True)
-
-
 live = st.toggle(
     "Follow live traffic",
     key=keys.INV_LIVE,
@@ -306,4 +216,4 @@ live = st.toggle(
 )
 st.fragment(run_every=LIVE_REFRESH_S if live else None)(dashboard_section)()
 st.divider()
-sql_console()
+sql_ui.sql_console(store)

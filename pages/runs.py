@@ -4,18 +4,14 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from app_support import render, resources, urls
+from app_support import charts, render, resources, urls
 from app_support.render import md
-from retrieval.config import Settings
 from retrieval.errors import LookupLabError
-from retrieval.evals.catalog import same_path
 from retrieval.evals.evaluation import CONFIGS, METRICS
-from retrieval.lab.compare import compare_runs, default_pair
+from retrieval.lab.compare import RunComparison, compare_runs, default_pair
 from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows
-from retrieval.types.models import MODELS
 
 # this page's widget keys (bound to the URL: /runs?runs_set=...&run_a=...&run_b=... reopens a comparison)
 SET_KEY, CONFIG_KEY, A_KEY, B_KEY, METRIC_KEY, CASES_KEY = (
@@ -30,220 +26,189 @@ ALL_SETS = "All eval sets"
 TREND_METRICS = ("mrr@10", "hit@1", "recall@5")
 
 
-def lookup_link(query: str, run: RunSummary, base: Settings) -> dict[str, str]:
-    """Query parameters that open Lookup on `query` with the run's corpus, model, top-k, L1 switch, mode and alpha."""
-    s = run.settings
-    model = run.embedding_model if run.embedding_model in MODELS else base.embedding_model
-    settings = base.with_(
-        embedding_model=model,
-        top_k=int(s.get("top_k", base.top_k)),
-        l1_enabled=bool(s.get("l1_enabled", base.l1_enabled)),
-        search_mode=str(s.get("search_mode", base.search_mode)),
-        hybrid_alpha=float(s.get("hybrid_alpha", base.hybrid_alpha)),
+def pick_runs(store: RunStore, sets: list[str]) -> tuple[str, list[RunSummary], str]:
+    """The eval set and configuration boxes: (set or ALL_SETS, its runs newest first, configuration)."""
+    every_run = store.list_runs()
+    pair = default_pair(every_run)  # the two latest runs of one set: a comparison across sets shares no case
+    default_set = next(r.eval_set for r in every_run if r.run_id == pair[1]) if pair else None
+    c1, c2 = st.columns(2)
+    options = [ALL_SETS, *sets]
+    picked = c1.selectbox(
+        "Eval set", options, index=options.index(default_set) if default_set else 0, key=SET_KEY, bind="query-params"
     )
-    params = urls.lookup_params(query, settings, base)
-    choice = next((c for c in resources.corpus_choices(base) if run.corpus and same_path(c.path, run.corpus)), None)
-    if choice is not None and not same_path(choice.path, base.corpus_dir):
-        params["corpus"] = choice.label
-    return params
+    runs = every_run if picked == ALL_SETS else [r for r in every_run if r.eval_set == picked]
+    configs = [c for c in CONFIGS if any(c in r.configs for r in runs)]
+    config = c2.selectbox(
+        "Configuration", configs, index=configs.index("lookup") if "lookup" in configs else 0, key=CONFIG_KEY, bind="query-params"
+    )
+    return picked, runs, config
 
 
-ctx = resources.page_context()
-base = resources.base_settings()
-store = RunStore(ctx.settings.invocation_db)
+def history_section(picked: str, runs: list[RunSummary], config: str) -> None:
+    """The runs' metrics as a table, and one set's trend."""
+    st.subheader(f"History ({len(runs)} runs)")
+    history = pd.DataFrame(history_rows(runs, config))
+    st.dataframe(
+        history,
+        hide_index=True,
+        column_config={
+            "time": st.column_config.DatetimeColumn("time (UTC)", format="YYYY-MM-DD HH:mm:ss"),
+            **{m: st.column_config.NumberColumn(m, format="%.3f") for m in HISTORY_METRICS},
+        },
+    )
+    if picked == ALL_SETS:
+        st.caption("Pick one eval set to see its metric trend.")
+    else:
+        st.plotly_chart(charts.metric_trend(history, TREND_METRICS, f"{picked}: {config} over time"), width="stretch")
 
-st.title("Runs")
-st.caption(
-    "Every eval run, from Evaluate or `python -m retrieval eval`, saved in the invocation store with its settings, "
-    "code version and per-case ranks. Follow a set's metrics over time, and compare two runs: what changed, how sure "
-    "(paired t-test on the cases both share), and for which cases."
-)
-try:
-    sets = store.eval_sets()
-except LookupLabError as exc:
-    render.error("The saved runs cannot be read", exc, "Check the invocation store named in the sidebar, then rerun.")
-    st.stop()
-if not sets:
-    st.info("No saved runs yet: run an eval set on **Evaluate**, or `python -m retrieval eval SET.yaml`.", icon=":material/info:")
-    st.stop()
 
-every_run = store.list_runs()
-pair = default_pair(every_run)  # the two latest runs of one set: a comparison across sets shares no case
-default_set = next(r.eval_set for r in every_run if r.run_id == pair[1]) if pair else None
-c1, c2 = st.columns(2)
-options = [ALL_SETS, *sets]
-picked = c1.selectbox(
-    "Eval set", options, index=options.index(default_set) if default_set else 0, key=SET_KEY, bind="query-params"
-)
-runs = every_run if picked == ALL_SETS else [r for r in every_run if r.eval_set == picked]
-configs = [c for c in CONFIGS if any(c in r.configs for r in runs)]
-config = c2.selectbox(
-    "Configuration", configs, index=configs.index("lookup") if "lookup" in configs else 0, key=CONFIG_KEY, bind="query-params"
-)
-
-st.subheader(f"History ({len(runs)} runs)")
-history = pd.DataFrame(history_rows(runs, config))
-st.dataframe(
-    history,
-    hide_index=True,
-    column_config={
-        "time": st.column_config.DatetimeColumn("time (UTC)", format="YYYY-MM-DD HH:mm:ss"),
-        **{m: st.column_config.NumberColumn(m, format="%.3f") for m in HISTORY_METRICS},
-    },
-)
-if picked == ALL_SETS:
-    st.caption("Pick one eval set to see its metric trend.")
-else:
-    ordered = history.sort_values("time")
-    fig = go.Figure()
-    for metric in TREND_METRICS:
-        fig.add_scatter(
-            x=pd.to_datetime(ordered["time"]), y=ordered[metric], mode="lines+markers", name=metric, text=ordered["run_id"]
+def pick_pair(runs: list[RunSummary]) -> tuple[RunSummary, RunSummary, str] | None:
+    """Runs A and B with their settings strips, and the metric cases move on; None when A is B."""
+    by_id = {r.run_id: r for r in runs}
+    ids = list(by_id)  # newest first
+    a_default, b_default = default_pair(runs) or (ids[1], ids[0])
+    a_col, b_col, m_col = st.columns([2, 2, 1])
+    run_a = a_col.selectbox("Run A (before)", ids, index=ids.index(a_default), key=A_KEY, bind="query-params")
+    run_b = b_col.selectbox("Run B (after)", ids, index=ids.index(b_default), key=B_KEY, bind="query-params")
+    metric = m_col.selectbox("Cases moved on", list(METRICS), index=list(METRICS).index("mrr@10"), key=METRIC_KEY)
+    for name, column, run in (("A", a_col, by_id[run_a]), ("B", b_col, by_id[run_b])):
+        with column:  # the ids alone in the boxes (they are what the URL carries); the settings strip under each
+            strip_settings = {**run.settings, "embedding_model": run.embedding_model or NO_MODEL}
+            render.settings_strip(strip_settings, label=f"{name}: {run.eval_set}", key=f"runs_{name.lower()}_settings")
+    if run_a == run_b:
+        st.warning(f"A and B are the same run ({md(run_a)}): pick two different runs to compare.", icon=":material/warning:")
+        return None
+    if by_id[run_a].eval_set != by_id[run_b].eval_set:
+        st.caption(
+            f"A ran **{md(by_id[run_a].eval_set)}** and B **{md(by_id[run_b].eval_set)}**: only the cases both sets share "
+            "are compared."
         )
-    fig.update_traces(hovertemplate="%{text}<br>%{y:.3f}")
-    fig.update_layout(
-        title=f"{picked}: {config} over time", yaxis_range=[0, 1.02], height=340, margin=dict(l=10, r=10, t=40, b=10)
-    )
-    st.plotly_chart(fig, width="stretch")
+    return by_id[run_a], by_id[run_b], metric
 
-st.subheader("Compare two runs")
-if len(runs) < 2:
-    st.info("Two saved runs are needed: run the set again with other settings.", icon=":material/info:")
-    st.stop()
-by_id = {r.run_id: r for r in runs}
-ids = list(by_id)  # newest first
-a_default, b_default = default_pair(runs) or (ids[1], ids[0])
-a_col, b_col, m_col = st.columns([2, 2, 1])
-run_a = a_col.selectbox("Run A (before)", ids, index=ids.index(a_default), key=A_KEY, bind="query-params")
-run_b = b_col.selectbox("Run B (after)", ids, index=ids.index(b_default), key=B_KEY, bind="query-params")
-metric = m_col.selectbox("Cases moved on", list(METRICS), index=list(METRICS).index("mrr@10"), key=METRIC_KEY)
-for name, column, run in (("A", a_col, by_id[run_a]), ("B", b_col, by_id[run_b])):
-    with column:  # the ids alone in the boxes (they are what the URL carries); the settings strip under each
-        strip_settings = {**run.settings, "embedding_model": run.embedding_model or NO_MODEL}
-        render.settings_strip(strip_settings, label=f"{name}: {run.eval_set}", key=f"runs_{name.lower()}_settings")
-if run_a == run_b:
-    st.warning(f"A and B are the same run ({md(run_a)}): pick two different runs to compare.", icon=":material/warning:")
-    st.stop()
-if by_id[run_a].eval_set != by_id[run_b].eval_set:
-    st.caption(
-        f"A ran **{md(by_id[run_a].eval_set)}** and B **{md(by_id[run_b].eval_set)}**: only the cases both sets share "
-        "are compared."
-    )
-try:
-    cmp = compare_runs(store, run_a, run_b, config=config, metric=metric)
-except LookupLabError as exc:
-    render.error("These runs cannot be compared", exc, "Pick another configuration, or two runs that both ran it.")
-    st.stop()
-for warning in cmp.warnings:
-    st.warning(md(warning), icon=":material/warning:")
-model_a, model_b = (m or NO_MODEL for m in cmp.models)
-st.markdown(f"**Embedding model**: A {md(model_a)} · B {md(model_b)}")
-if cmp.settings_diff:
-    shown = {k: tuple(NO_MODEL if v is None else v for v in pair) for k, pair in cmp.settings_diff.items()}  # – : not saved then
-    st.markdown("**Settings changed**: " + md("; ".join(f"{k} {a} → {b}" for k, (a, b) in shown.items())))
-else:
-    st.caption("Both runs used the same settings.")
-verdict = (
-    "significantly worse"
-    if cmp.regression
-    else "significantly better"
-    if cmp.chosen.significant
-    else "not significantly different"
-)
-if not cmp.shared_cases:
-    st.warning(
-        "These runs share no answerable case: there is nothing to compare. Pick two runs of one eval set.",
-        icon=":material/warning:",
-    )
-    st.stop()
-st.markdown(
-    f"On **{cmp.shared_cases}** shared answerable cases, B is **{verdict}** on {metric} "
-    f"(B − A = {cmp.chosen.delta:+.3f}, p = {'–' if cmp.chosen.p_value is None else f'{cmp.chosen.p_value:.4f}'})."
-)
-deltas = pd.DataFrame(
-    [
-        {
-            "metric": m.metric,
-            "A": m.a,
-            "B": m.b,
-            "B − A": m.delta,
-            "95% low": m.ci_low,
-            "95% high": m.ci_high,
-            "p": m.p_value,
-            "effect (d)": m.effect_size,
-            "significant": m.significant,
-        }
-        for m in cmp.metrics
-    ]
-)
-left, right = st.columns([3, 2])
-left.dataframe(
-    deltas,
-    hide_index=True,
-    column_config={
-        c: st.column_config.NumberColumn(c, format="%.3f") for c in deltas.columns if c not in ("metric", "significant")
-    },
-)
-fig = go.Figure(
-    go.Scatter(
-        x=deltas["B − A"],
-        y=deltas["metric"],
-        mode="markers",
-        marker=dict(size=10),
-        error_x=dict(
-            type="data",
-            symmetric=False,
-            array=(deltas["95% high"] - deltas["B − A"]).fillna(0),
-            arrayminus=(deltas["B − A"] - deltas["95% low"]).fillna(0),
-        ),
-    )
-)
-fig.add_vline(x=0, line_dash="dot")
-fig.update_layout(title="B − A with 95% intervals", height=260, margin=dict(l=10, r=10, t=40, b=10))
-right.plotly_chart(fig, width="stretch")
 
-moved = [("improved", c) for c in cmp.improved] + [("regressed", c) for c in cmp.regressed]
-st.markdown(
-    f"**Cases that moved on {metric}**: {len(cmp.improved)} improved, {len(cmp.regressed)} regressed, "
-    f"{cmp.unchanged} unchanged. Select a row to open the case in Lookup with either run's settings."
-)
-if not moved:
-    st.stop()
-cases = pd.DataFrame(
-    [
-        {
-            "case": c.case_id,
-            "change": kind,
-            "rank A": c.rank_before,
-            "rank B": c.rank_after,
-            f"{metric} A": c.before,
-            f"{metric} B": c.after,
-            "query": c.query,
-        }
-        for kind, c in moved
-    ]
-)
-event = st.dataframe(
-    cases,
-    hide_index=True,
-    on_select="rerun",
-    selection_mode="single-row",
-    key=CASES_KEY,
-    column_config={
-        "rank A": st.column_config.NumberColumn(format="%d"),
-        "rank B": st.column_config.NumberColumn(format="%d"),
-        "query": st.column_config.TextColumn(width="large"),
-    },
-)
-rows = event.selection.rows if event is not None else []
-if rows and rows[0] < len(cases):
-    case = cases.iloc[rows[0]]
+def compare_section(store: RunStore, runs: list[RunSummary], config: str) -> None:
+    """Two runs compared: settings changed, the verdict, the metric deltas, and the cases that moved."""
+    st.subheader("Compare two runs")
+    if len(runs) < 2:
+        st.info("Two saved runs are needed: run the set again with other settings.", icon=":material/info:")
+        return
+    pair = pick_pair(runs)
+    if pair is None:
+        return
+    run_a, run_b, metric = pair
+    try:
+        cmp = compare_runs(store, run_a.run_id, run_b.run_id, config=config, metric=metric)
+    except LookupLabError as exc:
+        render.error("These runs cannot be compared", exc, "Pick another configuration, or two runs that both ran it.")
+        return
+    for warning in cmp.warnings:
+        st.warning(md(warning), icon=":material/warning:")
+    model_a, model_b = (m or NO_MODEL for m in cmp.models)
+    st.markdown(f"**Embedding model**: A {md(model_a)} · B {md(model_b)}")
+    if cmp.settings_diff:
+        shown = {k: tuple(NO_MODEL if v is None else v for v in pair) for k, pair in cmp.settings_diff.items()}  # – : not saved
+        st.markdown("**Settings changed**: " + md("; ".join(f"{k} {a} → {b}" for k, (a, b) in shown.items())))
+    else:
+        st.caption("Both runs used the same settings.")
+    if not cmp.shared_cases:
+        st.warning(
+            "These runs share no answerable case: there is nothing to compare. Pick two runs of one eval set.",
+            icon=":material/warning:",
+        )
+        return
+    verdict = (
+        "significantly worse"
+        if cmp.regression
+        else "significantly better"
+        if cmp.chosen.significant
+        else "not significantly different"
+    )
+    st.markdown(
+        f"On **{cmp.shared_cases}** shared answerable cases, B is **{verdict}** on {metric} "
+        f"(B − A = {cmp.chosen.delta:+.3f}, p = {'–' if cmp.chosen.p_value is None else f'{cmp.chosen.p_value:.4f}'})."
+    )
+    metric_deltas(cmp)
+    moved_cases(cmp, metric)
+
+
+def metric_deltas(cmp: RunComparison) -> None:
+    """Every metric's B − A with its interval, p and effect, as a table and a chart."""
+    deltas = pd.DataFrame(
+        [
+            {
+                "metric": m.metric,
+                "A": m.a,
+                "B": m.b,
+                "B − A": m.delta,
+                "95% low": m.ci_low,
+                "95% high": m.ci_high,
+                "p": m.p_value,
+                "effect (d)": m.effect_size,
+                "significant": m.significant,
+            }
+            for m in cmp.metrics
+        ]
+    )
+    left, right = st.columns([3, 2])
+    left.dataframe(
+        deltas,
+        hide_index=True,
+        column_config={
+            c: st.column_config.NumberColumn(c, format="%.3f") for c in deltas.columns if c not in ("metric", "significant")
+        },
+    )
+    right.plotly_chart(charts.delta_intervals(deltas), width="stretch")
+
+
+def moved_cases(cmp: RunComparison, metric: str) -> None:
+    """The cases that improved or regressed; a selected one opens in Lookup with either run's settings."""
+    moved = [("improved", c) for c in cmp.improved] + [("regressed", c) for c in cmp.regressed]
+    st.markdown(
+        f"**Cases that moved on {metric}**: {len(cmp.improved)} improved, {len(cmp.regressed)} regressed, "
+        f"{cmp.unchanged} unchanged. Select a row to open the case in Lookup with either run's settings."
+    )
+    if not moved:
+        return
+    cases = pd.DataFrame(
+        [
+            {
+                "case": c.case_id,
+                "change": kind,
+                "rank A": c.rank_before,
+                "rank B": c.rank_after,
+                f"{metric} A": c.before,
+                f"{metric} B": c.after,
+                "query": c.query,
+            }
+            for kind, c in moved
+        ]
+    )
+    event = st.dataframe(
+        cases,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=CASES_KEY,
+        column_config={
+            "rank A": st.column_config.NumberColumn(format="%d"),
+            "rank B": st.column_config.NumberColumn(format="%d"),
+            "query": st.column_config.TextColumn(width="large"),
+        },
+    )
+    rows = event.selection.rows if event is not None else []
+    if rows and rows[0] < len(cases):
+        case_links(cmp, cases.iloc[rows[0]])
+
+
+def case_links(cmp: RunComparison, case: pd.Series) -> None:
+    """Links that open the case in Lookup with run A's or run B's settings, and what they cannot carry."""
+    base = resources.base_settings()
     for name, run in (("A", cmp.run_a), ("B", cmp.run_b)):
         st.page_link(
             "pages/lookup.py",
             label=f"{md(case['case'])} in Lookup with run {name}'s settings ({md(run.run_id)})",
             icon=":material/open_in_new:",
-            query_params=lookup_link(str(case["query"]), run, base),
+            query_params=urls.run_lookup_params(str(case["query"]), run, base),
         )
     weights = ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "support_threshold")
     differs = [k for k in weights if any(r.settings.get(k) != getattr(base, k) for r in (cmp.run_a, cmp.run_b))]
@@ -252,3 +217,30 @@ if rows and rows[0] < len(cases):
             f"The link carries corpus, embedding model, top-k, L1 and search mode; {', '.join(differs)} come from "
             "lookup.yaml and the LOOKUP_* variables, which differ from one of these runs."
         )
+
+
+def main() -> None:
+    ctx = resources.page_context()
+    store = RunStore(ctx.settings.invocation_db)
+    st.title("Runs")
+    st.caption(
+        "Every eval run, from Evaluate or `python -m retrieval eval`, saved in the invocation store with its settings, "
+        "code version and per-case ranks. Follow a set's metrics over time, and compare two runs: what changed, how sure "
+        "(paired t-test on the cases both share), and for which cases."
+    )
+    try:
+        sets = store.eval_sets()
+    except LookupLabError as exc:
+        render.error("The saved runs cannot be read", exc, "Check the invocation store named in the sidebar, then rerun.")
+        return
+    if not sets:
+        st.info(
+            "No saved runs yet: run an eval set on **Evaluate**, or `python -m retrieval eval SET.yaml`.", icon=":material/info:"
+        )
+        return
+    picked, runs, config = pick_runs(store, sets)
+    history_section(picked, runs, config)
+    compare_section(store, runs, config)
+
+
+main()

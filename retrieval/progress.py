@@ -1,11 +1,5 @@
-"""Progress of a long CLI step (ingest, eval): a bar when stderr is a terminal, plain lines in a log.
-
-    with progress_display() as show:
-        indexing.ingest(store, corpus, embedder, progress=show)  # show(stage, done, total)
-        run_eval(..., progress=lambda d, t: show("eval", d, t, "runs"))
-
-In a log each stage prints `embedding: 0/48 entries` when it starts, a line each time it passes another tenth,
-and one at the end: whole lines, never carriage returns.
+"""Progress of a long CLI step (ingest, eval): `show(stage, done, total)` of `progress_display()` draws a bar when stderr is
+a terminal; in a log, each stage prints whole lines (`embedding: 0/48 entries`) at its start, each tenth and its end.
 """
 
 from __future__ import annotations

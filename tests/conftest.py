@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.bench.ports import free_port
 from retrieval.config import REPO_ROOT, Settings, load_settings
 from retrieval.core.corpus import load_corpus
+from retrieval.engine.ports import free_port
 from retrieval.store import indexing
 
 # ../shared beside the repo: corpora and eval sets kept outside it. LOOKUP_TEST_SHARED_DIR points the tests
@@ -22,6 +22,9 @@ RUNBOOKS_EVAL = SHARED / "eval_sets" / "runbooks-alert-summaries.yaml"
 KUBEVIRT = SHARED / "corpora" / "kubevirt"
 KUBEVIRT_EVAL = SHARED / "eval_sets" / "kubevirt-alert-summaries.yaml"
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
+# Debian's chromium (scripts/setup.sh --browser), which the browser tests drive with Playwright. LOOKUP_TEST_CHROMIUM
+# points them elsewhere (the tests of needs_chromium use it to simulate a missing browser).
+CHROMIUM = Path(os.environ.get("LOOKUP_TEST_CHROMIUM") or "/usr/bin/chromium")
 
 
 def ci_enabled(value: str | None) -> bool:
@@ -47,12 +50,33 @@ def needs_shared(*paths: Path) -> None:
     """Call first in a test (or fixture) that reads ../shared: fails under CI=true, skips otherwise, naming
     what is missing. Without arguments: the runbooks corpus and its eval set."""
     wanted = paths or (RUNBOOKS, RUNBOOKS_EVAL)
-    verdict = shared_verdict([p for p in wanted if not p.exists()], ci=os.environ.get("CI"))
-    if verdict is not None:
-        action, why = verdict
-        if action == "fail":
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+    act_on(shared_verdict([p for p in wanted if not p.exists()], ci=os.environ.get("CI")))
+
+
+def chromium_verdict(chromium: Path, *, ci: str | None) -> tuple[str, str] | None:
+    """What a browser test does when its chromium is missing, as shared_verdict does for ../shared: None (run),
+    ("fail", why) under CI, ("skip", why) on a developer's machine."""
+    if chromium.is_file():
+        return None
+    install = "scripts/setup.sh --browser installs Debian's chromium"
+    if ci_enabled(ci):
+        return "fail", f"CI=true but {chromium} is missing ({install}): CI must run the browser tests, not skip them"
+    return "skip", f"needs {chromium}, which is missing here ({install}); under CI=true this fails"
+
+
+def needs_chromium(chromium: Path = CHROMIUM) -> None:
+    """Call first in a test (or fixture) that opens chromium: fails under CI=true, skips otherwise, naming it."""
+    act_on(chromium_verdict(chromium, ci=os.environ.get("CI")))
+
+
+def act_on(verdict: tuple[str, str] | None) -> None:
+    """Carry out a verdict of shared_verdict or chromium_verdict: nothing, pytest.fail or pytest.skip with its why."""
+    if verdict is None:
+        return
+    action, why = verdict
+    if action == "fail":
+        pytest.fail(why, pytrace=False)
+    pytest.skip(why)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from .helpers.cli import cli
 
 
 def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
-    """The issue's acceptance run: embedded Weaviate started by the CLI itself, runbooks corpus."""
+    """Ingest then lookup with the defaults: the embedded Weaviate started by the CLI itself, on the runbooks corpus."""
     needs_shared()
     env = {
         "LOOKUP_CORPUS_DIR": str(RUNBOOKS),

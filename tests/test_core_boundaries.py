@@ -278,7 +278,7 @@ def test_the_ground_floor_stands_on_nothing_but_itself():
     layer may stand on them without loading another layer (through config either)."""
     graph = _graph(type_only=True)
     assert graph["retrieval.config"] and _ground_violations(graph) == []
-    # the rule sees a config that reaches the store (the fault of issue 39's first item)
+    # the rule sees a config that reaches the store
     assert _ground_violations({"retrieval.config": {"retrieval.store.models", "retrieval.types.models"}}) == [
         "retrieval.config imports retrieval.store.models"
     ]
@@ -333,3 +333,51 @@ def test_no_import_cycles_counting_type_only_imports():
     assert graph["retrieval.store.partition"] is not None
     cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+# What the app's folders may import of retrieval/: pages reach the store and Weaviate's process only through
+# app_support, and neither reaches the benches, serving or the command line.
+APP_ALLOWED = {
+    "pages": {"core", "evals", "lab", "records", "types", "errors", "config"},
+    "app_support": {"core", "store", "engine", "evals", "lab", "records", "services", "types", "errors", "config"},
+}
+
+
+def _app_violations(files: dict[str, set[str]]) -> list[str]:
+    """`folder/file imports retrieval.x` for each import of a package its folder may not import."""
+    bad = []
+    for name, imports in sorted(files.items()):
+        allowed = APP_ALLOWED[name.split("/")[0]]
+        bad += [f"{name} imports {i}" for i in sorted(imports) if i.split(".")[1] not in allowed]
+    return bad
+
+
+def _app_imports() -> dict[str, set[str]]:
+    files = {}
+    for folder in APP_ALLOWED:
+        for path in sorted((REPO_ROOT / folder).glob("*.py")):
+            found = _retrieval_imports(path, f"{folder}.{path.stem}")
+            files[f"{folder}/{path.name}"] = {m for m in found if _is_module(m) and m.count(".") >= 1}
+    return files
+
+
+def test_app_layer_rule_finds_a_violation():
+    files = {"pages/corpus.py": {"retrieval.store.corpus_status", "retrieval.evals.sets"}}
+    assert _app_violations(files) == ["pages/corpus.py imports retrieval.store.corpus_status"]
+
+
+def test_pages_reach_the_store_only_through_app_support():
+    """Pages import no store or engine module; app_support imports no bench, serving or command line."""
+    files = _app_imports()
+    assert "retrieval.store.corpus_status" in files["app_support/corpus_view.py"]  # the walk reads the real files
+    assert any(name.startswith("pages/") for name in files)
+    assert _app_violations(files) == []
+
+
+def test_app_support_never_imports_a_page():
+    bad = []
+    for path in sorted((REPO_ROOT / "app_support").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "pages":
+                bad.append(f"app_support/{path.name}:{node.lineno}")
+    assert bad == []

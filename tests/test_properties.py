@@ -65,8 +65,8 @@ def check_hints(text: str) -> None:
 
 
 def check_terms_are_the_query_s(text: str, hints) -> None:
-    """Every term the hints show as written is the query's own words (issue 23: another entry's title was
-    shown), and normalises to the key it matched on."""
+    """Every term the hints show as written is the query's own words (never another entry's title, as was
+    once shown), and normalises to the key it matched on."""
     written = unicodedata.normalize("NFKC", text)
     shown = [*hints.matched_keywords, *(t for m in hints.matches for t in m.terms)]
     for t in shown:

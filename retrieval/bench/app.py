@@ -1,12 +1,5 @@
-"""`python -m retrieval bench`, what the app costs its user: the embedding model's load time and a query's
-embedding time on a fresh `Embedder`; and a real `streamlit run app.py` process driven by a headless chromium
-(Playwright): its first page, its resident memory after one lookup typed into its Lookup page, and every page
-opened twice (first and warm seconds, the 1-minute load beside each), then the first page of a cold start of the
-embedded default (the app starting its own Weaviate).
-
-The walked app serves the bench's 1k corpus (APP_ENTRIES synthetic entries written as markdown), indexed for it
-in a collection of its own in the bench's Weaviate, which it reaches by URL; every `LOOKUP_*` setting of the
-bench goes to it.
+"""`python -m retrieval bench`, what the app costs its user: the model's load and query-embedding times, and a real
+`streamlit run app.py` in headless chromium: its memory after one lookup, each page's first and warm load, a cold start.
 """
 
 from __future__ import annotations
@@ -26,10 +19,10 @@ from urllib.parse import quote_plus
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import pct
-from retrieval.bench.ports import free_port
 from retrieval.bench.server import EVAL_SETS, _served_env
 from retrieval.config import REPO_ROOT, Settings
 from retrieval.core.corpus import load_corpus
+from retrieval.engine.ports import free_port
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
@@ -275,11 +268,9 @@ def app_memory(
     entries: int = APP_ENTRIES,
     seed: int = 7,
 ) -> dict[str, Any]:
-    """The app on a corpus of `entries` synthetic entries (see the module doc): the process's RSS after one
-    lookup, the first page and every page opened twice (first and warm seconds, the load beside each), and the
-    first page of a cold start of the embedded default. `settings` name the bench's Weaviate: by URL, or the
-    embedded server's ports. A missing chromium or Playwright, or an app that fails, gives `rss_mb` None and
-    `why`; the collection made here is dropped at the end."""
+    """The app on `entries` synthetic entries, in a collection of its own in the bench's Weaviate (`settings`: URL or ports):
+    RSS after one lookup, each page's first and warm load, a cold start's first page. A missing chromium or Playwright, or
+    a failing app, gives `rss_mb` None and `why`; the collection is dropped at the end."""
     if not Path(CHROMIUM).is_file():
         return {"rss_mb": None, "why": f"{CHROMIUM} is missing: scripts/setup.sh --browser installs Debian's chromium"}
     try:

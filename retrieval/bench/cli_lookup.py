@@ -1,10 +1,6 @@
-"""The bench's CLI figures: `python -m retrieval lookup` against a standing server (`server start`, whose keeper
-answers it with the services it keeps open: retrieval.serve.warm_lookups), against what a CLI call cannot avoid:
-starting Python and importing the CLI (`STARTUP_IMPORTS`), plus one lookup in a process that has everything open.
-And the same CLI lookup starting cold (its own embedded server), for scale.
-
-Each figure is the median of several runs, each with a query the model has not embedded in that process, on the
-repository's sample corpus in a data directory of its own on free ports.
+"""The bench's CLI figures: `python -m retrieval lookup` answered by a standing server's keeper, against what a CLI call
+cannot avoid (Python start-up and the CLI's imports, plus one lookup in an open process), and started cold for scale.
+Each figure is a median over runs on the sample corpus, each with a query not yet embedded in that process.
 """
 
 from __future__ import annotations
@@ -18,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from retrieval.bench.ports import free_port
 from retrieval.config import REPO_ROOT, Settings
+from retrieval.engine.ports import free_port
 
 STARTUP_IMPORTS = "import retrieval.cli, retrieval.serve.warm_client"  # what a `lookup` the keeper answers imports
 QUERIES = (

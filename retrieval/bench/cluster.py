@@ -1,13 +1,6 @@
-"""`python -m retrieval bench --cluster N`: the same synthetic knowledge base on one Weaviate node and on an
-N-node cluster (replication factor N, N shards: every node holds every shard, a full copy), side by side:
-lookup p50/p95 at consistency ONE and QUORUM, ingest rate, each node's RSS after ingest and after the lookups.
-
-Both servers are started here from the built binary (retrieval.engine.cluster: the single node is a 1-node cluster
-with the same settings), on free ports with temporary data, and stopped at the end. Chunk vectors are made
-once before either ingest (by the model, or with `vectors="synthetic"` by bench.vectors.SyntheticVectors),
-so both ingests time Weaviate's side only (chunking and inserts). Query vectors always come from the model,
-embedded before timing (as in the single-node synthetic bench). Lookups rotate query by query between the
-single node and the cluster at each consistency level, because the machine's load drifts.
+"""`python -m retrieval bench --cluster N`: one Weaviate node against an N-node cluster (factor N, N shards) on the same
+synthetic knowledge base: lookup p50/p95 at ONE and QUORUM, ingest rate, each node's RSS. Vectors are made before either
+ingest, so ingests time Weaviate's side; lookups rotate between the two, as the machine's load drifts.
 """
 
 from __future__ import annotations

@@ -147,9 +147,8 @@ def wait_for_quiet(
     max_s: float = 180.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Wait until process `pid` (the Weaviate server, when it runs on this machine) uses less than `below` of a
-    core over `window_s`, or `max_s` has passed: after an ingest it goes on compacting and cleaning its index for a
-    minute or two, on the cores a timed query needs. Returns the wait, its last window's CPU share and whether it
+    """Wait until process `pid` uses under `below` of a core over `window_s`, or `max_s` has passed: after an ingest Weaviate
+    compacts its index on the cores a timed query needs. Returns the wait, the last window's CPU share and whether it
     ended quiet (None: no process to watch)."""
     if pid is None or cpu_seconds(pid) is None:
         return {"waited_s": 0.0, "cpu_share": None, "quiet": None}

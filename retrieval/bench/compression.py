@@ -1,15 +1,6 @@
-"""`python -m retrieval.bench.compression`: what each vector compression costs and saves (issue 22, item 4).
-
-For each compression (LOOKUP_VECTOR_COMPRESSION: none, rq, pq, bq, sq) and size: a fresh embedded Weaviate with
-its own data directory, the bench's synthetic knowledge base ingested with synthetic corpus vectors (bench/vectors.py:
-latency, memory and recall against the exact ranking hold; mrr does not), then the server's RSS (now and peak,
-after ingest and after the queries), filtered recall@10 against the exact filtered ranking (vectors.filtered_recall),
-unfiltered recall@10 against the exact ranking, and the near_vector query p50, unfiltered and filtered.
-
-With `--eval-sets DIR`, each eval set there is also run with real vectors, once per compression:
-`python -m retrieval eval <set> --json --configs lookup --no-save` in a child process whose LOOKUP_VECTOR_COMPRESSION,
-LOOKUP_DATA_DIR (a fresh temporary one per compression: the embedded Weaviate's data) and ports are the variant's;
-the set's own corpus is ingested there, and the `lookup` configuration's mrr@10 is read from the result.
+"""`python -m retrieval.bench.compression`: what each vector compression (none, rq, pq, bq, sq) costs and saves.
+Per compression and size, a fresh embedded Weaviate with synthetic vectors: server RSS, filtered and unfiltered recall@10
+against the exact ranking, query p50; with `--eval-sets DIR`, each set's mrr@10 with real vectors too.
 """
 
 from __future__ import annotations
@@ -31,19 +22,19 @@ import numpy as np
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import dir_mb, paired_l1, pct
-from retrieval.bench.ports import free_port
 from retrieval.bench.runner import _exit_on_sigterm, _server_pid, _server_rss_mb
 from retrieval.bench.vectors import SyntheticVectors, filtered_recall
 from retrieval.config import Settings, load_settings
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
+from retrieval.engine.ports import free_port
 from retrieval.engine.server import connect
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.store.factory import knowledge_store
 from retrieval.types.modes import VectorCompression, values
 
-K = 10  # recall@10 and mrr@10 (issue 22)
+K = 10  # the depth of recall@k and mrr@k
 COLLECTION = "Compression_bench"
 RECALL_CATEGORIES = 3  # domains whose filtered recall is measured, 25 queries each (as the bench does)
 # What a child eval may not inherit: it must use its own embedded server, data and the set's own corpus.

@@ -1,18 +1,6 @@
-"""The floors the bench holds the ingest against, measured in the same run on the same chunks.
-
-- The ingest floor: what Weaviate itself takes. The chunks the ingest stored (their properties and vectors, read
-  back from the collection) inserted again with a bare weaviate-client `insert_many` of INSERT_SLICE objects into
-  a plain collection of the same vector index (no per-domain partition, no manifest, no checks); only the insert
-  calls are timed. Sequential `insert_many` was the fastest bare insert measured here: 1,462 objects/s at 20k
-  objects, against 1,413 for the client's fixed-size batching with 2 concurrent requests, 1,133 with 4, 1,173 for
-  its dynamic batching and 1,391 for two threads each inserting (one Weaviate server on 2 cores is busy on one
-  request stream already).
-- The embedding floor: the best onnxruntime throughput of the model on a sample of the same chunks: one text per
-  call on one session with every core's thread, one text per call on one single-threaded session per core side by
-  side, and length-bucketed batches. A quantized model's batches are measured and shown, but are no floor the ingest
-  could use: its activations are quantized over the whole batch, so a text's vector would depend on the texts beside
-  it (measured on the sample corpus, bge-small int8: 132 texts/s in batches of 8, against 98 for two single-threaded
-  sessions side by side, whose vectors equal a lookup's to the last bit).
+"""The floors the bench holds the ingest against, measured in the same run on the same chunks: Weaviate's own bare
+`insert_many` of the stored chunks into a plain collection, and the model's best onnxruntime throughput on a sample.
+A quantized model's batches are shown but are no floor: their vectors depend on the texts beside them.
 """
 
 from __future__ import annotations

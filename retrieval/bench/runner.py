@@ -1,9 +1,5 @@
 """`python -m retrieval bench`: where lookup time goes, and how each cost grows with the knowledge base.
-
-Every figure that has a goal is a ratio of two things measured side by side in one run (interleaved
-where they can be), because these machines are noisy and absolute times drift. Here: the ingest, lookup
-and per-size benches, and the run; the invocation store's bench is `bench_store`, the goals and the table
-`bench_report`, the helpers every bench uses `bench_common`.
+Each goal is a ratio of two things measured side by side in one run, since absolute times drift on a noisy machine.
 """
 
 from __future__ import annotations
@@ -29,7 +25,6 @@ from weaviate.classes.query import MetadataQuery
 from retrieval.bench import synthetic
 from retrieval.bench.common import dir_mb, listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
 from retrieval.bench.floors import embedding_floor, ingest_floor
-from retrieval.bench.ports import free_port
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
 from retrieval.bench.store import bench_invocation_store
 from retrieval.config import Settings, db_budget
@@ -38,6 +33,7 @@ from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
 from retrieval.core.runner import candidate_depth
+from retrieval.engine.ports import free_port
 from retrieval.engine.server import connect
 from retrieval.errors import BenchStopped
 from retrieval.records.invocations import InvocationStore
@@ -49,7 +45,7 @@ from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.modes import LookupMode
 
 RAW_BATCH = 64  # chunks per raw-embedding call: ingest embeds 64 entries' chunks at a time
-RECALL_K = 10  # filtered recall is measured at this depth at least (issue 22: recall@10 against the exact ranking)
+RECALL_K = 10  # filtered recall against the exact ranking is measured at this depth at least
 RECALL_DOMAINS = 3  # filtered recall is measured in the first three domains ...
 RECALL_PER_DOMAIN = 100  # ... with up to 100 queries each: with 25, one query that found little moved the figure by 0.012
 QUIET_MAX_S = 180.0  # longest wait for the server to go quiet after an ingest (it took about 2 min at 100k)
@@ -90,11 +86,8 @@ def _server_rss_mb(pid: int | None) -> dict[str, float] | None:
 def _floor_query(
     store: KnowledgeStore, embedder: Embedder, query: str, k: int, mode: LookupMode = LookupMode.NEAR_VECTOR
 ) -> tuple[float, float, float]:
-    """One query embedding plus the bare Weaviate queries of the lookup's mode, as deep as the lookup's own (`k`:
-    its candidate depth, retrieval.core.pipeline.candidate_depth; top_k until the fusion read 15 candidates a list):
-    (embed ms, queries ms), and, outside the floor, a bare near_vector with the oversampled limit
-    (k * OVERSAMPLE). near_vector: one near_vector; fusion: a near_vector and a BM25F query; hybrid: one
-    hybrid query."""
+    """One query embedding plus the bare Weaviate queries of the lookup's `mode`, `k` deep (the lookup's candidate depth):
+    (embed ms, queries ms, ms of a bare near_vector at k * OVERSAMPLE, outside the floor)."""
     from retrieval.store.collection_schema import LEXICAL_FIELDS
 
     q = store.collection.query
@@ -121,11 +114,8 @@ PROJECTION_MIN_CHUNKS = 100_000
 def memory_stop(
     n: int, figures: dict[int, dict[str, Any]], baseline: dict[str, float] | None, memory_gib: float | None, body: str
 ) -> dict[str, Any] | None:
-    """Why size `n` cannot run on this machine, or None: Weaviate's memory for it, projected from the sizes run so far
-    (their collections stay until the end) at the memory each of their chunks took (the largest size's RSS over the
-    server's RSS before any, per chunk stored) and the chunks per entry of the last size with the same bodies. No
-    projection before a size of PROJECTION_MIN_CHUNKS has run: the ingest's own guard (MemoryGuard) stops a size
-    that outgrows the memory while it runs."""
+    """Why size `n` cannot run on this machine, or None: Weaviate's memory for it, projected per chunk from the sizes run
+    so far (none before one of PROJECTION_MIN_CHUNKS; MemoryGuard stops a size that outgrows memory while it runs)."""
     done = [(m, f) for m, f in sorted(figures.items()) if (f.get("weaviate_rss_mb") or {}).get("now_mb")]
     if not done or not baseline or not memory_gib or max(f["ingest"]["chunks"] for _, f in done) < PROJECTION_MIN_CHUNKS:
         return None
@@ -151,10 +141,8 @@ def memory_stop(
 
 
 class MemoryGuard:
-    """Stops an ingest whose Weaviate server (`pid`, on this machine) outgrows `limit_mb`, checked between the
-    ingest's batches: when the server holds more than that, or, once `project_after` of the entries are in, when its
-    growth since the size began, carried on to all of them, would reach more. It raises BenchStopped naming the
-    size, how far it got, what the server held and what the size would need."""
+    """Stops an ingest, between batches, whose Weaviate (`pid`) holds more than `limit_mb`, or whose growth, once
+    `project_after` of the entries are in, would reach it: raises BenchStopped saying how far it got and what it needed."""
 
     def __init__(self, pid: int | None, limit_mb: float | None, *, project_after: float = 0.1) -> None:
         self.pid, self.limit_mb, self.project_after = pid, limit_mb, project_after
@@ -185,10 +173,8 @@ class MemoryGuard:
 def bench_ingest(
     store: KnowledgeStore, corpus, embedder: Embedder, *, raw_sample_chunks: int, guard: MemoryGuard | None = None
 ) -> dict[str, Any]:
-    """Ingest, with the embedder's raw rate measured between ingest batches on an even sample of the same
-    chunks, embedded in batches of at least RAW_BATCH like ingest's own (small batches would be slower); then the
-    ingest's floors on the same chunks (bench_floors): Weaviate's bare insert, and the model's best way to embed
-    (real vectors only)."""
+    """Ingest, with the embedder's raw rate measured between batches on an even sample of the same chunks (batches of at
+    least RAW_BATCH, like ingest's); then the ingest's floors on the same chunks (bench_floors)."""
     chunk_lists = [[c.text for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)] for e in corpus.entries]
     total_chunks = sum(len(c) for c in chunk_lists)
     stride = max(1, round(total_chunks / raw_sample_chunks))
@@ -351,10 +337,8 @@ def bench_size(
     where: Settings | None = None,
     guard: MemoryGuard | None = None,
 ) -> dict[str, Any]:
-    """One size; with `vectors` (a bench_vectors.SyntheticVectors) ingest stores synthetic chunk vectors, and
-    filtered L1 is also timed under each filter strategy. Nothing is timed before the Weaviate server
-    (`server_pid`, when it runs here) is quiet after the ingest (wait_for_quiet). `keep_l0[n]` gets the L0 index
-    and the lookup queries, for paired_l0_growth."""
+    """One size, timed once the Weaviate server (`server_pid`) is quiet after the ingest; with synthetic `vectors`, filtered
+    L1 is also timed under each filter strategy. `keep_l0[n]` gets the L0 index and queries, for paired_l0_growth."""
     t0 = time.perf_counter()
     corpus = synthetic.make_corpus(n, seed=seed + n, body=body)
     out: dict[str, Any] = {"entries": n, "body_words": body.label, "generate_s": round(time.perf_counter() - t0, 2)}

@@ -1,14 +1,6 @@
 """`python -m retrieval bench --server`: what the MCP server adds to a lookup, and how many calls a second it answers.
-
-The sample corpus is indexed in a collection of its own, and `python -m retrieval serve` processes (streamable
-HTTP, then stdio) answer over the same Weaviate as a direct in-process lookup, with the same settings (search
-mode included) and both sides recording every call to their own invocation store. Every query is first asked once
-directly and once through the server, so the query embeddings are cached on both sides: what is timed is the
-lookup plus the protocol, not the model. Then direct and served calls alternate query by query (order
-alternating too); the server's added p50 is the served p50 minus the direct p50. The served calls use a thin
-JSON-RPC client (one keep-alive http.client connection, or the stdio pipe) so that the figure is the server's; the
-SDK's own Client is timed beside it for what an agent host sees. Throughput: concurrent HTTP clients, each
-with its own session, asking every query.
+Direct and served calls (HTTP and stdio, same Weaviate and settings, query embeddings cached on both sides) alternate
+query by query; the added p50 is served minus direct. Throughput: concurrent HTTP clients.
 """
 
 from __future__ import annotations
@@ -33,12 +25,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from retrieval.bench.common import machine_info, pct, write_results
-from retrieval.bench.ports import free_port
 from retrieval.bench.startup import measure_sdk_startup, measure_startup, render_startup, startup_goals
 from retrieval.config import ENV_NAMES, REPO_ROOT, Settings
 from retrieval.core.corpus import load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
+from retrieval.engine.ports import free_port
 from retrieval.engine.server import connect
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
@@ -283,9 +275,7 @@ def run_server_bench(
     embedder: Embedder | None = None,
 ) -> dict[str, Any]:
     """Measure the served lookup against the direct one; write `<date>-bench-server.md` and `.json`; return the figures.
-
-    Without `client`, an embedded Weaviate is started on free ports with a temporary data directory (or
-    `settings.weaviate_url` is used); the collection it indexes is dropped at the end."""
+    Without `client`, an embedded Weaviate is started (or `settings.weaviate_url` used); the collection is dropped after."""
     log = log or (lambda m: None)
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="lookup-bench-server-"))

@@ -1,9 +1,5 @@
-"""`bench --server`'s start-up figures: what an agent host waits for when it starts `serve` over stdio.
-
-A cold start, as a host makes one: a new process with its own embedded Weaviate (a fresh data directory and
-free ports; or the settings' Weaviate URL), timed from spawn to the `initialize` reply (initialize_ms), to the
-answer of a first lookup sent right after it (first_lookup_s: the model and Weaviate loaded), and from closing
-its stdin to its exit (exit_s, idle).
+"""`bench --server`'s start-up figures: what an agent host waits for when it starts `serve` over stdio (a cold start with
+its own embedded Weaviate): spawn to the `initialize` reply, to a first lookup's answer, and stdin closed to exit.
 """
 
 from __future__ import annotations
@@ -16,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from retrieval.bench.ports import free_port
 from retrieval.config import ENV_NAMES, REPO_ROOT, Settings
+from retrieval.engine.ports import free_port
 
 HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench-startup", "version": "1"}}
 GOAL_INITIALIZE_MS = 2000.0

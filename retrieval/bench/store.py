@@ -1,8 +1,6 @@
-"""`python -m retrieval bench`, the invocation store: many synthetic tool_invocation rows inserted, then the
-Invocations page's DuckDB queries on them, each query timed on its own.
-
-The insert and the queries each run in a child process (`python -m retrieval.bench.store insert|queries`), so
-their peak RSS is the store's own, apart from the bench's model and lookups."""
+"""`python -m retrieval bench`, the invocation store: synthetic tool_invocation rows inserted, then the Invocations page's
+queries timed, each part in a child process so that its peak RSS is the store's own.
+"""
 
 from __future__ import annotations
 
@@ -113,10 +111,8 @@ def peak_rss_mb() -> float:
 
 
 def insert_synthetic(db_path: Path, templates: pa.Table, rows: int, *, seed: int, budget: DbBudget) -> dict[str, Any]:
-    """`rows` synthetic rows (the templates repeated) into a new store, FLUSH_ROWS over each connection (as one
-    flush of a spool that grew while the file was held), made GENERATE_ROWS at a time. `insert_rows_per_s` counts
-    the store's time (open, insert_rows, close), not the time spent making the synthetic rows (`generate_s`);
-    `insert_wall_rows_per_s` counts both."""
+    """`rows` synthetic rows (the templates repeated) into a new store, FLUSH_ROWS a connection, GENERATE_ROWS made at a time.
+    `insert_rows_per_s` counts the store's time alone (not `generate_s`); `insert_wall_rows_per_s` counts both."""
     store = InvocationStore(db_path, budget=budget)
     templates = with_parts(templates)  # the typed parts a recorder takes from each row
     start_s = time.time() - SPAN_DAYS * 86400

@@ -1,7 +1,5 @@
-"""Synthetic knowledge bases, queries and invocation rows for the benchmark (retrieval.bench.runner).
-
-Entries look like runbooks: a title "<component> <symptom> on <service>", 3-10 keywords, 2-3 entity terms,
-one of 20 domains, and a body of sectioned prose. Everything is built in memory from a seeded RNG.
+"""Synthetic knowledge bases, queries and invocation rows for the benchmark (retrieval.bench.runner), from a seeded RNG.
+Entries look like runbooks: a title "<component> <symptom> on <service>", keywords, entities, a domain, sectioned prose.
 """
 
 from __future__ import annotations

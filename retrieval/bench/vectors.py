@@ -1,12 +1,6 @@
-"""Synthetic corpus vectors for `python -m retrieval bench --vectors synthetic`, and the filter-strategy figures.
-
-Embedding every chunk of a 100,000-entry knowledge base (about 480,000 chunks) takes some 14 h on 2 cores.
-With synthetic vectors a chunk whose heading starts "<component> <symptom>" (the synthetic generator's titles)
-gets the real embeddings of that component and that symptom (85 + 36 short texts, embedded once), summed, plus
-small Gaussian noise, renormalised: chunks of one pair are near neighbours, chunks sharing a component or a
-symptom are nearer than the rest, as real chunks would be. Ingest then times Weaviate's side only. Queries
-are still embedded by the model. Figures that depend on which chunk is nearest (quality) mean nothing on such
-a corpus; latency, growth and memory do.
+"""Synthetic corpus vectors for `bench --vectors synthetic` (embedding a 100k-entry corpus takes hours), and filter figures.
+A chunk's vector is its title's component and symptom embeddings summed plus noise: latency, growth and memory hold on
+such a corpus, quality figures do not.
 """
 
 from __future__ import annotations
@@ -45,10 +39,7 @@ def _text_key(text: str) -> int:
 
 class SyntheticVectors:
     """An embedder for ingest whose chunk vectors are synthetic (see the module doc); queries use the model.
-
-    A chunk's pair is the longest "<component> <symptom>" its first line starts with (word by word, lower
-    case, spaces ignored), or one picked by a hash of its text; its noise is seeded by `seed` and that hash, so a text gets the
-    same vector whatever batch it comes in."""
+    A chunk's noise is seeded by `seed` and a hash of its text, so a text gets the same vector in any batch."""
 
     def __init__(
         self,
@@ -129,11 +120,9 @@ def _reconfigure(store: KnowledgeStore, strategy: VectorFilterStrategy, cutoff: 
 def filter_strategies(
     store: KnowledgeStore, vectors: Sequence[np.ndarray], categories: Sequence[str], *, k: int
 ) -> dict[str, dict[str, Any]]:
-    """Filtered against unfiltered L1 under each filter strategy, interleaved query by query; the collection's
-    own settings (FILTER_STRATEGY, FLAT_SEARCH_CUTOFF) are restored at the end. The vectors should be cached
-    query vectors. Each strategy's `agreement`: the share of its filtered top k that the first strategy
-    ("acorn" at Weaviate's default cutoff) also finds; that one searches a category of fewer than 40,000
-    chunks exhaustively, so it is then recall@k against the exact filtered ranking."""
+    """Filtered against unfiltered L1 under each filter strategy, interleaved over the cached query `vectors`; the
+    collection's own settings are restored at the end. `agreement`: the share of a strategy's filtered top k that the
+    first (exact below Weaviate's default flat-search cutoff) also finds."""
     out: dict[str, dict[str, Any]] = {}
     first: list[set[str]] | None = None
     store.partitioned = False  # these rows time the where-filter on the collection, not the per-domain partition
@@ -170,10 +159,8 @@ def filtered_recall(
     k: int,
     per_category: int = 25,
 ) -> dict[str, Any]:
-    """Recall@k of the store's filtered search (the per-domain partition's tenant when it is in step, else the
-    where-filter with the collection's own settings) against the exact filtered
-    ranking: every chunk of the category embedded again here by `embedder` (the one ingest used, so the same
-    vectors), compared with the query by cosine in numpy, each entry ranked by its best chunk."""
+    """Recall@k of the store's filtered search against the exact filtered ranking: the category's chunks embedded again by
+    `embedder` (the one ingest used), compared by cosine in numpy, each entry ranked by its best chunk."""
     recalls: list[float] = []
     near: list[float] = []
     for c, category in enumerate(categories):

@@ -1,10 +1,5 @@
-"""What is embedded for an entry: a heading card, then its sections, each within the model's token limit.
-
-Chunk 0 (the card) is the entry's heading words alone: the title and the file name split into words
-("Kube Pod Crash Looping"). Then every markdown section (split at headings) with the heading in front,
-windowed when a section is longer than the model reads (it truncates past max_seq_length tokens).
-Measured on the shared runbooks summaries, best chunk per entry: fixed windows 0.796 mrr@10, heading
-sections 0.881, sections with the split name in front plus the card 0.909.
+"""What is embedded for an entry: a heading card (its title and file name as words), then its markdown sections with
+their heading in front, each windowed within the model's token limit (it truncates past max_seq_length tokens).
 """
 
 from __future__ import annotations

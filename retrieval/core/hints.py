@@ -1,8 +1,6 @@
 """L0: the keyword/frontmatter matcher. It gives explainable hint data, never the final answer on its own.
-
-Patterns come from each entry's title, CamelCase file name, keywords (tags, aliases) and entities. All of
-them go into one Aho-Corasick automaton built once per corpus, so matching a query costs the same however
-many keywords the corpus has.
+Titles, file names, keywords and entities go into one Aho-Corasick automaton per corpus, so a match costs the same
+however many keywords the corpus has.
 """
 
 from __future__ import annotations
@@ -206,14 +204,9 @@ class L0Index:
         max_matches: int,
         skip: int | None = None,
     ) -> tuple[list[tuple[int, tuple[tuple[TermMatch, ...], float]]], Beyond | None]:
-        """(row, (its matched terms best first, their summed weight)) of the entries whose rough score reaches
-        keep_ratio of the best (the best max_matches of them), and, when there were more, what all of them add
-        up to. Entries that hold the same terms (most of the best, when a term ties thousands) share one tuple
-        and one sum: the work per listed entry is a lookup.
-
-        Only entries that a non-domain pattern brings in count: a domain word alone never makes a match. The
-        candidates are the entries of the query's rare patterns; with none, the heads of its common ones (see
-        COMMON_POSTINGS). A common pattern adds its weight to every candidate it holds."""
+        """(row, (matched terms best first, summed weight)) of the entries whose rough score reaches keep_ratio of the best (at
+        most max_matches), and what all of them add up to when there were more. Only non-domain patterns bring entries
+        in: the rare patterns' entries, else the heads of the common ones (COMMON_POSTINGS)."""
         if not pats:
             return [], None
         rare = [p for p in pats if not p.common]

@@ -1,7 +1,5 @@
 """What a pipeline is: a named list of L1 retrievers (`L1Query`) over L0 -> route -> embed -> L1 -> fuse -> assess.
-
-The runner (retrieval.core.runner) builds the lookup's and runs any; evaluation's configurations, the filter
-comparison and the sweep run others, so no caller builds a Weaviate query or a fusion by hand.
+The lookup, evaluation's configurations, the filter comparison and the sweep all build theirs here.
 """
 
 from __future__ import annotations

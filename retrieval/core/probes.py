@@ -1,8 +1,6 @@
-"""Probe queries cut from a knowledge base's own entries, for the label-free support calibration.
-
-Each probe is one entry's text in a query style: its title as written, the first sentence of its prose, a longer
-paragraph, or its keywords and entity terms strung together. Headings (the title line among them) and code are never
-part of a sentence or paragraph probe, so a probe does not name its entry unless its style is the title.
+"""Probe queries cut from a knowledge base's own entries, for the label-free support calibration: an entry's title,
+first sentence, a paragraph, or its keywords and entities. Headings and code stay out of sentence and paragraph probes,
+so a probe names its entry only in the title style.
 """
 
 from __future__ import annotations

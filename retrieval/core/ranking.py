@@ -60,16 +60,15 @@ class ResultItem:
 
 @dataclass(frozen=True)
 class FusionWeights:
-    """How much each signal counts once it is scaled to its best candidate of the query (1.0); `named` is
-    added for an entry the query names in full (its whole title or file name, see hints.named_keys).
-    `missing`: what an entry an L1 list did not return counts for that signal: the scaled score of the list's last entry
-    when the list came back full (the entry scores at most that) for the BM25F list ("bm25_last") or for both lists
-    ("last"), else zero ("zero", and the vector list under "bm25_last")."""
+    """How much each signal counts once scaled to its best candidate of the query (1.0); `named` is added for an entry
+    the query names in full (hints.named_keys)."""
 
     vector: float = 1.0
     lexical: float = 1.0
     l0: float = 0.0
     named: float = 0.0
+    # What an entry an L1 list did not return counts for that signal: the list's last scaled score when the list came
+    # back full (the entry scores at most that), for the BM25F list ("bm25_last") or both ("last"); else 0 ("zero").
     missing: MissingScore = MissingScore.ZERO
 
 
@@ -80,10 +79,8 @@ def _scaled(scores: dict[str, float]) -> dict[str, float]:
 
 
 def list_bound(found: Sequence[Candidate], limit: int | None, bounded: bool) -> float:
-    """The scaled score counted for an entry an L1 list did not return: when `bounded` and the list is full
-    (`limit` entries asked, as many returned), the last one's scaled score, which bounds every entry the list cut
-    off; otherwise 0 (a list shorter than its limit holds every entry it could find: a BM25F list every entry that
-    shares a word with the query, a vector list every entry of the part searched)."""
+    """The scaled score counted for an entry an L1 list did not return: when `bounded` and the list is full (`limit`
+    returned), the last one's scaled score, which bounds every entry cut off; otherwise 0 (the list holds all it found)."""
     if not bounded or limit is None or not found or len(found) < limit:
         return 0.0
     best = max(c.score for c in found)
@@ -99,13 +96,9 @@ def fuse(
     weights: FusionWeights = FusionWeights(),
     limit: int | None = None,
 ) -> list[ResultItem]:
-    """Per-query scaled scores of each signal, weighted and summed: a signal whose raw scale is larger
-    (BM25 against a cosine) counts no more for it. Entries only L0 found come after every entry that L1
-    (vector or lexical) found; with no L1 candidates at all, the ranking is L0's own. An entry the query
-    names in full gets `weights.named` more: an alert notification carries its alert's name. An entry an L1 list
-    did not return counts `list_bound` for that signal (`limit`: the candidates each L1 query was asked for):
-    missing from a list cut at its limit is not the same as scoring nothing.
-    """
+    """Per-query scaled scores of each signal, weighted and summed (so BM25's scale cannot outweigh a cosine), plus
+    `weights.named` for an entry the query names; L0-only entries come after every L1 one. An entry missing from an L1
+    list counts `list_bound` for it (`limit`: the candidates each L1 query asked for)."""
     best_l0 = max((m.score for m in l0), default=0.0) or 1.0
     if not vector and not lexical:
         return _top([_l0_item(m, i + 1, m.score / best_l0) for i, m in enumerate(l0)], k)

@@ -1,8 +1,6 @@
 """The one runner: hints -> route -> embed -> L1 queries -> rank -> assess, for any Pipeline, at given LookupOptions.
-
-The lookup runs its own pipeline (`run_lookup`); every eval configuration, the filter comparison, replay and the
-sweep run theirs through `run_pipeline`, or rank candidates they fetched once with `rank_and_assess`, so they measure
-exactly the tool's path. The options stop here: the ranking gets weights, the claim a model name and a threshold.
+The lookup, eval configurations, the filter comparison, replay and the sweep all run through it, so they measure
+exactly the tool's path.
 """
 
 from __future__ import annotations

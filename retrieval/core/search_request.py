@@ -11,23 +11,19 @@ from retrieval.types.modes import SearchMode
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One query of the knowledge collection (KnowledgeStore.search).
-
-    `vector`: the query vector; every candidate then carries the cosine similarity of it to its best chunk
-    (needed by near_vector and hybrid, optional for bm25). `text`: what BM25F and hybrid search for.
-    `category`: the L1 filter (None: unfiltered). `entries`: how many entries the searched part holds, when
-    known: a near_vector query then groups its chunk hits by entry. `cards_of`: search only the cards (chunk
-    0) of these entries, one hit each. `timeout_s`: None for the time-out `connect` gave the client."""
+    """One query of the knowledge collection (KnowledgeStore.search)."""
 
     mode: SearchMode
     limit: int
-    vector: Any = field(default=None, compare=False, repr=False)  # a sequence of floats or a numpy array
-    text: str = ""
-    category: str | None = None
+    # The query vector (floats or a numpy array): every candidate then carries its cosine to its best chunk; needed by
+    # near_vector and hybrid, optional for bm25.
+    vector: Any = field(default=None, compare=False, repr=False)
+    text: str = ""  # what BM25F and hybrid search for
+    category: str | None = None  # the L1 filter (None: unfiltered)
     alpha: float = 0.5
-    timeout_s: float | None = None
-    entries: int | None = None
-    cards_of: tuple[str, ...] | None = None
+    timeout_s: float | None = None  # None: the time-out `connect` gave the client
+    entries: int | None = None  # the entries the searched part holds, when known: near_vector then groups hits by entry
+    cards_of: tuple[str, ...] | None = None  # search only the cards (chunk 0) of these entries, one hit each
 
     def __post_init__(self) -> None:
         # a plain string names a mode too ("bm25"); anything else is refused here, before any query

@@ -1,8 +1,6 @@
 """The label-free support calibration of one knowledge base: its own entries as probe queries, each run twice.
-
-With its entry among the candidates a probe is answerable; with its entry removed (from L0's matches and from both L1
-lists, fetched one deeper so the lists stay as long) it is a query the knowledge base cannot answer, whose top result
-is a sibling: the case a support claim must not be made for. The removed runs give the knowledge base's SupportNorms.
+With its entry among the candidates a probe is answerable; with it removed, its top is a sibling, where no support claim
+must be made. The removed runs give the knowledge base's SupportNorms.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Semantic support: the estimated chance that the top result is right, and the claim made from it.
-
-The estimate is a logistic model (one per embedding model) of the top result's similarity and BM25F score per query
-word, each read against what a sibling entry gets in this knowledge base for a query this long (its SupportNorms,
-fitted without labels on the knowledge base's own probes), the similarity margin, whether both lists rank it first,
-and the query's length. Its weights are fitted on labelled eval sets and its score rescaled so that the estimate is
-calibrated (`python -m retrieval calibrate`). An entry the query names in full is always supported.
+A logistic model (one per embedding model) of the top result's signals read against the knowledge base's SupportNorms,
+fitted on labelled eval sets and rescaled to be calibrated; an entry the query names in full is always supported.
 """
 
 from __future__ import annotations

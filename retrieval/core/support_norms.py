@@ -1,9 +1,6 @@
 """What a wrong top result looks like in one knowledge base: the support estimate's baselines, fitted without labels.
-
-A cosine of 0.80 is strong in one knowledge base and what any sibling entry gets in another, and the bar rises with
-the query's length. So the estimate reads the top result's similarity and BM25F score against what they are when
-the knowledge base lacks the right entry: probe queries cut from its own entries, run with their entry removed from
-the candidates (retrieval.core.self_calibration). Each baseline is a line over the log of the query's words.
+A cosine strong in one knowledge base is what any sibling gets in another, so each signal is read against its value
+with the right entry removed (retrieval.core.self_calibration), as a line over the log of the query's words.
 """
 
 from __future__ import annotations

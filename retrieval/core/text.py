@@ -37,10 +37,8 @@ def camel_parts(word: str) -> list[tuple[int, int]]:
 
 
 def singular(token: str) -> str:
-    """Fold a simple English plural, so that a word and its plural meet: 'pods' and 'pod' -> 'pod',
-    'policies' -> 'policy', 'caches' and 'cache' -> 'cach', 'patches' and 'patch' -> 'patch'.
-    A final 'e' is dropped (after the plural) on words over four letters, which is what makes
-    '-es' and '-s' plurals agree; the result is a match key, not a word for display."""
+    """Fold a simple English plural into a match key (not a word for display): 'pods' -> 'pod', 'policies' -> 'policy',
+    'caches' and 'cache' -> 'cach' (a final 'e' is dropped on words over four letters, so '-es' and '-s' agree)."""
     if len(token) <= 3 or not token.isalpha():
         return token
     if token.endswith("ies") and len(token) > 4:

@@ -1,20 +1,5 @@
-"""Building the Weaviate server from its Go module, with one small source patch: its public gRPC port and its
-cluster data port bind to a host named by the environment.
-
-Weaviate v1.38.11 listens on `":<port>"` (every interface, no setting) for those two ports (weaviate/weaviate#5898).
-The patch rewrites the exact expressions `fmt.Sprintf(":%d", <port>)` of the listeners in PATCHES into
-`net.JoinHostPort(os.Getenv("<VAR>"), fmt.Sprint(<port>))`: GRPC_BIND_HOST for the gRPC API,
-CLUSTER_DATA_BIND_HOST for the cluster data API. Unset or empty, the host is "" and the server binds as upstream
-does; the launchers (weaviate_server.EMBEDDED_ENV, cluster.NODE_ENV) set both to 127.0.0.1.
-
-The patched files are made at build time from the real upstream files in the Go module cache and handed to the
-compiler with `go build -overlay`, so the module tree is never copied or modified. `go install pkg@version` refuses
-an overlay of files under GOMODCACHE, so the build runs `go build` with the module as the main module, reached
-through a symlink outside GOMODCACHE (the same go.mod and go.sum, hence the same dependency versions). The built
-binary is checked for the two variable names before it is put in place.
-
-The binary lives in `<bin_dir>/<PATCH_TAG>/` under the file name weaviate-client's embedded mode looks for; the tag
-changes with the patch, so an unpatched binary (or one of an older patch) is never used.
+"""Building the Weaviate server from its Go module, patched so that its gRPC and cluster data ports bind to the host in
+GRPC_BIND_HOST / CLUSTER_DATA_BIND_HOST (upstream binds every interface), through `go build -overlay` (docs/operations.md).
 Run as `python -m retrieval.engine.build path|build VERSION BIN_DIR` (scripts/setup.sh does).
 """
 

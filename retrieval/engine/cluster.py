@@ -1,10 +1,6 @@
-"""A local multi-node Weaviate cluster from the built server binary (start, status, stop). The health of the
-nodes of any Weaviate a client reaches is in `node_health`.
-
-The nodes are separate processes of the same binary on loopback: each gets its own HTTP, gRPC, gossip,
-data, Raft and profiler ports and its own data directory, and `CLUSTER_IN_LOCALHOST=true` lets them form
-one cluster (see the README's "Cluster"). They are started detached, so they outlive the command that
-started them; a state file in the cluster's data directory records their names, ports and pids.
+"""A local multi-node Weaviate cluster from the built server binary (start, status, stop); node health is `node_health`.
+The nodes are detached processes on loopback, each with its own ports and data directory; a state file in the cluster's
+data directory records their names, ports and pids.
 """
 
 from __future__ import annotations
@@ -14,7 +10,6 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +20,7 @@ from typing import Any
 
 from retrieval.engine.build import BIND_ENV, BIND_HOST
 from retrieval.engine.parent_death import process_alive
+from retrieval.engine.ports import free_port, port_free
 from retrieval.errors import WeaviateSetupError
 
 STATE_FILE = "cluster.json"
@@ -148,41 +144,15 @@ def fixed_ports(i: int) -> dict[str, int]:
     }
 
 
-_GIVEN: set[int] = set()  # ports this process handed out already, so two nodes never get the same one
-
-
 def free_ports(i: int) -> dict[str, int]:
-    """Free ports for node i (the tests' and the bench's clusters): single ones, and gossip and Raft
-    with their +1 neighbour free too."""
+    """Free ports for node i (the tests' and the bench's clusters); gossip and Raft with their +1 neighbour free too."""
     return {
-        "http_port": _free_port(),
-        "grpc_port": _free_port(),
-        "gossip_port": _free_port(pair=True),
-        "raft_port": _free_port(pair=True),
-        "profiling_port": _free_port(),
+        "http_port": free_port(),
+        "grpc_port": free_port(),
+        "gossip_port": free_port(pair=True),
+        "raft_port": free_port(pair=True),
+        "profiling_port": free_port(),
     }
-
-
-def _free_port(pair: bool = False) -> int:
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _GIVEN and (not pair or (port + 1 not in _GIVEN and port_free(port + 1))):
-            _GIVEN.update((port, port + 1) if pair else (port,))
-            return port
-    raise WeaviateSetupError("no free port pair found on 127.0.0.1")
-
-
-def port_free(port: int) -> bool:
-    """Nothing listens on `port` (connections left in TIME_WAIT do not count: the server binds with SO_REUSEADDR)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def node_env(node: ClusterNode, nodes: Sequence[ClusterNode], data_dir: Path) -> dict[str, str]:
@@ -264,9 +234,8 @@ def start_cluster(
     ports: Callable[[int], dict[str, int]] | None = None,
     timeout_s: float = 180.0,
 ) -> ClusterState:
-    """Start `count` nodes and return once every node is ready and `/v1/nodes` lists them all healthy.
-    A data directory that already holds a stopped cluster is started again on its own ports (a node's name
-    and ports must not change under its Raft state). On a time-out the nodes are stopped and the error
+    """Start `count` nodes and return once every node is ready and `/v1/nodes` lists them all healthy. A stopped cluster's
+    directory starts again on its own ports (Raft state pins them). On a time-out the nodes are stopped and the error
     says which node was not ready, and why."""
     data_dir = Path(data_dir).resolve()
     if not Path(binary).is_file():

@@ -35,12 +35,9 @@ class NodeHealth:
 
 
 def node_health(client) -> tuple[NodeHealth, ...]:
-    """Every node of the Weaviate `client` reaches (local, managed or Kubernetes), by name: `/v1/nodes`, and
-    the members of the Raft configuration (`/v1/cluster/statistics`) that it no longer lists. Gossip drops a
-    node a few seconds after it dies (about 4 s after a kill -9 on a 3-node cluster here), and `/v1/nodes`
-    with it, while the node stays a member of the cluster. Where the statistics do not answer (a server
-    without Raft, or a key not allowed to read them), `/v1/nodes` alone counts. Raises what the client
-    raises when `/v1/nodes` does not answer."""
+    """Every node of the Weaviate `client` reaches, by name: `/v1/nodes`, plus the Raft members (`/v1/cluster/statistics`)
+    it no longer lists, since gossip drops a dead node within seconds; `/v1/nodes` alone where the statistics do not
+    answer. Raises what the client raises when `/v1/nodes` does not answer."""
     listed = tuple(NodeHealth(n.name, n.status, n.version) for n in client.cluster.nodes(output="minimal"))
     try:
         stats = client.cluster.statistics()

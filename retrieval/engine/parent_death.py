@@ -1,11 +1,6 @@
-"""An embedded Weaviate's lifetime follows its owner's: it gets SIGTERM when the process that launched it dies,
-however that process dies (SIGKILL included), through Linux's parent-death signal (prctl PR_SET_PDEATHSIG).
-
-The kernel sends that signal when the *thread* that forked the child ends, not the process. So every embedded
-server is launched from one thread that lives as long as the process (`on_launcher`), never from a worker
-thread that a pool may retire while the server runs. Elsewhere than Linux nothing changes.
-
-Also here: the processes of a binary serving a port, read from /proc, for finding an orphan of ours.
+"""An embedded Weaviate gets SIGTERM when the process that launched it dies, however it dies (prctl PR_SET_PDEATHSIG).
+The kernel ties the signal to the forking *thread*, so servers are launched from one thread that lives as long as the
+process (`on_launcher`). Also: the processes of a binary serving a port, for finding an orphan of ours.
 """
 
 from __future__ import annotations
@@ -31,10 +26,8 @@ T = TypeVar("T")
 
 
 def die_with(parent_pid: int, sig: int = signal.SIGTERM) -> Callable[[], None]:
-    """A Popen preexec_fn: the child gets `sig` when its parent (thread) dies, and ends at once if the parent
-    died before the call (between fork and prctl). Until exec the child is still a copy of this Python
-    process, whose handler for `sig` only sets a flag: it is reset first, or a parent dying between prctl
-    and exec would have its signal swallowed and leave the server running (seen under load)."""
+    """A Popen preexec_fn: the child gets `sig` when its parent (thread) dies, and ends at once if the parent already
+    died. Python's handler for `sig` is reset first: until exec it would swallow a parent-death signal."""
 
     def preexec() -> None:
         signal.signal(sig, signal.SIG_DFL)

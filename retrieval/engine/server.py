@@ -90,10 +90,8 @@ def _config(settings: Settings) -> AdditionalConfig:
 
 
 def connect(settings: Settings) -> weaviate.WeaviateClient:
-    """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and
-    WeaviateSetupError when an embedded server cannot be started (ports, binary, data directory lock).
-    An embedded server this call starts is stopped when the process exits (retrieval.engine.shutdown); one that
-    already served the port is reused and left running."""
+    """A connected client. Raises L1Error(unavailable=True) when no server can be reached, and WeaviateSetupError when an
+    embedded server cannot be started. An embedded server this call starts is stopped at exit; one it reused is left."""
     try:
         return _connect_url(settings) if settings.weaviate_url else _connect_embedded(settings)
     except (L1Error, WeaviateSetupError):
@@ -182,10 +180,8 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
 
 
 def orphan_pids(settings: Settings) -> list[int]:
-    """Embedded servers of ours on the settings' port whose owner is gone: the binary runs with that port while
-    nobody holds the data directory's lock (its launcher holds it for as long as it lives). A server this
-    process holds, or another live process holds, is not an orphan; nor is a server of another binary or of
-    another data directory."""
+    """Embedded servers of our binary on the settings' port and data directory whose owner is gone: nobody holds the data
+    directory's lock, which a launcher holds for as long as it lives."""
     path = (settings.weaviate_data_dir / LOCK_FILE).resolve()
     with _HELD_LOCK:
         if path in _HELD or not path.is_file():

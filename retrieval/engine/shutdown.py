@@ -1,9 +1,5 @@
-"""Stopping what this process started: the embedded Weaviate servers it launched, when it exits (atexit) or
-is told to stop (SIGTERM, SIGINT). A server it found already running and merely reused is never touched.
-
-The app gets this from Streamlit, whose own SIGTERM/SIGINT handler stops the web server and lets the process
-exit normally, which runs the atexit hook. The CLI installs `exit_on_signals()` so that a signal unwinds the
-command (its `finally` blocks close the client) and then exits through the same hook.
+"""Stopping the embedded Weaviate servers this process launched, at exit (atexit) or on SIGTERM/SIGINT; one it merely
+reused is never touched. The app gets this via Streamlit's own signal handler; the CLI installs `exit_on_signals()`.
 """
 
 from __future__ import annotations

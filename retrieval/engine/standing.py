@@ -1,11 +1,6 @@
-"""A standing embedded Weaviate: `python -m retrieval server start` leaves one running on the settings' data directory and
-ports, so that CLI calls, `open_lookup()`, the app and `serve` connect to it instead of each starting its own (which
-takes seconds). `server status` says what serves those ports, `server stop` stops the standing one.
-
-The server is owned by a small keeper process (`python -m retrieval.engine.standing`), detached from the terminal:
-the keeper starts it as every caller of `connect` would (holding the data directory's lock, the server bound to the
-keeper's life), writes `standing-server.json` beside the data, and stops it on SIGTERM. A kill -9 of the keeper stops
-the server too (parent-death signal), so nothing is orphaned.
+"""A standing embedded Weaviate (`python -m retrieval server start/status/stop`) that CLI calls, `open_lookup()`, the
+app and `serve` connect to instead of each starting their own. It is owned by a detached keeper process, which records
+`standing-server.json` beside the data; a kill -9 of the keeper stops the server too (parent-death signal).
 """
 
 from __future__ import annotations
@@ -121,11 +116,9 @@ def server_status(settings: Settings) -> ServerStatus:
 
 
 def start_server(settings: Settings, *, wait_s: float = START_WAIT_S, keeper_module: str = KEEPER_MODULE) -> ServerStatus:
-    """Leave a standing server running on the settings' data directory and ports, and return its status once it is
-    ready. A server of ours that already serves them is left as it is (its status is returned). `keeper_module` is the
-    module run as the keeper (`python -m`): this one's `keep`, or one that also serves while it holds the server
-    (retrieval.serve.warm_lookups). Raises WeaviateSetupError when the keeper cannot start one (the reason from its
-    log) or it is not ready in `wait_s`."""
+    """Leave a standing server on the settings' data directory and ports and return its status once ready (one of ours
+    already serving them is left as it is). `keeper_module`: what `python -m` runs as the keeper. Raises
+    WeaviateSetupError when the keeper cannot start it (the reason from its log) or it is not ready in `wait_s`."""
     if settings.weaviate_url:
         raise WeaviateSetupError(
             f"LOOKUP_WEAVIATE_URL is set ({settings.weaviate_url}): the commands use that server, there is none to start"

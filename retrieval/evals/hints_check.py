@@ -1,13 +1,6 @@
-"""The L0 hints of every case of a list of eval sets, as JSON, and the difference between two such dumps.
-
-A change to L0's scoring must leave the hints on the shared eval sets as they were, or change them only where
-the change is shown to be right: dump before, dump after, diff.
-
-    python -m retrieval.evals.hints_check dump OUT.json SET.yaml [SET.yaml ...]
-    python -m retrieval.evals.hints_check diff BEFORE.json AFTER.json [--ignore-terms]
-
---ignore-terms compares everything but how the terms are written (`term` and the entity list), which the
-change to the query's words (issue 23) changed on purpose.
+"""The L0 hints of every case of some eval sets as JSON (dump), and which cases differ between two dumps (diff). Usage:
+python -m retrieval.evals.hints_check dump OUT.json SET.yaml [SET.yaml ...]
+python -m retrieval.evals.hints_check diff BEFORE.json AFTER.json [--ignore-terms: all but how terms are written]
 """
 
 from __future__ import annotations
@@ -59,7 +52,8 @@ def without_written_terms(hints: dict[str, Any]) -> dict[str, Any]:
 
 
 def diff_hints(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]], *, ignore_terms: bool = False) -> list[str]:
-    """One line per case whose hints differ (and per case only one side has), naming the parts that differ."""
+    """One line per case whose hints differ (and per case only one side has), naming the parts that differ;
+    `ignore_terms` compares all but how the terms are written (without_written_terms)."""
     lines = []
     for key in sorted(set(before) | set(after)):
         if key not in before or key not in after:

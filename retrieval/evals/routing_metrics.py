@@ -22,16 +22,7 @@ class RoutingObservation:
 
 
 def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: Mapping[str, str]) -> dict[str, Any]:
-    """
-    - filter_applied_rate: cases with an L0-derived filter / all cases
-    - routing_accuracy: of the filtered cases that name an expected domain, share filtered on that domain
-    - filter_excluded_rate: of the filtered answerable cases, share whose filter excluded every expected entry
-      (a routing error; whether the case ranked worse for it is filter_verdict's "hurt")
-    - fallback_rate: cases answered from L0 because L1 gave nothing usable / all cases
-    - correct_supported_rate: of the answerable cases, share whose top result is right and claims support
-    - unanswerable_unsupported_rate: of the unanswerable cases, share returned without semantic support
-    Rates with an empty denominator are None.
-    """
+    """The routing and support rates of a set of cases (commented below); a rate with an empty denominator is None."""
     n = len(observations)
     applied = [o for o in observations if o.applied_category is not None]
     with_domain = [o for o in applied if o.expected_domain]
@@ -41,13 +32,20 @@ def routing_metrics(observations: Sequence[RoutingObservation], entry_domains: M
     answerable = [o for o in observations if o.expected_ids]
     return {
         "cases": n,
+        # cases with an L0-derived filter / all cases
         "filter_applied_rate": _rate(len(applied), n),
+        # of the filtered cases that name an expected domain, the share filtered on that domain
         "routing_accuracy": _rate(sum(o.applied_category == o.expected_domain for o in with_domain), len(with_domain)),
+        # of the filtered answerable cases, the share whose filter excluded every expected entry (a routing error;
+        # whether the case ranked worse for it is filter_verdict's "hurt")
         "filter_excluded_rate": _rate(len(excluded), len(answerable_applied)),
+        # cases answered from L0 because L1 gave nothing usable / all cases
         "fallback_rate": _rate(sum(o.fallback for o in observations), n),
+        # of the answerable cases, the share whose top result is right and claims support
         "correct_supported_rate": _rate(
             sum(o.semantic_support and o.top_entry in o.expected_ids for o in answerable), len(answerable)
         ),
+        # of the unanswerable cases, the share returned without semantic support
         "unanswerable_unsupported_rate": _rate(sum(not o.semantic_support for o in unanswerable), len(unanswerable)),
         "filter_excluded_cases": [o.case_id for o in excluded],
     }

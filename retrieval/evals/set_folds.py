@@ -1,10 +1,6 @@
-"""Cross-validation that holds out whole eval sets or whole corpora: what a setting chosen on some styles of query
-(or on one knowledge base) does on a style (or a corpus) it was not chosen on.
-
-Pure functions over numbers; `retrieval.lab.sweep` scores every grid point per case and calls `hold_out`. Each fold
-chooses a point on the answerable sets it trains on (by the mean of their mrr@10, or by the worst of them) and scores
-the sets it holds out with that point. Stratified k-fold (`tuning.cross_validate`) mixes every set into every training
-fold, so it measures new queries of the styles it has seen, not a new style: these folds measure the new style.
+"""Cross-validation that holds out whole eval sets or whole corpora: what a setting chosen on some styles of query (or
+corpora) does on one it was not chosen on. Stratified k-fold (`tuning.cross_validate`) mixes every set into every
+training fold, so it measures new queries of seen styles; these folds measure a new style.
 """
 
 from __future__ import annotations
@@ -43,15 +39,12 @@ LOSES_BY = 0.001
 
 @dataclass(frozen=True)
 class CaseTable:
-    """Every point's figures per case (rows: points, columns: cases) and what each case belongs to.
+    """Every point's figures per case (rows: points, columns: cases) and what each case belongs to."""
 
-    `rr`: reciprocal rank of the first right entry in the top 10; `hit1`: right entry first; `supported`: the support
-    claim made; `right`: the top result is right. Unanswerable cases have rr = hit1 = right = 0."""
-
-    rr: np.ndarray
-    hit1: np.ndarray
-    supported: np.ndarray
-    right: np.ndarray
+    rr: np.ndarray  # reciprocal rank of the first right entry in the top 10 (0 for an unanswerable case)
+    hit1: np.ndarray  # the right entry first (0 for an unanswerable case)
+    supported: np.ndarray  # the support claim made
+    right: np.ndarray  # the top result is right (0 for an unanswerable case)
     sets: np.ndarray  # the eval set of each case
     corpora: np.ndarray  # the corpus (folder name) of each case's set
     answerable: np.ndarray  # bool per case

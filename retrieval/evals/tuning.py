@@ -1,8 +1,6 @@
 """Choosing settings without fooling ourselves: the sweep grid, k-fold cross-validation, a paired test.
-
-Pure functions over numbers; `retrieval.lab.sweep_signals` fetches the signals and `retrieval.lab.sweep` scores every grid point.
-The selection is made on the training folds (macro mean over the sets) and scored on the held-out fold;
-folds are stratified by set and repeated with different shuffles.
+Settings are chosen on the training folds (macro mean over the sets) and scored on the held-out fold; folds are
+stratified by set and repeated with different shuffles.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Fitting the support estimate (`retrieval.core.support`) to eval sets, and choosing its claim threshold, under
-cross-validation: the model and the threshold are fitted on the training folds and scored on the held-out one.
-
-Every case is read against its knowledge base's own baselines (SupportNorms, fitted without labels), so a set of
-another corpus is scored as that corpus reads it. The logistic model weighs every set alike; its score is then
-rescaled on the cases as they come (Platt scaling), so that the estimate is calibrated. The threshold is the one that
-best meets the two promises of the claim on every set at once: on an answerable set, the right answers that get the
-claim (correct_supported / hit@1, wanted ≥ 0.90); on an unanswerable set, the queries left without it (wanted ≥
-0.85). It maximises the smallest of those ratios over the sets (each over its target), so no style of query is given
-up for another. Each answerable case also serves a second time with its expected entries removed from the candidates
-(a set "<name> (answer removed)"): a real query the knowledge base can no longer answer, whose top is a sibling of its
-answer. These cases never train the model; the threshold must leave at least SIBLING_TARGET of them unsupported.
+"""Fitting the support estimate (`retrieval.core.support`) to eval sets and choosing its claim threshold, under
+cross-validation; each case is read against its knowledge base's SupportNorms. The threshold maximises the worst set's
+promise over its target, answer-removed cases included (docs/quality.md, "The support estimate").
 """
 
 from __future__ import annotations

@@ -78,10 +78,9 @@ def calibrate(
     config: Path | None = ConfigOpt,
     corpus: Path | None = CorpusOpt,
 ) -> None:
-    """Fit the support estimate of the current embedding model and fusion weights to answerable and unanswerable
-    eval sets (each read against its knowledge base's own baselines); print its AUC, promises and calibration
-    in-sample and on held-out folds, and the model to put in retrieval/core/support.py. With --self: fit the current
-    knowledge base's baselines on its own probes, without labels."""
+    """Fit the support estimate of the current model and weights to answerable and unanswerable eval sets; print its AUC,
+    promises and calibration in-sample and held out, and the model for retrieval/core/support.py.
+    With --self: fit the current knowledge base's baselines on its own probes, without labels."""
     from retrieval.config import load_settings
     from retrieval.errors import LookupLabError
 

@@ -1,7 +1,5 @@
 """Compare two saved runs: metric deltas with a paired t-test on the cases both share, and which cases moved.
-
-Per-case metric values come from ranx (the library the eval itself scores with), recomputed from each run's
-stored rankings and expected entries; the paired test and the interval come from scipy.stats.
+Per-case values come from ranx (as the eval scores), recomputed from each run's stored rankings; the test from scipy.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Writing chosen settings into the settings file (LOOKUP_CONFIG or ./lookup.yaml), diff first.
-
-The file is edited line by line: a setting's own top-level line is replaced, a new one is appended, and
-every other line (comments, other settings, their order) stays as it was.
+"""Writing chosen settings into the settings file (LOOKUP_CONFIG or ./lookup.yaml), diff first, line by line: a setting's
+own top-level line is replaced or appended, and every other line (comments, order) stays as it was.
 """
 
 from __future__ import annotations

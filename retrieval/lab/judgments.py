@@ -1,10 +1,6 @@
-"""Judgments: a query and the entries someone marked relevant (none: an unanswerable case), appended to an
-eval set YAML as one more case.
-
-The case is appended as text, so the file's other cases, comments and layout stay byte for byte as they
-were. The file as it would be written is loaded and validated like every eval set (and its other cases
-compared with the ones before) before it replaces the file; on any error the file is left untouched and
-the error names the file and field.
+"""Judgments: a query and the entries someone marked relevant (none: an unanswerable case), appended to an eval set YAML
+as text, so the rest of the file stays byte for byte. The result is validated before it replaces the file; on any error
+the file is untouched and the error names the file and field.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Replay: recorded invocations (picked with the Invocations page's filters) rerun under the current settings.
-
-Per call: the top result before (as recorded) and after, and whether it changed, stayed, or the lookup now
-returns nothing; totals over the calls. The replayed lookups go through services without a recorder, so
-nothing is recorded unless asked (then under their own session tag, `replay` by default). A query asked
-several times is looked up once: under one set of settings the answer is the same.
+"""Replay: recorded invocations (picked with the Invocations page's filters) rerun under the current settings: per call
+the top result before and after, and totals. Nothing is recorded unless asked (then under session tag `replay` by
+default); a query asked several times is looked up once.
 """
 
 from __future__ import annotations

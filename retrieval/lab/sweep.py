@@ -1,9 +1,6 @@
-"""Settings sweeps: every grid point on every case of one or more eval sets, chosen by cross-validation.
-
-Each case is embedded once and asks Weaviate once per distinct query setting (search mode, hybrid alpha,
-candidate depth) of the grid and the current settings; every grid point then re-ranks those candidates with
-the lookup's own `fuse` and `assess`, so a point that changes only weights or support thresholds costs no
-query. The figures are those of `run_eval`'s `lookup` configuration at the same settings.
+"""Settings sweeps: every grid point on every case of one or more eval sets, chosen by cross-validation. Each case asks
+Weaviate once per distinct query setting; each point re-ranks those candidates with the lookup's own `fuse` and
+`assess`, so its figures are `run_eval`'s `lookup` configuration's at the same settings.
 """
 
 from __future__ import annotations

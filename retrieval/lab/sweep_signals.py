@@ -86,10 +86,8 @@ def collect_signals(
     progress: Progress | None = None,
     other_models: Mapping[str, LookupServices] | None = None,
 ) -> list[CaseSignals]:
-    """Every case's L0 matches and its candidates for each of `keys`, under the lookup's routing: each key's query is
-    the runner's (retrieval.core.runner) pipeline of that one query, under the filter the lookup's routing gives.
-    `services` search with the settings' embedding model; keys of another model use `other_models[model]` (its
-    embedder and its collection). Raises LookupLabError when L1 cannot answer."""
+    """Every case's L0 matches and its candidates for each of `keys` (the runner's pipeline of that one query, under the
+    lookup's routing). Keys of another embedding model use `other_models[model]`. Raises LookupLabError when L1 cannot answer."""
     by_model = {settings.embedding_model: services, **(other_models or {})}
     ready: dict[str, LookupServices] = {}
     for model in dict.fromkeys(k.model for k in keys):

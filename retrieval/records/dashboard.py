@@ -1,8 +1,6 @@
-"""The invocations dashboard: filters as data (`InvocationFilter.where()` -> (sql, params)), and every
-frame the page draws, read over one short-lived read-only connection.
-
-The queries read typed columns and the child tables the store writes (stage timings, invocation_keyword),
-never the JSON of every row: on 1M rows each stays under 200 ms (retrieval.bench.runner measures them)."""
+"""The invocations dashboard: filters as data (`InvocationFilter.where()` -> (sql, params)), and every frame the page
+draws, read over one short-lived read-only connection from typed columns and child tables, never every row's JSON.
+"""
 
 from __future__ import annotations
 

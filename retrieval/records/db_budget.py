@@ -1,9 +1,6 @@
-"""Every DuckDB connection the project opens, within a memory budget.
-
-DuckDB's own defaults are a memory limit of 80% of the machine and a thread per core: one insert of a
-million invocation rows took 18 GB, beside Weaviate and the app. `connect()` opens every file (the invocation
-store, its SQL console, the lab's run store, the bench) with `memory_limit`, `threads` and a temp directory
-next to the file for what spills (LOOKUP_DB_MEMORY_LIMIT, LOOKUP_DB_THREADS).
+"""Every DuckDB connection the project opens, within a memory budget: `connect()` sets `memory_limit`, `threads`
+(LOOKUP_DB_MEMORY_LIMIT, LOOKUP_DB_THREADS) and a temp directory beside the file, as DuckDB's defaults take 80% of the
+machine and a thread per core.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Inserting invocation rows: Arrow tables of COLUMNS (JSON columns as text) with their typed parts
-(retrieval.records.parts) into tool_invocation and its child tables, a chunk at a time, each chunk in one
-transaction, adding only ids not stored yet.
-
-The insert parses no JSON: the typed stage timings, keywords and results come with the rows (the spool's flush
-takes them from the lines it parses anyway), and the child tables and rollups are read from them. Before, DuckDB
-parsed each row's 12-26 KB of JSON text in the insert, a third of its time.
+"""Inserting invocation rows: Arrow tables of COLUMNS with their typed parts (retrieval.records.parts) into
+tool_invocation, its child tables and rollups, a chunk at a time, each chunk in one transaction, only ids not stored yet.
+The insert parses no JSON: the typed parts come with the rows.
 """
 
 from __future__ import annotations
@@ -49,11 +45,9 @@ def chunk_bytes(budget: DbBudget) -> int:
 
 
 def chunk_rows(per_row: int, max_bytes: int, parallel: int = 1) -> int:
-    """The rows of one chunk: whole row groups when `max_bytes` holds one, since a transaction that fills a row
-    group writes it straight to the file, and a partly filled one goes through the WAL and is compressed again at
-    each checkpoint (4,500 rows/s against 19,000 for 26 KB rows). Up to `parallel` groups (DuckDB's threads) when
-    one fits, as many as twice `max_bytes` holds: each thread writes one group, and a chunk of one group is written
-    by one thread alone (27 KB rows, 2 threads, a 512MB budget: 17,800 rows/s with one group a chunk, 30,400 with two)."""
+    """The rows of one chunk: whole row groups when `max_bytes` holds one (a full group is written straight to the file, a
+    partial one goes through the WAL and is recompressed at each checkpoint), up to `parallel` groups (DuckDB's threads,
+    one group each) as twice `max_bytes` holds."""
     per_row = max(1, per_row)
     fits = max(1, max_bytes // per_row)
     groups = fits // ROW_GROUP_ROWS
@@ -63,10 +57,8 @@ def chunk_rows(per_row: int, max_bytes: int, parallel: int = 1) -> int:
 
 
 def insert_rows(con: duckdb.DuckDBPyConnection, rows: pa.Table, *, max_bytes: int = CHUNK_BYTES[1]) -> int:
-    """Insert the rows (COLUMNS, JSON columns as text, and the typed parts; a table without them has them read
-    from its JSON) whose id is not stored yet, with their child rows, a chunk of at most `max_bytes` at a time,
-    each chunk in one transaction (a replay adds nothing twice, so a chunk that fails leaves nothing half-done).
-    Returns the rows added."""
+    """Insert the rows (COLUMNS and their typed parts, else read from the JSON) whose id is not stored yet, with their child
+    rows, a chunk of at most `max_bytes` per transaction (a failed chunk leaves nothing half-done). Returns the rows added."""
     # A chunk of whole row groups is written to the file at its commit; only a part of a group (a flush's last
     # rows) goes to the WAL, and a checkpoint compresses the table's last row group anew. Checkpointing after a
     # chunk's worth of WAL (an eighth of the budget) instead of DuckDB's 16 MB rewrites that group less often.

@@ -1,15 +1,6 @@
-"""The invocation store: every lookup_knowledge call as a `tool_invocation` row in a DuckDB file.
-
-DuckDB lets one process at a time hold the file (a writer blocks readers too). So nobody keeps it open:
-1. `record()` appends the row as one JSON line to this process's spool file (retrieval.records.spool) and flushes
-   it to the OS before the answer is returned (a kill -9 of the process cannot lose it).
-2. `flush()` (on a background thread, and on demand) claims every finished spool file in the folder,
-   its own and those of other or dead processes, opens the database for a moment with retry on the
-   lock, and inserts the rows that are not in it yet (by id), a chunk of lines at a time, each chunk in one
-   transaction (retrieval.records.insert), so memory stays flat whatever the spool holds and a replay adds
-   nothing twice.
-
-The tables are retrieval.records.schema's; the dashboard's rollups are retrieval.records.rollup's.
+"""The invocation store: every lookup_knowledge call as a `tool_invocation` row in a DuckDB file, which nobody keeps open
+(a DuckDB writer blocks readers too): `record()` appends a line to this process's spool, and `flush()` claims finished
+spools (its own, other or dead processes') and inserts the rows not stored yet (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -188,7 +179,7 @@ class InvocationStore:
 
         def loop() -> None:
             while not self._stop.wait(interval_s):
-                with contextlib.suppress(Exception):  # rows stay in the spool; the next round tries again
+                with contextlib.suppress(Exception):  # rows stay in the spool; the next flush tries again
                     self.flush(timeout_s=interval_s)
 
         self._flusher = threading.Thread(target=loop, name="invocation-flusher", daemon=True)

@@ -1,8 +1,5 @@
-"""The typed parts of an invocation row that the store keeps beside its JSON: each stage's timing, the L0 matched
-keywords and the results list, read from the row's parsed `retrieval_details` and `result`.
-
-They are taken where the row is parsed anyway (the spool's flush reads every line with orjson), so the insert copies
-typed columns instead of having DuckDB parse 12-26 KB of JSON text a row again: a third of the insert's time.
+"""The typed parts of an invocation row kept beside its JSON (stage timings, L0 matched keywords, results), read where the
+spool's flush parses the row anyway, so that DuckDB need not parse the JSON again.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""read_entry calls of the MCP server, recorded in their own table `entry_read` of the invocation database.
-
-Not in `tool_invocation`: every row there is a lookup (query, layer, results) that replay reruns, the
-dashboard times and evaluation reads; a read of an entry by id is none of those. The table says which
-client read which entry when, so a session's lookups can be joined to what the agent then opened.
+"""read_entry calls of the MCP server, in their own table `entry_read`: which client read which entry when, so a session's
+lookups can be joined to what the agent then opened. Not in `tool_invocation`, whose rows are all lookups.
 """
 
 from __future__ import annotations

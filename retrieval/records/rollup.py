@@ -1,12 +1,6 @@
-"""Rollups of tool_invocation kept at insert time, so the Invocations page over every row reads a few thousand rows
-instead of scanning a million twice (once for the calls over time, once for the latency quantiles).
-
-- `invocation_hourly`: calls, fallbacks and the first and last call per hour and layer (exact).
-- `invocation_histogram`: per metric (the latency and each stage's timing) the calls and their summed ms in
-  log-spaced buckets 1% wide; a quantile read from it is the middle of its bucket, within 0.5% of the exact
-  value (`approx_quantile`), and the mean is exact.
-- `invocation_keyword_count`: calls per matched keyword and field (exact; a missing field is stored as ''), the
-  page's top keywords over every row: a few hundred rows instead of grouping millions of keyword rows.
+"""Rollups of tool_invocation kept at insert time, so the Invocations page over every row reads a few thousand rows:
+`invocation_hourly` (calls per hour and layer), `invocation_histogram` (per metric, 1%-wide log buckets: quantiles
+within 0.5%) and `invocation_keyword_count` (calls per matched keyword and field; a missing field is '').
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The tables of the invocation store: `tool_invocation` (one row per lookup, the JSON beside typed copies of what
-the dashboard reads), its child tables `invocation_keyword` and `invocation_result`, and bringing a file written
-by an earlier version up to date.
-
-Unnesting the JSON of 1M rows took 20-80 s per dashboard query; the typed columns and tables answer in well
-under 200 ms (see retrieval.bench.store).
+"""The tables of the invocation store: `tool_invocation` (one row per lookup, its JSON beside typed copies of what the
+dashboard reads), its child tables `invocation_keyword` and `invocation_result`, and bringing an older file up to date.
 """
 
 from __future__ import annotations

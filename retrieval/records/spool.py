@@ -1,8 +1,5 @@
-"""The spool: each process appends its invocation rows as JSON lines to its own file, and whoever flushes claims
-the finished files (its own, those of other processes, those of dead ones) by renaming them.
-
-A line is written and flushed to the OS before the answer is returned, so a kill -9 cannot lose it; a file is
-only read after a rename took it away from every other flusher, so no row is read by two of them.
+"""The spool: each process appends its invocation rows as JSON lines to its own file, flushed to the OS before the answer
+is returned (a kill -9 cannot lose one); a flusher claims finished files by renaming them, so no row is read twice.
 """
 
 from __future__ import annotations
@@ -188,10 +185,8 @@ def spool_dir_of(db_path: Path) -> Path:
 
 
 class SpoolRecorder:
-    """Records into the spool of a DuckDB file and never opens the file: for a short-lived process (a CLI lookup),
-    which then neither waits for DuckDB's one writer nor loads what writing needs. Its rows are durable once
-    `record` returns; the next store that flushes (the app's, `sql`, `eval`, `serve`) moves them in, and readers
-    count them meanwhile."""
+    """Records into a DuckDB file's spool without opening the file, for a short-lived process (a CLI lookup) that should not
+    wait for DuckDB's one writer. Rows are durable once `record` returns; the next store that flushes moves them in."""
 
     def __init__(self, db_path: Path | str, *, finish_each: bool = False) -> None:
         self.spool = Spool(spool_dir_of(Path(db_path)))

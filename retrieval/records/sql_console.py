@@ -129,10 +129,8 @@ def _plain(value):
 
 
 def _fetch_frame(cur: duckdb.DuckDBPyConnection, limit: int) -> pd.DataFrame:
-    """Up to `limit` rows of a streaming result, a chunk of 2048 rows at a time.
-
-    Not fetchmany(): its Python objects need pytz for every TIMESTAMPTZ value (tool_invocation.created_at),
-    and pytz is not installed (pandas 3 does not bring it), so any query showing created_at failed."""
+    """Up to `limit` rows of a streaming result, a chunk of 2048 rows at a time. Not fetchmany(): its Python objects need
+    pytz (not installed) for every TIMESTAMPTZ value, such as tool_invocation.created_at."""
     names = [d[0] for d in cur.description or []]
     chunks, have = [], 0
     while have < limit:

@@ -1,12 +1,5 @@
-"""The Python API: open the services once (corpus, L0 index, model, Weaviate, invocation store), then
-look up as often as needed. Every lookup is recorded like the app's and the CLI's.
-
-    from retrieval import open_lookup
-
-    with open_lookup() as kb:
-        result = kb.lookup("Pod is crash looping.", top_k=3)
-        print(result.results[0].entry_id, result.relevance.level)
-
+"""The Python API: `with open_lookup() as kb: kb.lookup(query, top_k=3)` opens the services once (corpus, L0 index, model,
+Weaviate, invocation store) and looks up as often as needed, each lookup recorded like the app's and the CLI's.
 The MCP server (retrieval.serve.mcp_server) is a thin protocol layer over this object.
 """
 
@@ -163,11 +156,9 @@ def open_lookup(
     ingest: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> Iterator[KnowledgeLookup]:
-    """Open the services once; `.lookup(query, top_k=None)` as often as needed; close on exit.
-
-    `settings` default to defaults < lookup.yaml < LOOKUP_* environment. `ingest=True` indexes the corpus first
-    (unchanged entries are not embedded again). On exit the spool is flushed into the DuckDB file and an
-    embedded Weaviate that this process started is stopped."""
+    """Open the services once; `.lookup(query, top_k=None)` as often as needed; close on exit (the spool flushed, an
+    embedded Weaviate this process started stopped). `settings`: defaults < lookup.yaml < LOOKUP_* environment.
+    `ingest=True` indexes the corpus first (unchanged entries are not embedded again)."""
     kb = open_knowledge_lookup(settings, record=record, embedder=embedder, ingest=ingest, log=log)
     try:
         yield kb

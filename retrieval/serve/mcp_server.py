@@ -1,15 +1,6 @@
-"""lookup_knowledge as a Model Context Protocol server: the handlers of its tools and resources, and their answers.
-
-- tool `lookup_knowledge(query, top_k?)`: results (entry id, title, domain, score, the signals that found it,
-  an excerpt), relevance, layer, the L0 hints and the invocation id, as structured content and as JSON text;
-- tool `read_entry(entry_id)`: the whole entry; the same as resource `kb://entry/<entry_id>`.
-
-A refused argument is a tool result with isError and a message naming the argument; the server goes on.
-Every lookup is recorded with the MCP client's name (clientInfo.name) as its session tag, and every answered
-read_entry in table entry_read (retrieval.records.read_log). The services may still be opening (retrieval.serve.loading):
-initialize and tools/list are answered at once, a call waits for them up to a limit. The lookups
-run on worker threads, so calls from many clients are answered concurrently. The tools' schemas and argument
-checks are in retrieval.serve.mcp_tools; transports, signals and authentication in retrieval.serve.serving.
+"""lookup_knowledge as a Model Context Protocol server: the handlers of its tools (`lookup_knowledge`, `read_entry`) and
+resources (`kb://entry/<entry_id>`), and their answers; a refused argument is an isError result, and the server goes on.
+Tool schemas are in retrieval.serve.mcp_tools; transports, signals and authentication in retrieval.serve.serving.
 """
 
 from __future__ import annotations
@@ -54,10 +45,8 @@ def client_name(ctx: ServerRequestContext) -> str:
 
 
 def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
-    """The structured content of a lookup: LookupResult.to_dict() with L0's per-entry matches left out
-    (the entries are the results), L1's candidates left out (their scores are in the results), and an
-    excerpt and a resource URI on each result: the best-matching chunk when L1 found the entry, else the
-    entry's opening prose."""
+    """The structured content of a lookup: LookupResult.to_dict() without L0's per-entry matches and L1's candidates
+    (the results hold them), plus on each result a resource URI and an excerpt: its best chunk, else its opening prose."""
     snippets = {c.entry_id: (c.snippet, c.chunk_index) for c in result.l1.candidates}
     # L1's candidates are left out before to_dict(): turning them into dicts only to drop them was half its cost
     without = dataclasses.replace(result.l1, found=((), *result.l1.found[1:]))  # the vector query's candidates left out

@@ -1,7 +1,6 @@
-"""`serve`: the MCP server's command. Its own module, so that `python -m retrieval serve` (retrieval/__main__.py)
-answers an agent host's `initialize` without first importing the rest of the CLI, whose commands load
-Weaviate's client, pandas and the evaluation code (seconds on a busy machine). `retrieval.cli` registers the
-same function, so `lookup-lab serve` is the same command."""
+"""`serve`: the MCP server's command, in its own module so that `python -m retrieval serve` answers `initialize` without
+importing the rest of the CLI (Weaviate's client, pandas, evaluation). `retrieval.cli` registers the same function.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """`python -m retrieval serve`: the MCP server's process: its transport, signals, loading and leaving.
-
-One process opens the services once (one model load, one Weaviate connection), in the background: the
-protocol is answered at once and calls wait for the services (retrieval.serve.loading). SIGTERM, SIGINT or stdin
-closing stops it at any moment: the calls in flight finish, the invocation spool is flushed into the DuckDB
-file, and an embedded Weaviate this process started is sent SIGTERM (one it merely reused is left running).
-Over HTTP it listens on 127.0.0.1 unless told otherwise; any other address needs a bearer token
-(LOOKUP_SERVER_TOKEN), and every request without it is answered 401 (retrieval.serve.http_transport).
+The protocol is answered at once while the services open in the background; over HTTP on an address other than
+127.0.0.1 every request needs the bearer token LOOKUP_SERVER_TOKEN (retrieval.serve.http_transport).
 """
 
 from __future__ import annotations
@@ -59,10 +54,9 @@ def serve(
     load_wait_s: float = DEFAULT_WAIT_S,
     log: Callable[[str], None] = stderr_log,
 ) -> None:
-    """Run the server until stdin closes (stdio), or SIGTERM/SIGINT. The protocol is answered at once; the model
-    and Weaviate open in the background (a call waits for them up to `load_wait_s`). Raises ServeError before
-    loading anything when the transport, address or token cannot be used, and what opening the services
-    raised when they could not be opened."""
+    """Run the server until stdin closes (stdio), or SIGTERM/SIGINT; a call waits up to `load_wait_s` for the services.
+    Raises ServeError, before loading anything, when the transport, address or token cannot be used, and what opening
+    the services raised when they could not be opened."""
     if transport not in TRANSPORTS:
         raise ServeError(f"--transport {transport!r} is not one of {', '.join(TRANSPORTS)}")
     if load_wait_s < 0:
@@ -95,10 +89,8 @@ def serve(
 
 
 def _leave(opened: list[KnowledgeLookup], log: Callable[[str], None]) -> None:
-    """Flush the spool first, then stop the embedded Weaviate this process launched (or is launching: the
-    services may still be opening) without waiting long for it: a host kills a server that takes more than
-    2 s after closing its stdin. The server, signalled, finishes its shutdown alone (and dies with this
-    process anyway: retrieval.engine.parent_death); a later start replaces it should it hang."""
+    """Flush the spool, then signal the embedded Weaviate this process launched (or is launching) without waiting long: a
+    host kills a server that takes over 2 s after closing its stdin. Weaviate finishes its shutdown alone."""
     for kb in list(opened):
         recorder = kb.runtime.services.recorder
         if recorder is not None:

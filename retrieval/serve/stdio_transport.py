@@ -1,8 +1,5 @@
-"""MCP's stdio transport over pipes, read and written by the event loop itself.
-
-The SDK's `stdio_server` runs every line read, write and flush on a worker thread: three thread hops a call
-(~0.3-1 ms on a busy machine). When stdin and stdout are pipes or sockets, as under an agent host, this
-module reads and writes them on the event loop instead; any other kind falls back to the SDK's transport.
+"""MCP's stdio transport over pipes, read and written by the event loop itself, which saves the SDK's `stdio_server`
+three thread hops a call; stdin and stdout of any other kind fall back to the SDK's transport.
 """
 
 from __future__ import annotations
@@ -32,11 +29,9 @@ def stderr_log(message: str) -> None:
 
 @contextlib.asynccontextmanager
 async def stdio_streams(first_sent: anyio.Event | None = None) -> AsyncIterator[tuple[Any, Any]]:
-    """MCP over this process's stdin and stdout. When both are pipes (or sockets), as under an agent host, the
-    event loop reads and writes them itself: the SDK's stdio_server runs every line read, write and flush on
-    a worker thread, three thread hops a call (~0.3-1 ms on a busy machine). Otherwise it is the SDK's.
-    Either way fd 0 reads /dev/null and fd 1 writes to stderr while serving, so stray output misses the wire.
-    `first_sent` is set once the first message (the initialize reply) is written to the pipe."""
+    """MCP over this process's stdin and stdout: on the event loop when both are pipes or sockets, else the SDK's. While
+    serving, fd 0 reads /dev/null and fd 1 writes to stderr, so stray output misses the wire. `first_sent` is set once
+    the first message (the initialize reply) is written."""
     if not all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in (os.fstat(0).st_mode, os.fstat(1).st_mode)):
         from mcp.server.stdio import stdio_server
 

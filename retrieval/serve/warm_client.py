@@ -1,10 +1,6 @@
-"""Asking a standing server's keeper for a lookup (retrieval.serve.warm_lookups): the CLI's quick path.
-
-`python -m retrieval server start` leaves a keeper that holds Weaviate, the model, the corpus's L0 index and a
-Weaviate connection open, and answers lookups on a Unix socket beside its data. A CLI lookup asks it first and
-prints its answer; it opens everything itself (as before) when no keeper listens, when the keeper was started with
-other settings, or when the keeper goes away mid-call. This module imports the standard library and the settings
-only: a CLI call that the keeper answers never imports weaviate-client, onnxruntime or DuckDB.
+"""Asking a standing server's keeper (retrieval.serve.warm_lookups) for a lookup over its Unix socket: the CLI's quick
+path. Without a keeper of the same settings the CLI opens everything itself. Imports only the standard library and the
+settings, so a call the keeper answers never loads weaviate-client, onnxruntime or DuckDB.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
-"""The standing server's keeper with warm lookups: `python -m retrieval server start` runs this module.
-
-It is the keeper of retrieval.engine.standing (it holds the embedded Weaviate, bound to its life) that also answers
-lookups on a Unix socket beside the data (retrieval.serve.warm_client says where). Once Weaviate is ready it opens
-the corpus, its L0 index, the model and a connection in the background, once; each call then costs the lookup
-alone, where a CLI process that opens them itself spends a second importing weaviate-client and loading the model.
-
-A call is answered only for the keeper's own settings (the CLI's settings digest must match; a call may choose its
-session tag). The corpus is read again when its files change (retrieval.core.corpus.corpus_signature), so an answer
-is the one a CLI process opening the corpus itself would give. Lookups are recorded to the invocation spool, as a
-CLI call's are, each ready for the next flush at once: the keeper never holds the DuckDB file.
+"""The standing server's keeper with warm lookups (`python -m retrieval server start` runs it): it holds the embedded
+Weaviate and answers lookups for its own settings on a Unix socket, with the corpus, model and connection opened once;
+the corpus is reread when its files change, and lookups are recorded to the spool as a CLI call's are.
 """
 
 from __future__ import annotations

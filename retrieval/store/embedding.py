@@ -31,9 +31,7 @@ def ingest_workers() -> int:
 
 class Embedder:
     """Turns text into normalised vectors with one model. Thread-safe; query vectors are cached (LRU).
-
-    `tokenizer` (a `tokenizers.Tokenizer` without truncation or padding) counts and splits chunk text;
-    `max_tokens` is the chunk size the model's entries are cut to; `load_s` is how long loading took."""
+    `tokenizer` (no truncation or padding) counts and splits chunk text; `max_tokens`: the chunk size; `load_s`: load time."""
 
     def __init__(
         self, model: str | ModelSpec = DEFAULT_MODEL, *, model_dir: Path | None = None, cache_size: int = 4096, threads: int = 0
@@ -65,14 +63,9 @@ class Embedder:
         self.load_s = time.perf_counter() - started
 
     def _open(self, *, spinning: bool, threads: int | None = None) -> Any:
-        """An onnxruntime session of the model. Two are kept, as they serve two kinds of call:
-
-        - one query at a time (`embed_query`), with threads that sleep after each run. onnxruntime's threads
-          spin for a while after a run by default, and on 2 cores beside Weaviate that spinning took the cores
-          the lookup's L1 queries needed next: at 100k its L1 stage took 12.8-15.1 ms with spinning and
-          9.1-11.2 ms without, for an embedding 2 ms slower (docs/history/benchmarks-notebook.md, "Threads that sleep").
-        - batches (`embed`, `prime`), runs back to back, with spinning threads: 15.5-23.9 texts/s against
-          16.1-17.9 without. Opened at the first batch, so a process that only looks up holds one session."""
+        """An onnxruntime session of the model: for single queries with threads that sleep after a run (spinning ones take the
+        cores the lookup's L1 queries need next), or for batches with spinning threads (faster back to back), opened at the
+        first batch so that a process that only looks up holds one session."""
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -158,10 +151,9 @@ class Embedder:
         progress: Callable[[int, int], None] | None = None,
         workers: int | None = None,
     ) -> np.ndarray:
-        """Passage vectors for many texts, in order; `progress(done, total)` after each batch. Texts are
-        batched by length, so little padding is computed. A quantized model embeds one text per call (its vectors
-        then never depend on the other texts of a batch), on `workers` single-threaded sessions side by side
-        (default: one per core, `ingest_workers`), and calls `progress` once, at the end."""
+        """Passage vectors for many texts, in order, batched by length; `progress(done, total)` after each batch. A quantized
+        model embeds one text per call (so a vector never depends on its batch) on `workers` single-threaded sessions side
+        by side (default `ingest_workers`: one per core), and calls `progress` once, at the end."""
         total = len(texts)
         if self.spec.quantized:
             out = self.embed_each(texts, workers=workers)

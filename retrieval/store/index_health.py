@@ -1,8 +1,6 @@
-"""Whether the vector index of a knowledge collection can find what it stores.
-
-A Weaviate 1.38 killed (kill -9, OOM) before it wrote out its HNSW commit log keeps the objects, but vector
-search no longer finds some of them, and storing the same objects again does not index them. The ingest
-and the Corpus page ask these two questions of the server."""
+"""Whether the vector index of a knowledge collection can find what it stores: a Weaviate 1.38 killed before it wrote
+out its HNSW commit log keeps the objects, but vector search misses some, and storing them again does not index them.
+"""
 
 from __future__ import annotations
 
@@ -18,11 +16,8 @@ PARALLEL_CHECKS = 4  # batch queries in flight at once
 
 
 def missing_vectors(store: KnowledgeStore, sample: int = 32) -> int:
-    """How many of up to `sample` stored chunks the vector index cannot find by their own vector.
-
-    Not 0 after the server was killed (kill -9, OOM) before it wrote out its HNSW commit log, which
-    Weaviate 1.38 buffers: the objects survive, vector search finds nothing, and storing the same
-    objects again does not re-index them. Each check is exact: filtered to the one chunk."""
+    """How many of up to `sample` stored chunks the vector index cannot find by their own vector (each check exact:
+    filtered to the one chunk); not 0 after the server was killed before it wrote out its HNSW commit log."""
     if not store.client.collections.exists(store.name):
         return 0
     found = store.collection.query.fetch_objects(limit=sample, include_vector=True, return_properties=["entry_id", "chunk_index"])
@@ -40,15 +35,9 @@ def missing_vectors(store: KnowledgeStore, sample: int = 32) -> int:
 def unsearchable_chunks(
     store: KnowledgeStore, *, chunks: dict[str, list[str]] | None = None, batch_chunks: int | None = None
 ) -> dict[str, int]:
-    """entry_id -> how many of its stored chunks the vector index cannot find; entries with none left out.
-
-    `chunks`: entry_id -> the uuids of its stored chunks, when the caller knows them (the ingest's manifest);
-    else they are read from the server.
-
-    Exact, and one query per batch of entries: a near_vector query filtered to the batch and asking for all
-    of its chunks. Below flatSearchCutoff a filtered search compares every allowed object that has a vector in
-    the index, so the chunks it leaves out have none (measured after a kill -9: the same 161 of 323 chunks that
-    `missing_vectors` finds one by one); so a batch stays below the collection's cutoff."""
+    """entry_id -> how many of its stored chunks the vector index cannot find (`chunks`: entry_id -> chunk uuids, else read
+    from the server). One near_vector query per batch of entries, kept below flatSearchCutoff so that the filtered
+    search is exact: it compares every allowed object that has a vector in the index."""
     if not store.client.collections.exists(store.name):
         return {}
     if chunks is None:

@@ -1,9 +1,7 @@
 """Ingest: bring a knowledge collection in line with a corpus, embedding only what changed.
-
-Each entry is cut into chunks (its card, then its sections), embedded with the model passed in, and stored
-with self-provided vectors. Unchanged entries are skipped by their content hash, compared with the manifest the
-last ingest kept (`manifest`; without one, with the hashes read back from every chunk); entries whose chunks the
-vector index lost (`index_health`) are stored again; at consistency ALL every replica must be up first."""
+Entries are chunked, embedded and stored with their own vectors; unchanged entries are skipped by content hash (the
+`manifest`, else the chunks' hashes), entries whose vectors the index lost are stored again.
+"""
 
 from __future__ import annotations
 
@@ -60,10 +58,8 @@ def ingest(
     progress: Callable[[str, int, int], None] | None = None,
     batch_entries: int = 64,
 ) -> IngestReport:
-    """Bring the collection in line with `corpus`. Unchanged entries are not embedded again.
-
-    `progress(stage, done, total)` is called as work goes. A crash midway leaves entries whose chunks are incomplete;
-    the next ingest redoes them, and entries with chunks the vector index lost (`unsearchable_chunks`)."""
+    """Bring the collection in line with `corpus`; unchanged entries are not embedded again. `progress(stage, done, total)`
+    is called as work goes. The next ingest redoes entries left incomplete by a crash, and those the vector index lost."""
     start = time.perf_counter()
     rebuilt, migrated = _prepare_collection(store, getattr(getattr(embedder, "spec", None), "name", None))
     manifest = read_manifest(store)

@@ -1,9 +1,7 @@
-"""The ingest's manifest: what it stored in a knowledge collection (entry id -> content hash, chunk count), kept
-in a small collection beside it, so that re-ingesting an unchanged corpus does not read every chunk back.
-
-It is written at the end of an ingest and dropped before an ingest changes anything, so a crash midway leaves
-none. It is trusted only while the collection holds exactly the chunks it lists (a count Weaviate answers at
-once); otherwise the ingest reads the collection's state back from the chunks, as it did without one."""
+"""The ingest's manifest: entry id -> content hash and chunk count, in a small collection beside the knowledge
+collection, so re-ingesting an unchanged corpus reads no chunk back. Dropped before an ingest changes anything and
+trusted only while the collection holds exactly the chunks it lists.
+"""
 
 from __future__ import annotations
 

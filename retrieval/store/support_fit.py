@@ -1,9 +1,6 @@
 """A knowledge collection's support fit (its SupportNorms, retrieval.core.support_norms), kept beside it in Weaviate.
-
-The fit is made without labels on the knowledge base's own probes (retrieval.core.self_calibration) after an ingest
-that changed the collection, or when asked (`calibrate --self`), and read by every process that opens the
-collection. Its key names what it was fitted on (the entries' content, the model and the quality settings), so a
-process can tell a current fit from a stale one without probing again.
+Fitted without labels after an ingest that changed the collection, or on `calibrate --self`; its key (content, model,
+quality settings) tells a current fit from a stale one without probing again.
 """
 
 from __future__ import annotations

@@ -58,21 +58,19 @@ class KnowledgeStore:
         client: WeaviateClient,
         collection: str,
         *,
+        # where the client's gRPC queries go, and their time-out (None: the client's own, no port check after a failure)
         endpoint: Endpoint | None = None,
-        replication_factor: int | None = None,
-        shards: int | None = None,
-        consistency: str | None = None,
+        replication_factor: int | None = None,  # applies when the collection is created
+        shards: int | None = None,  # applies when the collection is created
+        consistency: str | None = None,  # ONE, QUORUM or ALL, for every query and insert (None: Weaviate's default)
+        # the model whose query vectors search this store: the first search checks the collection holds its vectors
+        # (MODEL_NOTE) and raises L1Error if not
         embedding_model: str | None = None,
+        # none, rq, pq, bq or sq: the quantizer ensure_collection creates the collection with, or turns on in an
+        # uncompressed one (None: DEFAULT_VECTOR_COMPRESSION for a new collection; an existing one is left as it is)
         vector_compression: str | None = None,
     ) -> None:
-        """Every setting is passed in (retrieval.store.factory.knowledge_store passes the Settings'): `endpoint`, where
-        the client's gRPC queries go and their time-out (None: the client's own time-out, no check of the port after
-        a failure); replication_factor and shards apply when the collection is created, consistency (ONE, QUORUM,
-        ALL) to every query and insert (None: Weaviate's defaults). `embedding_model`: the model whose query vectors
-        this store is searched with; the first search checks that the collection holds that model's vectors (see
-        MODEL_NOTE) and raises L1Error if not. `vector_compression` (none, rq, pq, bq, sq): the quantizer
-        ensure_collection makes the collection with, or turns on in an existing uncompressed one; None: a new
-        collection gets DEFAULT_VECTOR_COMPRESSION and an existing one is left as it is."""
+        """Every setting is passed in (retrieval.store.factory.knowledge_store passes the Settings')."""
         self.client = client
         self.name = collection
         self.endpoint = endpoint
@@ -99,11 +97,9 @@ class KnowledgeStore:
 
     # --- schema -------------------------------------------------------------------------------------
     def ensure_collection(self, model: str | None = None) -> str | None:
-        """Create the collection (its description naming `model`, the embedding model of its vectors), or bring
-        an existing one's filter settings and vector compression in line (see FILTER_STRATEGY, migrate_compression);
-        returns what was changed on an existing collection, or None. Raises StoreError when the compression
-        cannot be changed in place. The per-domain partition beside it (retrieval.store.partition) is the
-        ingest's to make and keep."""
+        """Create the collection (its description naming `model`, its vectors' embedding model), or bring an existing one's
+        filter settings and vector compression in line; returns what changed on an existing one, or None. Raises StoreError
+        when the compression cannot be changed in place. The per-domain partition is the ingest's to keep."""
         if self.client.collections.exists(self.name):
             changes = [self.migrate_compression(), self.migrate_filter_settings()]
             return "; ".join(c for c in changes if c) or None
@@ -120,11 +116,9 @@ class KnowledgeStore:
         ef_construction: int | None = None,
         max_connections: int | None = None,
     ) -> None:
-        """A collection of knowledge chunks named `name`: the PROPERTIES, self-provided vectors in an HNSW index
-        with `compression` (default: the store's), `ef_construction` (default: Weaviate's, 128) and
-        `max_connections` (links per node; default: Weaviate's, 32), the store's
-        replication and shards. `per_tenant`: multi-tenant (one shard per tenant, so no shard count), for the
-        per-domain partition."""
+        """A collection of knowledge chunks named `name` (PROPERTIES, self-provided vectors in an HNSW index with `compression`,
+        else the store's; `ef_construction` and `max_connections` (links per node), else Weaviate's), with the store's
+        replication and shards; `per_tenant`: multi-tenant, for the per-domain partition."""
 
         placement: dict[str, Any] = {}
         if self.replication_factor:
@@ -155,10 +149,9 @@ class KnowledgeStore:
         return compression_of(getattr(self.vector_index_config(self.name), "quantizer", None))
 
     def migrate_compression(self) -> str | None:
-        """Bring an existing collection's vector compression in line with `vector_compression` (None: leave it).
-        Weaviate turns a quantizer on in an uncompressed HNSW index in place (the vectors are compressed then,
-        no re-embedding); it cannot switch one quantizer for another or turn one off: then StoreError says to
-        rebuild the collection. Returns what changed, for the caller to say, or None."""
+        """Bring an existing collection's vector compression in line with `vector_compression` (None: leave it): Weaviate can
+        turn a quantizer on in place, but not switch or remove one (then StoreError says to rebuild). Returns what changed,
+        or None."""
         want = self.vector_compression
         if want is None:
             return None
@@ -287,23 +280,9 @@ class KnowledgeStore:
 
     # --- search -------------------------------------------------------------------------------------
     def search(self, request: SearchRequest) -> list[Candidate]:
-        """Top `request.limit` entries of one query (SearchRequest), optionally filtered on one category. The
-        mode is the kind of Weaviate query: near_vector (the query vector), hybrid (Weaviate's fusion of BM25F
-        and the vector), or bm25 (BM25F over the lexical fields of each entry's card). Every candidate carries
-        the cosine similarity of the request's vector to its best chunk, when a vector is given.
-
-        `entries`: how many entries the searched part holds (the corpus's count under `category`), when the
-        caller knows it. A near_vector search then lets Weaviate group the chunk hits by entry and return
-        one per entry (less to send and fold: 2-3 ms instead of 5-7 for 20 entries), stopping at that many.
-        Without it the chunk hits come back whole, which tells by themselves when the collection is exhausted.
-
-        `cards_of`: search only the cards (chunk 0) of these entries, one hit each: the similarity of the
-        query to each card, for entries another query found (the lookup's BM25F-only results).
-
-        Returns within `timeout_s` (default: the query time-out `connect` gave the client) or raises
-        L1Error: weaviate-client retries a refused gRPC search with back-off for about 63 s, whatever
-        its time-out, so the call runs on a helper thread that is abandoned when time is up. After a
-        failure, the next search first checks that the port answers at all, and fails at once if not."""
+        """Top `request.limit` entries of one query (SearchRequest: its mode, filter, `entries` and `cards_of`), each with the
+        cosine of the request's vector to its best chunk when a vector is given. Raises L1Error past the time-out; after a
+        failure, the next search first checks that the port answers at all."""
         if not isinstance(request, SearchRequest):
             raise TypeError(f"KnowledgeStore.search takes a SearchRequest, not {type(request).__name__}")
         if request.cards_of is not None and not request.cards_of:
@@ -319,6 +298,8 @@ class KnowledgeStore:
             raise L1Error(f"{failed}: nothing answers on {endpoint.host}:{endpoint.grpc_port} (the server is down)")
         # A vector search on one domain goes to the domain's tenant of the partition, unfiltered (BM25F and hybrid
         # stay on the collection: a tenant's term statistics are its domain's, which would change their scores).
+        # weaviate-client retries a refused gRPC search with back-off for about a minute whatever its time-out, so
+        # each query runs on a helper thread that is abandoned at the deadline (retrieval.core.deadline).
         deadline = deadline_of(timeout_s)
         tenant = None
         if (
@@ -333,12 +314,13 @@ class KnowledgeStore:
     def _fetch(
         self, request: SearchRequest, tenant: Any, deadline: float | None, timeout_s: float | None, failed: str
     ) -> list[Candidate]:
-        """The request's hits folded into entries. bm25 hits only cards, one per entry. near_vector and hybrid hit
-        chunks: the top k entries among the top k*f chunk hits are the true top k once they are k distinct entries;
-        when they are fewer while the hits filled the limit, ask again with twice as many (near_vector keeps the
-        factor for the next search)."""
+        """The request's hits folded into entries (bm25 hits cards, one per entry). The top k of k*f chunk hits are the true top
+        k once they are k distinct entries; when fewer while the hits filled the limit, it asks again with twice as many
+        (near_vector keeps the factor for the next search)."""
         mode, k, endpoint = request.mode, request.limit, self.endpoint
         floats = None if request.vector is None else list(map(float, request.vector))  # once, even when asked again
+        # with `entries` known, near_vector has Weaviate group chunk hits by entry (less to send and fold); without it
+        # the chunk hits come back whole, which shows by itself when the collection is exhausted
         where, group_to = where_of(request), grouped_to(request)
         factor = 1 if mode is SearchMode.BM25 else OVERSAMPLE if mode is SearchMode.HYBRID else self.fold_factor
         while True:

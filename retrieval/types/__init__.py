@@ -1,5 +1,4 @@
 """The ground floor: the names every layer shares (modes, statuses, layers, the model catalogue, the DuckDB budget).
-
-Its modules import nothing of the project but the error hierarchy (retrieval.errors, itself a leaf), and no service:
-importing the core, which stands on this floor and on config, loads neither DuckDB, Weaviate nor onnxruntime.
+Its modules import nothing of the project but retrieval.errors, so importing the core loads no DuckDB, Weaviate or
+onnxruntime.
 """

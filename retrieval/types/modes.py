@@ -1,7 +1,5 @@
-"""The kinds every layer names: how L1 queries and ranks, what L1 did, which layers answered, and the store's options.
-
-Each is a StrEnum: it compares equal to its value and is written to JSON, DuckDB and YAML as that value, so records,
-saved runs and settings files keep the strings they always held.
+"""The kinds every layer names: how L1 queries and ranks, what L1 did, which layers answered, the store's options.
+Each is a StrEnum, written to JSON, DuckDB and YAML as its value, so stored strings stay as they were.
 """
 
 from __future__ import annotations

@@ -262,7 +262,7 @@ def test_the_answer_comes_first_on_a_desktop_and_a_phone(page, sample_app, width
     shot(page, f"sample-lookup-first-screen-{width}")
 
 
-# --- round three: what the users tripped on ------------------------------------------------------------------
+# --- what the users tripped on: model named in captions, tables that fit ------------------------------------
 def test_the_filter_comparison_names_the_model_and_shows_every_column_at_1280(page, sample_app, base_settings):
     """Its caption names the model of the settings (it read "MiniLM" whatever the model), and the two tables side by
     side show every column, distance and score included, without a horizontal scroll at 1280 wide."""

@@ -17,10 +17,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import NumberInput, Slider, Toggle
 
-import retrieval.core.lookup as lookup_module
 from app_support.keys import URL_KEYS
 from app_support.setting_widgets import BY_FIELD, WIDGETS, url_params
-from retrieval.config import REPO_ROOT, load_settings
+from retrieval.config import REPO_ROOT, Settings, load_settings
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
@@ -313,13 +312,14 @@ def test_every_sidebar_choice_reaches_the_settings_the_lookup_runs_with(
         corpus=corpus,
     )
     base = load_settings()
-    ran = []  # the settings of every lookup the page runs
+    ran = []  # the settings each lookup's options are built from
+    options = Settings.options
 
-    def spy(query, services, settings, **kwargs):
+    def spy(settings):
         ran.append(settings)
-        return lookup_knowledge(query, services, settings.options(), **kwargs)
+        return options(settings)
 
-    monkeypatch.setattr(lookup_module, "lookup_knowledge", spy)
+    monkeypatch.setattr(Settings, "options", spy)
     needs = {}  # what puts the widget on screen (hybrid alpha: the hybrid mode)
     if widget.only_when is not None:
         other = BY_FIELD[widget.only_when[0]]

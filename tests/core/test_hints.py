@@ -151,7 +151,7 @@ def _key(text: str) -> str:
 
 def test_matched_terms_are_the_query_s_own_words():
     """Every term L0 shows is the query's words that matched, as the query writes them, never another entry's
-    text (issue 23: "etcdBackendQuotaLowSpace (title)" was shown for "etcd"); the match key beside it is the
+    text (once "etcdBackendQuotaLowSpace (title)" was shown for "etcd"); the match key beside it is the
     normalised form it was matched on."""
     corpus = load_corpus(REPO_ROOT / "sample_corpus")
     query = "PostgreSQL replication lag on the standby"

@@ -89,7 +89,7 @@ def test_a_lookup_shows_every_l1_result_with_its_similarity(sample_corpus, sampl
 def test_a_call_records_its_domains_and_the_filter_only_when_one_was_applied(
     sample_corpus, sample_store, embedder, db_path, settings
 ):
-    """Issue 23 item 6: an unfiltered call used to record its first hinted domain as `domain`."""
+    """`domain` is the domain of the filter L1 applied, and empty for an unfiltered call (never its first hinted domain)."""
     recorder = InvocationStore(db_path)
     try:
         services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)

@@ -90,7 +90,8 @@ def test_fixed_ports_of_three_nodes_are_distinct_and_in_their_ranges():
 
 
 def test_default_ports_of_the_largest_cluster_collide_neither_with_each_other_nor_with_the_apps():
-    """Issue 22 item 5: Raft's range started at 8500, so node0's internal RPC port was the app's 8501."""
+    """No two ports of the largest cluster collide, nor any with an app's port (Raft's range once started at 8500,
+    so node0's internal RPC port was the app's 8501)."""
     ports = [p for n in plan_nodes(MAX_NODES) for p in n.ports()]
     assert len(ports) == len(set(ports)), sorted(p for p in ports if ports.count(p) > 1)
     assert not set(ports) & set(APP_PORTS.values())

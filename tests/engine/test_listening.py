@@ -1,4 +1,4 @@
-"""Every port of a Weaviate the project starts listens on loopback (issue 23 item 2), read from the kernel's
+"""Every port of a Weaviate the project starts listens on loopback, read from the kernel's
 socket tables (/proc/net/tcp, tcp6) for the server's own sockets: the embedded server and a `cluster start` node.
 
 Upstream v1.38.11 binds its public gRPC port and its cluster data port to every interface; our build patches them

@@ -23,7 +23,7 @@ from ..helpers.processes import alive, stop_servers, wait_until, weaviate_pids
 
 pytestmark = pytest.mark.slow
 
-GONE_WITHIN_S = 12  # the bar: no Weaviate of its own left this long after the signal
+GONE_WITHIN_S = 12  # the limit: no Weaviate of its own left this long after the signal
 
 
 def many_entries(root: Path, n: int = 200) -> Path:

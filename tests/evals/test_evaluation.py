@@ -20,7 +20,7 @@ from retrieval.evals.report import metrics_text, render_html
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 
-from ..conftest import RUNBOOKS_EVAL
+from ..conftest import CHROMIUM, RUNBOOKS_EVAL, needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +164,7 @@ def test_cli_gate_fails_above_and_passes_below(sample_store, base_settings, tmp_
 @pytest.mark.browser
 def test_html_report_opens_in_the_browser(runbooks_run, tmp_path):
     """The exported report, opened from disk in Debian's chromium with no app and no network."""
+    needs_chromium()
     from playwright.sync_api import sync_playwright
 
     _, report, *_ = runbooks_run
@@ -173,7 +174,7 @@ def test_html_report_opens_in_the_browser(runbooks_run, tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(
-            executable_path="/usr/bin/chromium",
+            executable_path=str(CHROMIUM),
             headless=True,
             args=[
                 "--no-sandbox",

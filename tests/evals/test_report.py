@@ -5,7 +5,6 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -21,8 +20,9 @@ from retrieval.evals.report import (
     significance_frame,
 )
 
+from ..conftest import CHROMIUM, needs_chromium
+
 SHOTS = REPO_ROOT / "test-artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
 
 
 def tiny_report() -> EvalReport:
@@ -158,8 +158,7 @@ def _hex(color: str) -> tuple[int, int, int]:
 def test_the_exported_report_has_distinct_series_colours_in_the_browser(tmp_path):
     """Opened from disk with no app and no network: every metric's bars in its own colour, in the DOM and on
     the screenshot (Streamlit's template drew them all black; the chart is inline SVG now)."""
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"{CHROMIUM} is missing: run scripts/setup.sh --browser (installs Debian's chromium)")
+    needs_chromium()
     import streamlit  # noqa: F401 - the report is written by the app's process
     from PIL import Image
     from playwright.sync_api import sync_playwright
@@ -170,7 +169,7 @@ def test_the_exported_report_has_distinct_series_colours_in_the_browser(tmp_path
     shot = SHOTS / "eval-report-chart.png"
     with sync_playwright() as p:
         browser = p.chromium.launch(
-            executable_path=CHROMIUM,
+            executable_path=str(CHROMIUM),
             headless=True,
             args=[
                 "--no-sandbox",

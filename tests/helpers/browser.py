@@ -18,10 +18,7 @@ from playwright.sync_api import expect
 from retrieval.bench.app import IDLE, RUN_DONE, WATCH_RUNS
 from retrieval.config import REPO_ROOT
 
-from ..conftest import free_port
-
-CHROMIUM = "/usr/bin/chromium"
-
+from ..conftest import CHROMIUM, free_port, needs_chromium
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -138,12 +135,11 @@ def start_app(
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.skip(f"{CHROMIUM} is missing: run scripts/setup.sh --browser (installs Debian's chromium)")
+    needs_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
 

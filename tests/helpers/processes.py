@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,11 +39,13 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def wait_until(predicate, timeout: float, what: str) -> None:
+def wait_until(predicate, timeout: float, what: str | Callable[[], str]) -> None:
+    """Call `predicate` until it is true; after `timeout` s, fail saying `what` was waited for (a callable `what`
+    is called then, so that it can say what was last seen)."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            pytest.fail(f"gave up after {timeout} s waiting until {what}")
+            pytest.fail(f"gave up after {timeout} s waiting until {what() if callable(what) else what}")
         time.sleep(0.05)
 
 

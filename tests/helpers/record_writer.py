@@ -10,8 +10,8 @@ so a test that kills this process knows exactly which rows it was promised. Mode
   flushloop  record rows in batches of --batch and flush() after each batch; prints "IN-DB" once the
              flush holds its DuckDB connection (just before the INSERT) and "INSERTED" after it; sleeps
              after COUNT rows. Meant to be killed while inside a flush.
-  hold-lock  open DB_PATH read-write with duckdb.connect, print "LOCKED", hold it --hold-s seconds,
-             close, print "RELEASED".
+  hold-lock  open DB_PATH read-write with duckdb.connect, print "LOCKED", hold it --hold-s seconds (or, with
+             --stop-file, until that file exists, at most 60 s), close, print "RELEASED".
   read       only read: InvocationStore.query(count) in a loop (no flush) until --stop-file exists;
              prints "READ <n>" per query and "READS <k> ERRORS <e>" at the end (exit 1 on any error).
 """
@@ -103,7 +103,12 @@ def main() -> int:
         con = duckdb.connect(args.db_path)
         con.execute("SELECT count(*) FROM tool_invocation").fetchall()
         say("LOCKED")
-        time.sleep(args.hold_s)
+        if args.stop_file:
+            deadline = time.monotonic() + 60
+            while not Path(args.stop_file).exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        else:
+            time.sleep(args.hold_s)
         con.close()
         say("RELEASED")
         return 0

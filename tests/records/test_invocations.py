@@ -29,6 +29,7 @@ from retrieval.records import invocations as inv
 from retrieval.records.db_budget import is_lock_error
 from retrieval.records.invocations import InvocationStore
 
+from ..helpers.processes import wait_until
 from ..helpers.records import make_record
 
 HELPER = Path(__file__).resolve().parents[1] / "helpers" / "record_writer.py"
@@ -309,19 +310,30 @@ def test_flushing_twice_or_replaying_spool_adds_nothing(db_path):
 
 # --- 3. threads ----------------------------------------------------------------------------------------
 class CountingStore(InvocationStore):
-    """Adds up what every flush() read from spool, to check each line is read once."""
+    """Adds up what every flush() read from spool, to check each line is read once, and what the background
+    flusher's rounds did: how many completed, and the errors of those that did not."""
 
     def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self.read_total = 0
         self.flushes = 0
+        self.background_rounds = 0
+        self.background_errors: list[BaseException] = []
         self._count_lock = threading.Lock()
 
     def flush(self, timeout_s=None):
-        n = super().flush(timeout_s)
+        background = self._flusher is not None and threading.current_thread() is self._flusher
+        try:
+            n = super().flush(timeout_s)
+        except BaseException as exc:
+            if background:
+                with self._count_lock:
+                    self.background_errors.append(exc)
+            raise
         with self._count_lock:
             self.read_total += n
             self.flushes += n > 0
+            self.background_rounds += background
         return n
 
 
@@ -344,7 +356,7 @@ def test_eight_threads_with_background_flusher(db_path):
         except BaseException as exc:
             errors.append(exc)
 
-    def reader() -> None:  # query() flushes too: a second flusher racing the background one
+    def reader() -> None:  # query() flushes too: a second flusher racing the background flusher
         while not done.is_set():
             try:
                 seen_counts.append(store.count())
@@ -360,10 +372,18 @@ def test_eight_threads_with_background_flusher(db_path):
         t.start()
     for t in workers:
         t.join()
-    time.sleep(0.3)  # let the background flusher take a few rounds on its own
     done.set()
     watcher.join()
+    # From here on only the background flusher moves rows: the second of its rounds that completes from now on
+    # began after the last record(), so it leaves nothing in the spool for close() to flush.
+    rounds = store.background_rounds
+    wait_until(
+        lambda: store.background_rounds >= rounds + 2 or not store._flusher.is_alive(),
+        60,
+        "the background flusher completes two rounds on its own after the writers",
+    )
     assert store._flusher is not None and store._flusher.is_alive(), "the background flusher died"
+    assert store.pending() == 0, "the background flusher left rows in the spool"
     store.close()
     elapsed = time.perf_counter() - t0
 
@@ -592,8 +612,9 @@ def test_truncated_last_spool_line_is_skipped(db_path, cut):
 
 # --- 7. a lock held by another process -------------------------------------------------------------
 def test_record_is_quick_and_flush_waits_while_another_process_holds_the_lock(db_path):
-    store = InvocationStore(db_path)
-    holder = Helper(db_path, "-", 0, "--mode", "hold-lock", "--hold-s", "2.0")
+    store = CountingStore(db_path)
+    release = db_path.with_name("release-the-lock")
+    holder = Helper(db_path, "-", 0, "--mode", "hold-lock", "--stop-file", str(release))
     holder.wait_for(lambda line: line == "LOCKED")
     with pytest.raises(duckdb.Error) as blocked:  # the fault is real: nobody else can open the file now
         duckdb.connect(str(db_path), read_only=True)
@@ -607,14 +628,22 @@ def test_record_is_quick_and_flush_waits_while_another_process_holds_the_lock(db
         store.record(rec)
         times.append(time.perf_counter() - t)
         ids.append(rec.id)
-    time.sleep(0.3)  # a few background rounds against the lock
+    wait_until(
+        lambda: sum(map(is_lock_error, list(store.background_errors))) >= 2,
+        60,
+        "two background flush rounds were refused by the other process's lock",
+    )
     assert holder.proc.poll() is None and "RELEASED" not in holder.lines, "the lock was released too early"
     pending = store.pending()
     assert store._flusher.is_alive()
 
+    # The other process lets go a second after flush() has begun waiting for the file.
+    letting_go = threading.Timer(1.0, release.touch)
+    letting_go.start()
     t = time.perf_counter()
     store.flush()
     flush_s = time.perf_counter() - t
+    letting_go.join()
     released = "RELEASED" in holder.lines or holder.finish() == 0
     found = ids_in_db(store, "while-locked")
     print(

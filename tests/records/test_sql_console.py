@@ -379,7 +379,7 @@ def test_unknown_table_or_column_names_the_problem(db_path):
         run_readonly(store, "SELECT nope FROM tool_invocation")
 
 
-# Issue 25: one read-only query, tried as a new user would, peaked at 3.4 GB RSS before the console had a budget.
+# One read-only query, tried as a new user would, that peaked at 3.4 GB RSS when the console had no memory budget.
 OVER_BUDGET = "SELECT max(length(s)) FROM (SELECT repeat('x', 1000) || range AS s FROM range(3000000) ORDER BY random())"
 PYTHON_SHARE_MB = 128  # beside DuckDB's budget: the interpreter's own growth while the query runs
 

@@ -1,4 +1,4 @@
-"""Installed for agent hosts (issue 24): the host configurations of docs/mcp.md, run as a host runs them.
+"""Installed for agent hosts: the host configurations of docs/mcp.md, run as a host runs them.
 
 The package is installed into a virtual environment of its own (from a copy of the source), and each
 configuration is launched from `/` with only its `env` block (the SDK's stdio client adds what hosts add:

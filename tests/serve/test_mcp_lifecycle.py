@@ -1,4 +1,4 @@
-"""The MCP server's life as an agent host sees it (issue 24): answered at once, never leaving a Weaviate behind.
+"""The MCP server's life as an agent host sees it: answered at once, never leaving a Weaviate behind.
 
 Each test starts `python -m retrieval serve` over stdio with a data directory and ports of its own, so the
 server launches its own embedded Weaviate; what is left running afterwards is read from the process table
@@ -139,7 +139,7 @@ from retrieval.engine.server import EMBEDDED_ENV, embedded_binary
 s = load_settings()
 s.weaviate_data_dir.mkdir(parents=True, exist_ok=True)
 DataDirLock.acquire(s.weaviate_data_dir, s.embedded_port)
-# weaviate-client's own launch: no parent-death signal, as before issue 24
+# weaviate-client's own launch: no parent-death signal, unlike the project's own launcher
 client = weaviate.connect_to_embedded(version=s.weaviate_version, binary_path=str(embedded_binary(s).parent),
     persistence_data_path=str(s.weaviate_data_dir), port=s.embedded_port, grpc_port=s.embedded_grpc_port,
     environment_variables=dict(EMBEDDED_ENV))

@@ -1,4 +1,4 @@
-"""The app as its users found it (issue 23), with AppTest on the session's real Weaviate and a temporary DuckDB
+"""The app as its users found it, with AppTest on the session's real Weaviate and a temporary DuckDB
 file (the setup of tests/app/conftest.py): queries over the length limit, read-only Evaluate and Replay, the
 preselected eval set, run details that agree."""
 
@@ -23,7 +23,7 @@ def recorded_inputs(db) -> list[str]:
     return list(InvocationStore(db).query("SELECT input FROM tool_invocation ORDER BY created_at")["input"])
 
 
-# --- item 4: text over the limit ---------------------------------------------------------------------------
+# --- text over the limit -----------------------------------------------------------------------------------
 def test_a_long_query_from_the_url_is_shown_whole_refused_and_never_recorded(app_env):
     assert len(LONG) > 5000
     at = open_app(q=LONG)
@@ -55,7 +55,7 @@ def test_a_long_typed_query_is_refused_with_the_offer(app_env):
     assert InvocationStore(app_env / "invocations.duckdb").count() == 0
 
 
-# --- item 1: read-only Evaluate and Replay -----------------------------------------------------------------
+# --- read-only Evaluate and Replay -------------------------------------------------------------------------
 def test_read_only_evaluate_neither_records_nor_saves(app_env, monkeypatch):
     monkeypatch.setenv("LOOKUP_READ_ONLY", "true")
     at = open_app("Evaluate", es=UNANSWERABLE)
@@ -71,7 +71,7 @@ def test_read_only_evaluate_neither_records_nor_saves(app_env, monkeypatch):
     assert {t: n for t, n in rows.items() if n} == {}, rows
 
 
-# --- item 11: the preselected eval set ----------------------------------------------------------------------
+# --- the preselected eval set -------------------------------------------------------------------------------
 def test_the_largest_fitting_set_is_preselected_and_the_last_choice_is_kept(app_env):
     at = open_app("Evaluate")
     assert at.selectbox(key="es").value == "eval_sets/sample-ops-alerts.yaml"  # 48 cases with answers
@@ -82,7 +82,7 @@ def test_the_largest_fitting_set_is_preselected_and_the_last_choice_is_kept(app_
     assert at.selectbox(key="es").value == UNANSWERABLE
 
 
-# --- item 12: run details that agree -----------------------------------------------------------------------
+# --- run details that agree --------------------------------------------------------------------------------
 def test_an_unanswerable_only_run_draws_no_empty_chart_and_shows_no_none(app_env):
     at = open_app("Evaluate", es=UNANSWERABLE)
     at.multiselect(key="eval_configs-True").set_value(["l0_only", "lookup"]).run()
@@ -97,7 +97,7 @@ def test_an_unanswerable_only_run_draws_no_empty_chart_and_shows_no_none(app_env
     assert "–" in values  # l0_only has no L1 stages
 
 
-# --- item 5: a result's full entry ----------------------------------------------------------------------------
+# --- a result's full entry ------------------------------------------------------------------------------------
 def test_a_result_opens_its_entry_on_the_corpus_page_with_the_entry_in_the_url(app_env):
     at = open_app(q="PostgreSQL replication lag on the standby")
     links = [p.proto for p in at.get("page_link") if "corpus" in p.proto.page]
@@ -109,7 +109,7 @@ def test_a_result_opens_its_entry_on_the_corpus_page_with_the_entry_in_the_url(a
     assert any("Text of databases/PostgresReplicationLag" in e.label for e in corpus.expander)
 
 
-# --- item 7: layout -------------------------------------------------------------------------------------------
+# --- layout ---------------------------------------------------------------------------------------------------
 def test_long_keyword_labels_are_shortened_in_their_middle_and_whole_in_the_hover():
     from app_support.charts import LABEL_CHARS, short_label, top_counts
 
