@@ -31,7 +31,7 @@ PYTHON="$PYTHON" bash scripts/lint.sh
 lint_rc=$?
 PYTHON="$PYTHON" timed wheel bash scripts/check-wheel.sh
 wheel_rc=$?
-timed tests "$PYTHON" -m pytest -ra --durations=15 "$@"
+timed tests "$PYTHON" -m pytest -ra --durations=15 -n "${LOOKUP_TEST_WORKERS:-2}" "$@"
 rc=$?
 phase_table
 if [ "$rc" = 5 ]; then

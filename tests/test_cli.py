@@ -11,6 +11,7 @@ from .conftest import RUNBOOKS, free_port, needs_shared
 from .helpers.cli import cli
 
 
+@pytest.mark.slow
 def test_runbooks_ingest_then_lookup_on_the_embedded_default(tmp_path):
     """Ingest then lookup with the defaults: the embedded Weaviate started by the CLI itself, on the runbooks corpus."""
     needs_shared()
@@ -117,6 +118,7 @@ def test_sql_prints_rows_in_full_and_refuses_writes(cli_env):
     assert refused.returncode == 2 and "refused" in refused.stderr
 
 
+@pytest.mark.slow
 def test_an_eval_run_prints_no_library_warnings(cli_env, tmp_path):
     """ranx's own source raised DeprecationWarnings (invalid escape sequences) each time it was compiled, and they
     filled the eval's stderr. A fresh bytecode cache makes every module compile again, as on a fresh install."""

@@ -168,6 +168,7 @@ def assert_answered_from_l0(result, rows: dict[str, dict]) -> None:
 
 
 # --- 1. Weaviate faults --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, embedder, recorder):
     """The server process is stopped from outside (SIGTERM, as `systemctl stop` would), the client stays open.
     Also: two threads of one process racing to start the same embedded server start exactly one."""
@@ -207,6 +208,7 @@ def test_server_stopped_before_lookups_then_back(fault_server, sample_corpus, em
     assert all(r.l1.status == "ok" and r.layer == "L0+L1" for r in back)
 
 
+@pytest.mark.slow
 def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, embedder, recorder):
     server = fault_server("Killed")
     client, store, services = server.serve(recorder)
@@ -283,6 +285,7 @@ def test_server_killed_during_a_stream_of_lookups(fault_server, sample_corpus, e
     assert all(r.l1.status == "ok" and r.layer == "L0+L1" for r in back)
 
 
+@pytest.mark.slow
 def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embedder, recorder):
     server = fault_server("Frozen")
     client, _store, services = server.serve(recorder)
@@ -361,6 +364,7 @@ class ServerHelper:
         self.proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
     """Two real processes. A server's data directory is locked by the process that started it: while that
     process lives and nothing serves the port, a second process is refused with the holder's pid. When

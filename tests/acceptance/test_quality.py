@@ -19,6 +19,8 @@ from retrieval.store.support_fit import ensure_fit
 
 from ..conftest import KUBEVIRT, KUBEVIRT_EVAL, RUNBOOKS_EVAL, SHARED, needs_shared
 
+pytestmark = pytest.mark.slow  # each test reads a whole corpus's eval sets through a real Weaviate
+
 MARGIN = 0.02
 
 

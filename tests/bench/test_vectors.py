@@ -48,6 +48,7 @@ def test_every_synthetic_chunk_finds_its_title_pair(embedder):
         assert {vecs.pair_of(c.text) for c in chunk_entry(e, embedder.tokenizer, embedder.max_tokens)} == {want}
 
 
+@pytest.mark.slow
 def test_a_bench_run_on_synthetic_vectors_names_them(base_settings, weaviate_client, embedder, tmp_path):
     result = run_bench(
         base_settings,

@@ -128,6 +128,7 @@ def test_html_report_is_self_contained(runbooks_run, tmp_path):
     (tmp_path / "report.html").write_text(page)
 
 
+@pytest.mark.slow
 def test_cli_gate_fails_above_and_passes_below(sample_store, base_settings, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
     env.update(

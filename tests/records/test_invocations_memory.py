@@ -115,6 +115,7 @@ def test_the_spool_is_read_a_chunk_at_a_time(tmp_path):
     assert [len(chunk) % 3 for chunk in whole[:-1]] == [0] * (len(whole) - 1)  # each cut at a multiple of 3 lines
 
 
+@pytest.mark.slow
 def test_a_200k_row_spool_flushes_within_a_64mb_budget(tmp_path):
     """Every row arrives, and the flushing process grows by no more than the budget and the Python side's share
     (before the chunks, one flush parsed the whole spool into Python rows and a DataFrame: over 1 GB here)."""

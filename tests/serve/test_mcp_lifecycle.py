@@ -148,6 +148,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.slow
 def test_a_later_start_stops_and_replaces_an_orphan_of_ours(own, tmp_path):
     """An orphan as older versions left one: a Weaviate started without the parent-death signal, whose
     owner was then SIGKILLed. The next server finds it (lock free, our binary on the port) and replaces it."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 import socketserver
+import tempfile
 import threading
 from pathlib import Path
 
@@ -27,14 +29,22 @@ def test_the_keeper_module_is_the_one_that_serves_warm_lookups():
     assert hasattr(module, "serve_warm_lookups")
 
 
-def test_the_socket_sits_beside_the_data_unless_that_path_is_too_long(base_settings, tmp_path):
-    short = base_settings.with_(data_dir=tmp_path / "d")
+@pytest.fixture
+def short_dir():
+    """A folder with a short path (pytest's own can be too long for a Unix socket under xdist)."""
+    path = Path(tempfile.mkdtemp(prefix="ll-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_socket_sits_beside_the_data_unless_that_path_is_too_long(base_settings, short_dir):
+    short = base_settings.with_(data_dir=short_dir / "d")
     assert socket_path(short) == short.weaviate_data_dir / "lookups.sock"
-    deep = base_settings.with_(data_dir=tmp_path / ("x" * 120))
+    deep = base_settings.with_(data_dir=short_dir / ("x" * 120))
     far = socket_path(deep)
     assert far.parent != deep.weaviate_data_dir and len(str(far).encode()) <= MAX_SOCKET_PATH
     assert socket_path(deep) == far  # the same place each time, for the keeper and every caller
-    assert socket_path(base_settings.with_(data_dir=tmp_path / ("y" * 120))) != far
+    assert socket_path(base_settings.with_(data_dir=short_dir / ("y" * 120))) != far
 
 
 def test_the_fingerprint_leaves_out_the_session_tag_and_nothing_else(base_settings):
@@ -56,9 +66,9 @@ class _Replying(socketserver.StreamRequestHandler):
 
 
 @pytest.fixture
-def keeper_socket(base_settings, tmp_path):
+def keeper_socket(base_settings, short_dir):
     """A real Unix socket at the settings' keeper path, answering each request with `server.reply`."""
-    settings = base_settings.with_(data_dir=tmp_path / "k")
+    settings = base_settings.with_(data_dir=short_dir / "k")
     path = socket_path(settings)
     path.parent.mkdir(parents=True)
     server = socketserver.UnixStreamServer(str(path), _Replying)
@@ -100,8 +110,8 @@ def test_an_error_of_the_lookup_is_raised_as_its_own_class(keeper_socket):
         ask_keeper(settings, "q")
 
 
-def test_a_socket_file_nobody_listens_on_is_a_refusal(base_settings, tmp_path):
-    settings = base_settings.with_(data_dir=tmp_path / "stale")
+def test_a_socket_file_nobody_listens_on_is_a_refusal(base_settings, short_dir):
+    settings = base_settings.with_(data_dir=short_dir / "stale")
     path = socket_path(settings)
     path.parent.mkdir(parents=True)
     server = socketserver.UnixStreamServer(str(path), _Replying)
