@@ -59,6 +59,16 @@ def pick_eval_set(ctx: resources.AppContext, *, key: str) -> tuple[EvalSet, Path
         return None
 
 
+def pick_fitting_set(ctx: resources.AppContext, *, key: str) -> tuple[EvalSet, Path] | None:
+    """The picked eval set with its description, when it fits the loaded corpus; None (with a message) otherwise."""
+    picked = pick_eval_set(ctx, key=key)
+    if picked is None:
+        return None
+    eval_set, path = picked
+    st.caption(md(eval_set.description))
+    return picked if fits_loaded_corpus(ctx, eval_set, path) else None
+
+
 def _switch_corpus(label: str) -> None:
     st.session_state[keys.CORPUS] = label
     st.session_state.pop(keys.SET_COMPARISON, None)

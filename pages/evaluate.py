@@ -37,13 +37,10 @@ def latency_table(latency: dict) -> pd.DataFrame:
 def run_section(ctx: resources.AppContext) -> dict[str, str] | None:
     """The eval set, the configurations and the Run button; the view the shown report is compared with."""
     settings = ctx.settings
-    picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_RUN_SET)
+    picked = eval_ui.pick_fitting_set(ctx, key=keys.EVAL_RUN_SET)
     if picked is None:
         return None
     eval_set, path = picked
-    st.caption(md(eval_set.description))
-    if not eval_ui.fits_loaded_corpus(ctx, eval_set, path):
-        return None
     l1_ready = ctx.store is not None and settings.l1_enabled
     if l1_ready:
         eval_ui.offer_ingest(ctx, key="ingest_for_run")

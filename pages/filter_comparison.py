@@ -103,13 +103,10 @@ def one_query() -> None:
 
 def answerable_set() -> tuple[EvalSet, list[EvalCase], str] | None:
     """The picked eval set, its answerable cases and its label, or None with a message."""
-    picked = eval_ui.pick_eval_set(ctx, key=keys.EVAL_SET)
+    picked = eval_ui.pick_fitting_set(ctx, key=keys.EVAL_SET)
     if picked is None:
         return None
     eval_set, path = picked
-    st.caption(md(eval_set.description))
-    if not eval_ui.fits_loaded_corpus(ctx, eval_set, path):
-        return None
     cases = [c for c in eval_set.cases if c.answerable]
     if not cases:
         st.info(

@@ -40,29 +40,18 @@ def test_shared_verdict(missing, ci, action):
         assert str(ABSENT) in verdict[1] and "../shared" in verdict[1]
 
 
+def run_one_test(test_id: str, missing: str, missing_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """One real test, run by pytest in a subprocess with the variable `missing` pointed at a path that does not exist."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("CI", missing)}
+    clean.update({missing: str(missing_path)}, **env)
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "--no-header", test_id]
+    return subprocess.run(command, cwd=REPO_ROOT, env=clean, capture_output=True, text=True, timeout=300)
+
+
 def run_shared_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    """A real test that reads ../shared, run by pytest in a subprocess with the shared folder pointed at a
-    path that does not exist."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "LOOKUP_TEST_SHARED_DIR")}
-    clean.update(LOOKUP_TEST_SHARED_DIR=str(tmp_path / "no-shared"), **env)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-rs",
-            "--no-header",
-            "tests/core/test_corpus.py::test_runbooks_take_their_folder_as_domain",
-        ],
-        cwd=REPO_ROOT,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """A real test that reads ../shared, with the shared folder pointed at a path that does not exist."""
+    test = "tests/core/test_corpus.py::test_runbooks_take_their_folder_as_domain"
+    return run_one_test(test, "LOOKUP_TEST_SHARED_DIR", tmp_path / "no-shared", **env)
 
 
 def test_a_missing_shared_folder_fails_the_run_under_ci(tmp_path):
@@ -103,28 +92,9 @@ def test_chromium_verdict(tmp_path, present, ci, action):
 
 
 def run_browser_test(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    """A real browser test (no Weaviate needed), run by pytest in a subprocess with chromium pointed at a path
-    that does not exist."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "LOOKUP_TEST_CHROMIUM")}
-    clean.update(LOOKUP_TEST_CHROMIUM=str(tmp_path / "no-chromium"), **env)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-rs",
-            "--no-header",
-            "tests/evals/test_report.py::test_the_exported_report_has_distinct_series_colours_in_the_browser",
-        ],
-        cwd=REPO_ROOT,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """A real browser test (no Weaviate needed), with chromium pointed at a path that does not exist."""
+    test = "tests/evals/test_report.py::test_the_exported_report_has_distinct_series_colours_in_the_browser"
+    return run_one_test(test, "LOOKUP_TEST_CHROMIUM", tmp_path / "no-chromium", **env)
 
 
 def test_a_missing_chromium_fails_the_run_under_ci(tmp_path):
