@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,24 @@ def _frontmatter(text: str, path: str) -> tuple[dict[Any, Any], str]:
     return dict(fields), body.strip()
 
 
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+
+
+def first_heading(body: str) -> str:
+    """The text of the body's first level-one `# Heading` outside code fences; "" when it has none."""
+    fence = ""
+    for line in body.splitlines():
+        opened = _FENCE.match(line)
+        if fence:
+            fence = "" if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence) else fence
+        elif opened:
+            fence = opened.group(1)
+        elif found := _HEADING.match(line):
+            return found.group(1).strip()
+    return ""
+
+
 def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> Entry:
     """Build an Entry from a file's bytes. Raises CorpusError naming the file and field."""
     if len(raw) > MAX_FILE_BYTES:
@@ -150,7 +169,7 @@ def parse_entry(entry_id: str, raw: bytes, path: str, default_domain: str) -> En
         raise CorpusError(path, "no title and no body: nothing to index")
     return Entry(
         entry_id=entry_id,
-        title=title_text or entry_id.rsplit("/", 1)[-1],
+        title=title_text or first_heading(body) or entry_id.rsplit("/", 1)[-1],
         domain=(domain or "").strip() or default_domain,
         text=body,
         keywords=tuple(keywords),

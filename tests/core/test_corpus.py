@@ -117,3 +117,23 @@ def test_the_corpus_signature_changes_when_a_file_is_added_written_or_removed_an
     assert third != second
     added.unlink()
     assert corpus_signature(tmp_path) not in (second, third)
+
+
+def test_an_entry_without_a_frontmatter_title_takes_its_first_level_one_heading(tmp_path):
+    write(tmp_path, "billing/currency-rounding.md", "Intro line.\n\n# Currency rounding errors\n\n## Cause\n\n# Later heading\n")
+    write(tmp_path, "billing/closed-heading.md", "#   Invoice totals drift   ##\n\nText.")
+    write(tmp_path, "billing/fenced.md", "```sh\n# not a heading, a shell comment\n```\n\n# Refund delays\n")
+    write(tmp_path, "billing/sub-only.md", "## Only a second-level heading\n\nText.")
+    write(tmp_path, "billing/no-heading.md", "Plain text, no heading.\n#hashtag is no heading either")
+    write(tmp_path, "billing/titled.md", "---\ntitle: The frontmatter title\n---\n# A heading\n")
+    write(tmp_path, "billing/fields-no-title.md", "---\ntags: [tax]\n---\n# Tax rate lookups\n")
+    titles = {e.entry_id.split("/")[1]: e.title for e in load_corpus(tmp_path).entries}
+    assert titles == {
+        "currency-rounding": "Currency rounding errors",
+        "closed-heading": "Invoice totals drift",
+        "fenced": "Refund delays",
+        "sub-only": "sub-only",  # no level-one heading: the file name
+        "no-heading": "no-heading",
+        "titled": "The frontmatter title",  # frontmatter wins
+        "fields-no-title": "Tax rate lookups",
+    }, titles
