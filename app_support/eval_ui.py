@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from retrieval.errors import LookupLabError
-from retrieval.evals.catalog import EvalSetFile, eval_set_files, known_corpora, preferred_eval_set, same_path
+from retrieval.evals.catalog import EvalSetFile, eval_set_files, preferred_eval_set, same_path
 from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
 from retrieval.lab import judgments
 from retrieval.types.modes import LookupMode
@@ -95,9 +95,13 @@ def fits_loaded_corpus(ctx: resources.AppContext, eval_set: EvalSet, path: Path)
     )
     wanted = None
     if named:
-        wanted = next((c for c in known_corpora(resources.base_settings()) if same_path(c.path, eval_set.corpus_dir)), None)
+        choices = resources.corpus_choices(resources.base_settings())
+        wanted = next((c for c in choices if same_path(c.path, eval_set.corpus_dir)), None)
         if wanted is None:
-            st.caption(f"{md(eval_set.corpus_dir)} is not a known corpus folder: start the app with LOOKUP_CORPUS_DIR set to it.")
+            st.caption(
+                f"{md(eval_set.corpus_dir)} is not a known corpus folder: add it with *Add a folder* on the Corpus page, "
+                "or start the app with LOOKUP_CORPUS_DIR set to it."
+            )
     if wanted is not None:
         st.button(
             f"Switch to corpus {wanted.label} (collection {wanted.collection})",

@@ -51,5 +51,8 @@ SQL_RUN = "sql_run"
 CORPUS_ENTRY = "entry"  # the entry the Corpus page opens: /corpus?entry=kubernetes/KubePodCrashLooping
 CORPUS_TABLE = "corpus_table"  # the entries table: a clicked row opens that entry
 INGEST_RESULT = "_ingest_result"
+ADD_FOLDER_PATH = "add_folder_path"  # the folder typed under "Add a folder"
+ADD_FOLDER_CHECKED = "_add_folder_checked"  # (path typed, Corpus or CorpusError): the last check of a folder
+CORPUS_SWITCH = "_corpus_switch"  # a corpus label the sidebar's Corpus choice takes on the next run (a folder just added)
 
 URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, MODEL, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET, CORPUS_ENTRY)

@@ -30,7 +30,7 @@ from retrieval.core.protocols import LookupServices
 from retrieval.core.support_norms import SupportNorms
 from retrieval.engine.server import connect, port_open
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
-from retrieval.evals.catalog import CorpusChoice, known_corpora, same_path
+from retrieval.evals.catalog import CorpusChoice, added_corpora, known_corpora, same_path
 from retrieval.records.invocations import InvocationStore
 from retrieval.services import stored_norms
 from retrieval.store.embedding import Embedder
@@ -51,8 +51,14 @@ def base_settings() -> Settings:
     return load_settings()
 
 
-def corpus_choices(base: Settings) -> list[CorpusChoice]:
-    return known_corpora(base)
+def corpus_choices(base: Settings, *, adding: Path | None = None) -> list[CorpusChoice]:
+    """The corpora the sidebar offers: the known ones, then the folders added on the Corpus page (and `adding`)."""
+    return known_corpora(base, extra=[*added_corpora(base), *([adding] if adding else [])])
+
+
+def _with_model(base: Settings, model: str) -> Settings:
+    """`base` with the sidebar's model: the corpus choices name this model's collections."""
+    return base if model == base.embedding_model else base.with_(embedding_model=model)
 
 
 def current_settings(base: Settings | None = None) -> Settings:
@@ -60,14 +66,19 @@ def current_settings(base: Settings | None = None) -> Settings:
     base = base or base_settings()
     state = st.session_state
     changes = settings_changes(state)
-    model = changes.pop("embedding_model", base.embedding_model)
-    if model != base.embedding_model:
-        base = base.with_(embedding_model=model)  # the corpus choices below name this model's collections
+    base = _with_model(base, changes.pop("embedding_model", base.embedding_model))
     label = state.get(keys.CORPUS)
     choice = next((c for c in corpus_choices(base) if c.label == label), None)
     if choice is not None and not same_path(choice.path, base.corpus_dir):
         changes.update(corpus_dir=choice.path, collection=choice.collection)
     return base.with_(**changes)
+
+
+def folder_choice(settings: Settings, folder: Path) -> CorpusChoice:
+    """`folder` as the sidebar would offer it once added: its label and its own collection, derived as for the
+    other corpora (current `settings` give the model)."""
+    base = _with_model(base_settings(), settings.embedding_model)
+    return next(c for c in corpus_choices(base, adding=folder) if same_path(c.path, folder))
 
 
 # --- Weaviate ----------------------------------------------------------------------------------------------

@@ -40,7 +40,11 @@ class SettingWidget:
 
 WIDGETS = (
     SettingWidget(
-        keys.CORPUS, "corpus_dir", "Corpus", "The knowledge base to search. Each corpus has its own Weaviate collection."
+        keys.CORPUS,
+        "corpus_dir",
+        "Corpus",
+        "The knowledge base to search. Each corpus has its own Weaviate collection. To search another folder of "
+        "markdown files, use *Add a folder* on the Corpus page (off when the app is read-only), or set LOOKUP_CORPUS_DIR.",
     ),
     SettingWidget(
         keys.MODEL,

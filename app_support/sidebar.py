@@ -31,6 +31,9 @@ def settings_widgets(base: Settings) -> None:
 
 def _corpus(w: SettingWidget, base: Settings) -> None:
     labels = [c.label for c in resources.corpus_choices(base)]
+    switch = st.session_state.pop(keys.CORPUS_SWITCH, None)  # a folder just added on the Corpus page
+    if switch in labels:
+        st.session_state[w.key] = switch
     st.selectbox(w.label, labels, index=0, key=w.key, bind="query-params", help=w.help)
 
 

@@ -1,4 +1,4 @@
-"""Corpus: every entry with its frontmatter, domain, L0 index terms, chunk count and index state; ingest."""
+"""Corpus: every entry with its frontmatter, domain, L0 index terms, chunk count and index state; ingest; add a folder."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 import pandas as pd
 import streamlit as st
 
-from app_support import corpus_view, ingest, render, resources, sidebar
+from app_support import add_folder, corpus_view, ingest, render, resources, sidebar
 from app_support.render import md
 
 
@@ -59,6 +59,7 @@ def main() -> None:
     statuses = corpus_view.statuses_for(ctx, reading)
     summary(ctx, statuses, known=reading.state is not None)
     corpus_view.index_section(ctx, statuses, reading)
+    add_folder.section(ctx)
     st.subheader("Entries")
     ids = corpus_view.entry_table(statuses, ctx.corpus.domains)
     if ids:

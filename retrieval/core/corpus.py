@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -75,6 +76,11 @@ class Corpus:
     @property
     def domains(self) -> list[str]:
         return sorted({e.domain for e in self.entries})
+
+    @property
+    def without_frontmatter(self) -> list[Entry]:
+        """The entries whose file has no frontmatter fields: title from the first heading, domain from the folder."""
+        return [e for e in self.entries if not e.metadata]
 
 
 def _string_list(value: Any, path: str, name: str) -> tuple[str, ...]:
@@ -228,3 +234,26 @@ def load_corpus(root: Path | str) -> Corpus:
         seen[key] = str(path)
         entries.append(entry)
     return Corpus(root=str(root), entries=tuple(entries), problems=tuple(problems))
+
+
+def open_folder(path: Path | str) -> Corpus:
+    """A folder someone names as a new corpus, loaded. CorpusError naming the path when it is missing, not a
+    folder, unreadable or holds no markdown file; files that fail to load are the corpus's problems."""
+    text = str(path).strip()
+    if not text:
+        raise CorpusError("(no path)", "type the path of a folder of markdown files")
+    root = Path(os.path.expanduser(text)).resolve()
+    if not root.exists():
+        raise CorpusError(str(root), "no such folder")
+    if not root.is_dir():
+        raise CorpusError(str(root), "is a file, not a folder")
+    try:
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise PermissionError(13, "permission denied")
+        next(root.iterdir(), None)
+    except OSError as exc:
+        raise CorpusError(str(root), f"the folder cannot be read: {exc.strerror or exc}") from exc
+    corpus = load_corpus(root)
+    if not corpus.entries and not corpus.problems:
+        raise CorpusError(str(root), "holds no markdown (*.md) files, in it or in its subfolders")
+    return corpus

@@ -3,6 +3,8 @@ corpus is indexed in."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +15,7 @@ from retrieval.evals.sets import corpus_fit, load_eval_set
 
 SHARED_DIR = REPO_ROOT.parent / "shared"
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
+ADDED_CORPORA = "added-corpora.json"  # in the data folder: the folders added in the app, in the order they were added
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,27 @@ def known_corpora(settings: Settings, *, shared_dir: Path = SHARED_DIR, extra: I
     for extra_path in extra:
         add(Path(extra_path))
     return out
+
+
+def added_corpora(settings: Settings) -> list[Path]:
+    """The corpus folders added in the app (remember_corpus), oldest first; [] when none or the file is unreadable."""
+    try:
+        listed = json.loads((Path(settings.data_dir) / ADDED_CORPORA).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [Path(p) for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
+
+
+def remember_corpus(settings: Settings, folder: Path | str) -> None:
+    """Add `folder` to the corpora the app offers (known_corpora's `extra`), once; written whole, then renamed."""
+    added = added_corpora(settings)
+    if any(same_path(p, folder) for p in added):
+        return
+    target = Path(settings.data_dir) / ADDED_CORPORA
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".json.partial")
+    partial.write_text(json.dumps([str(p) for p in added] + [str(Path(folder).resolve())], indent=1), encoding="utf-8")
+    os.replace(partial, target)
 
 
 def eval_set_files(*, repo_root: Path = REPO_ROOT, shared_dir: Path = SHARED_DIR) -> list[EvalSetFile]:

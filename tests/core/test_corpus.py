@@ -1,6 +1,8 @@
+import re
+
 import pytest
 
-from retrieval.core.corpus import corpus_signature, load_corpus, parse_entry
+from retrieval.core.corpus import corpus_signature, load_corpus, open_folder, parse_entry
 from retrieval.errors import CorpusError
 
 from ..conftest import RUNBOOKS, SAMPLE_CORPUS, needs_shared
@@ -137,3 +139,28 @@ def test_an_entry_without_a_frontmatter_title_takes_its_first_level_one_heading(
         "titled": "The frontmatter title",  # frontmatter wins
         "fields-no-title": "Tax rate lookups",
     }, titles
+
+
+def test_open_folder_names_the_path_of_a_folder_that_cannot_be_a_corpus(tmp_path):
+    write(tmp_path / "docs", "notes.txt", "not markdown")
+    file = write(tmp_path, "file.md", "# A file\n")
+    for path, reason in [
+        (tmp_path / "missing", "no such folder"),
+        (file, "is a file, not a folder"),
+        (tmp_path / "docs", "holds no markdown (*.md) files"),
+        ("  ", "type the path of a folder"),
+    ]:
+        with pytest.raises(CorpusError, match=re.escape(reason)) as caught:
+            open_folder(path)
+        assert str(path).strip() in str(caught.value), caught.value
+
+
+def test_open_folder_loads_the_entries_and_reports_the_files_that_fail(tmp_path):
+    write(tmp_path, "billing/rounding.md", "# Currency rounding errors\nText.")
+    write(tmp_path, "billing/titled.md", "---\ntitle: Titled\n---\nText.")
+    write(tmp_path, "bad.md", "---\ntitle: {a: 1}\n---\nText.")
+    corpus = open_folder(f"  {tmp_path}  ")
+    assert [e.entry_id for e in corpus.without_frontmatter] == ["billing/rounding"]
+    assert corpus.domains == ["billing"]
+    (problem,) = corpus.problems
+    assert "bad.md (field 'title')" in problem.reason

@@ -11,9 +11,11 @@ from retrieval.evals.catalog import (
     SAMPLE_CORPUS,
     CorpusChoice,
     EvalSetFile,
+    added_corpora,
     eval_set_files,
     known_corpora,
     preferred_eval_set,
+    remember_corpus,
     same_path,
 )
 
@@ -222,3 +224,21 @@ def test_each_embedding_model_has_its_own_collection(base_settings, tmp_path):
         "all-MiniLM-L6-v2": "Kb_runbooks_minilm",
         "e5-small-v2": "Kb_runbooks_e5_small",
     }
+
+
+def test_folders_added_in_the_app_are_remembered_once_in_order_and_offered_in_their_own_collection(base_settings, tmp_path):
+    settings = base_settings.with_(data_dir=tmp_path / "data")
+    assert added_corpora(settings) == []  # no file yet
+    notes, runbooks = tmp_path / "a" / "notes", tmp_path / "b" / "runbooks"
+    for folder in (notes, runbooks):
+        write(folder / "x.md", "# X\n")
+    remember_corpus(settings, notes)
+    remember_corpus(settings, runbooks)
+    remember_corpus(settings, tmp_path / "a" / ".." / "a" / "notes")  # the same folder: once
+    assert added_corpora(settings) == [notes.resolve(), runbooks.resolve()]
+    choices = known_corpora(settings, shared_dir=tmp_path / "no-shared", extra=added_corpora(settings))
+    by_label = {c.label: c for c in choices}
+    assert by_label["notes"].collection == collection_for(notes, settings.embedding_model)
+    assert len({c.collection for c in choices}) == len(choices)  # each its own collection
+    (tmp_path / "data" / "added-corpora.json").write_text("{not json", encoding="utf-8")
+    assert added_corpora(settings) == []  # an unreadable file offers nothing, and breaks nothing
