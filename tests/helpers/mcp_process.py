@@ -145,17 +145,22 @@ class ServedProcess:
             for reader in self._readers:
                 reader.join(timeout=5)
 
-    def close_like_the_typescript_sdk(self) -> str:
-        """Close stdin, 2 s, SIGTERM, 2 s, SIGKILL (to the server's pid). Returns the step that ended it."""
+    def close_like_the_typescript_sdk(self, grace_s: float = 2.0) -> str:
+        """Close stdin, wait grace_s (the SDK's 2 s), SIGTERM, 2 s, SIGKILL (to the server's pid). Returns the step
+        that ended it; `closed_after_s` keeps how long the server took to leave after stdin closed."""
         self.proc.stdin.close()
-        for step, then in (("stdin closed", signal.SIGTERM), ("SIGTERM", signal.SIGKILL)):
-            try:
-                self.proc.wait(timeout=2.0)
-                return step
-            except subprocess.TimeoutExpired:
-                self.proc.send_signal(then)
-        self.proc.wait(timeout=30)
-        return "SIGKILL"
+        t0 = time.monotonic()
+        try:
+            for step, then, wait_s in (("stdin closed", signal.SIGTERM, grace_s), ("SIGTERM", signal.SIGKILL, 2.0)):
+                try:
+                    self.proc.wait(timeout=wait_s)
+                    return step
+                except subprocess.TimeoutExpired:
+                    self.proc.send_signal(then)
+            self.proc.wait(timeout=30)
+            return "SIGKILL"
+        finally:
+            self.closed_after_s = time.monotonic() - t0
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -23,6 +23,9 @@ from tests.helpers.mcp_process import ServedProcess, serve_env, stdio_client
 
 AGENT = "lifecycle-agent"
 GONE_WITHIN_S = 30.0  # a signalled Weaviate finishes its shutdown alone: generous, the machine is shared
+# The tests that the server leaves on its own once stdin closes wait this long before SIGTERM: the SDK's 2 s is a
+# speed figure (printed), and a busy machine stretches the flush and Weaviate's stop past it.
+STDIN_GRACE_S = 30.0
 
 
 def weaviate_pids(binary_name: str, port: int) -> list[tuple[int, int]]:
@@ -86,8 +89,9 @@ def test_initialize_and_tools_list_are_answered_while_loading_and_an_early_call_
         assert len(later["result"]["structuredContent"]["results"]) == 2  # top_k 2.0 is JSON Schema's integer 2
         print(f"initialize answered {initialized:.2f} s after spawn (load average {os.getloadavg()[0]:.1f})")
         assert initialized < 60  # generous: the figure is the bench's (bench --server: initialize_ms)
-        step = server.close_like_the_typescript_sdk()
-        assert step == "stdin closed", f"idle, the server outlived its closed stdin by 2 s:\n{server.stderr}"
+        step = server.close_like_the_typescript_sdk(grace_s=STDIN_GRACE_S)
+        print(f"left {server.closed_after_s:.2f} s after stdin closed (load average {os.getloadavg()[0]:.1f})")
+        assert step == "stdin closed", f"idle, the server outlived its closed stdin by {STDIN_GRACE_S} s:\n{server.stderr}"
     finally:
         server.kill()
     assert "stopped" in server.stderr
@@ -169,7 +173,7 @@ def test_a_later_start_stops_and_replaces_an_orphan_of_ours(own, tmp_path):
             assert now[1] == server.proc.pid, "the new Weaviate is not the server's own"
             _, answer = server.call(1, "lookup_knowledge", {"query": "disk is full"})
             assert not answer["result"].get("isError"), answer
-            assert server.close_like_the_typescript_sdk() == "stdin closed"
+            assert server.close_like_the_typescript_sdk(grace_s=STDIN_GRACE_S) == "stdin closed", server.stderr
         finally:
             server.kill()
         assert wait_until(lambda: not weaviate_pids(binary, own.embedded_port), GONE_WITHIN_S)
