@@ -261,7 +261,7 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
     more. Heatmap cells and the line read each point's difference from the best point (the best cell says 'best'),
     on a range of at least SWEEP_MIN_SPAN, so a gap of a few thousandths does not look like a chasm."""
     best, label = float(frame[metric].max()), metric_label(metric)
-    title = f"{label} per point (in-sample), against the best ({best:.3f})"
+    title = f"{label} per point (in-sample),<br>against the best ({best:.3f})"  # two lines: one ran out of a phone
     if len(names) == 2:
         table = frame.pivot_table(index=names[1], columns=names[0], values=metric, aggfunc="first")
         diff = table.to_numpy(dtype=float) - best
@@ -313,7 +313,7 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
             )
         )
         fig.update_layout(title=title)
-    fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
+    fig.update_layout(height=440, margin=dict(l=40, r=10, t=70, b=40))
     return fig
 
 
