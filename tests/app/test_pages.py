@@ -169,6 +169,9 @@ def test_lookup_shows_what_the_filter_kept_out_and_links_to_the_comparison(app_e
     assert kept_out["unfiltered rank"].is_monotonic_increasing and kept_out["unfiltered rank"].max() <= 10
     (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
     assert dict(parse_qsl(link.proto.query_string)) == {"cq": "Pod keeps restarting", "k": "10", "ck": "fusion"}
+    compared = open_app("Filter comparison", **dict(parse_qsl(link.proto.query_string)))  # opens in the lookup's mode
+    assert compared.get("button_group")[0].value == "fusion"
+    assert any(t.startswith("**fusion**: the lookup's L1 ranking") for t in texts(compared.caption))
     # no filter, no such block
     other = open_app(q="something unrelated happened somewhere")
     assert not any("Kept out by the filter" in t for t in texts(other.markdown))
@@ -595,7 +598,7 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
     (link,) = at.get("page_link")
     lookup_hash = next(h for h, info in at._registered_pages.items() if info["script_path"].endswith("lookup.py"))
     assert "Hurt1" in link.proto.label and link.proto.page_script_hash == lookup_hash
-    assert dict(parse_qsl(link.proto.query_string)) == {"q": query, "k": "4"}
+    assert dict(parse_qsl(link.proto.query_string)) == {"q": query, "k": "4", "mode": "near_vector"}  # as compared
     # Evaluate counts the same case as hurt, by the same definition (and the JSON says so)
     ev = open_app("Evaluate", es="tmp/hurt.yaml", k="4")
     ev.multiselect(key="eval_configs-True").set_value(["l1_unfiltered", "l1_filtered"]).run()
