@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from ..conftest import needs_shared
-from ..helpers.browser import alert, assert_no_exception, open_connected, shot, start_app, type_query
+from ..helpers.browser import alert, assert_no_exception, open_connected, open_page, rerun, shot, start_app, type_query
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -78,3 +78,26 @@ def test_lookup_reads_right_on_a_desktop_and_a_phone(page, runbooks_app, width, 
     href = compare_link(page).get_attribute("href") or ""
     assert "ck=fusion" in href and "cq=Prometheus" in href, href
     shot(page, f"runbooks-lookup-answerable-{width}")
+
+
+def test_a_recorded_unanswerable_call_reads_as_no_supported_answer_on_invocations(page, runbooks_app):
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_connected(page, runbooks_app)
+    type_query(page, SOURDOUGH)  # Enter: recorded
+    open_page(page, runbooks_app, "invocations")
+    text = page.get_by_label("Text in the query")
+    text.fill("sourdough")
+    rerun(page, lambda: text.press("Enter"))
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    expect(grid.locator('[role="row"]').nth(1)).to_be_attached()
+    box = grid.bounding_box()
+    assert box is not None
+    rerun(page, lambda: page.mouse.click(box["x"] + 18, box["y"] + 35 + 17))
+    verdict = alert(page, "semantic support: no").first
+    expect(verdict).to_be_visible()
+    nearest = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="No supported answer in the knowledge base:")
+    expect(nearest).to_be_visible()
+    v, n = verdict.bounding_box(), nearest.bounding_box()
+    assert v and n and v["y"] < n["y"], (v, n)  # the verdict, then what the entries below are
+    assert_no_exception(page, "invocations")
