@@ -25,6 +25,8 @@ def show_call(ctx: resources.AppContext, store: InvocationStore, picked: pd.Seri
             f"{'yes' if relevance.get('semantic_support') else 'no'}). {md(relevance.get('reason', ''))}"
         )
     found = result.get("results") or []
+    if found and relevance and not relevance.get("semantic_support"):
+        st.markdown("**No supported answer in the knowledge base**: the entries below are the nearest, not answers.")
     if found:
         st.dataframe(
             pd.DataFrame(

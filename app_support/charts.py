@@ -9,6 +9,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
+from retrieval.evals.metric_names import metric_label
+
 STAGE_LABELS = {"l0": "L0 match", "embed": "embedding", "l1": "L1 search", "fuse": "fuse + assess", "record": "recording"}
 STAGE_COLORS = {"l0": "#f58518", "embed": "#72b7b2", "l1": "#4c78a8", "fuse": "#b279a2", "record": "#9d755d"}
 VERDICT_COLORS = {"helped": "#54a24b", "hurt": "#e45756", "no change": "#9d9d9d", "not applied": "#d0d0d0"}
@@ -258,8 +260,8 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
     """A sweep's points on `metric`: a heatmap over two swept settings, a line over one, parallel coordinates over
     more. Heatmap cells and the line read each point's difference from the best point (the best cell says 'best'),
     on a range of at least SWEEP_MIN_SPAN, so a gap of a few thousandths does not look like a chasm."""
-    best = float(frame[metric].max())
-    title = f"{metric} per point (in-sample), against the best ({best:.3f})"
+    best, label = float(frame[metric].max()), metric_label(metric)
+    title = f"{label} per point (in-sample),<br>against the best ({best:.3f})"  # two lines: one ran out of a phone
     if len(names) == 2:
         table = frame.pivot_table(index=names[1], columns=names[0], values=metric, aggfunc="first")
         diff = table.to_numpy(dtype=float) - best
@@ -276,19 +278,19 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
                 text=text,
                 texttemplate="%{text}",
                 customdata=table.to_numpy(dtype=float).tolist(),
-                hovertemplate=f"{names[0]}=%{{x}}<br>{names[1]}=%{{y}}<br>{metric} %{{customdata:.3f}} (%{{text}})"
-                "<extra></extra>",
-                colorbar=dict(title=f"{metric} − best"),
+                hovertemplate=f"{names[0]}=%{{x}}<br>{names[1]}=%{{y}}<br>{label} %{{customdata:.3f}} (%{{text}})<extra></extra>",
+                colorbar=dict(title=f"{label} − best"),
             )
         )
+        # category axes: one tick per swept value, and the axes end with the grid (a linear axis ran past it)
         fig.update_layout(title=title, xaxis_title=names[0], yaxis_title=names[1])
+        fig.update_xaxes(type="category")
+        fig.update_yaxes(type="category")
     elif len(names) == 1:
         gaps = [float(v) - best for v in frame[metric]]
         low, _ = difference_scale(gaps)
-        fig = go.Figure(go.Scatter(x=[str(v) for v in frame[names[0]]], y=gaps, mode="lines+markers", name=metric))
-        fig.update_layout(
-            title=title, xaxis_title=names[0], yaxis_title=f"{metric} − best", yaxis_range=[low * 1.05, -low * 0.05]
-        )
+        fig = go.Figure(go.Scatter(x=[str(v) for v in frame[names[0]]], y=gaps, mode="lines+markers", name=label))
+        fig.update_layout(title=title, xaxis_title=names[0], yaxis_title=f"{label} − best", yaxis_range=[low * 1.05, -low * 0.05])
     else:
         dims = []
         for name in names:
@@ -303,7 +305,7 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
                 )
             )
         low, _ = difference_scale((frame[metric].astype(float) - best).tolist())
-        dims.append(dict(label=metric, values=[float(v) for v in frame[metric]], range=[best + low, best]))
+        dims.append(dict(label=label, values=[float(v) for v in frame[metric]], range=[best + low, best]))
         fig = go.Figure(
             go.Parcoords(
                 line=dict(color=frame[metric], colorscale="Blues", cmin=best + low, cmax=best, showscale=True),
@@ -311,7 +313,7 @@ def sweep_figure(frame: pd.DataFrame, names: Sequence[str], metric: str) -> go.F
             )
         )
         fig.update_layout(title=title)
-    fig.update_layout(height=420, margin=dict(l=40, r=10, t=50, b=40))
+    fig.update_layout(height=440, margin=dict(l=40, r=10, t=70, b=40))
     return fig
 
 

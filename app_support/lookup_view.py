@@ -11,13 +11,13 @@ from retrieval.core.candidates import Candidate
 from retrieval.core.hints import L0Hints
 from retrieval.core.lookup import LookupResult
 from retrieval.core.ranking import explain
-from retrieval.core.relevance import fit_words, percent
+from retrieval.core.relevance import Relevance, fit_words, percent
 from retrieval.core.runner import weights_of
 from retrieval.errors import LookupLabError
 from retrieval.evals.comparison import excluded_by_filter
 from retrieval.types.modes import L1Status
 
-from . import charts, keys, render, resources, urls
+from . import charts, render, resources, urls
 from .render import md
 
 ESTIMATE_HELP = (
@@ -27,21 +27,36 @@ ESTIMATE_HELP = (
 )
 
 
+def verdict(rel: Relevance) -> None:
+    """The claim on the top result, coloured by its level."""
+    show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
+    show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
+
+
+def headline(result: LookupResult) -> None:
+    """A supported top result as the heading, then the verdict; with nothing supported the verdict first and the top
+    result as the nearest entry, never as the answer."""
+    rel = result.relevance
+    if not result.results:
+        st.markdown("### No result\nNeither L0 nor L1 found anything for this query.")
+        verdict(rel)
+        return
+    top = result.results[0]
+    where = f"{render.code(top.entry_id)} · domain {md(top.domain)} · from {md(str(top.source))}"
+    if rel.semantic_support:
+        st.markdown(f"### {md(top.title)}\n{where}")
+        verdict(rel)
+        return
+    st.markdown("### No supported answer in the knowledge base")
+    verdict(rel)
+    st.markdown(f"The nearest entry: **{md(top.title)}** · {where}")
+
+
 def answer(result: LookupResult, settings: Settings) -> None:
     """The verdict first: the top result (or "no supported answer" and the nearest entry), the claim, the tiles, why
     each result is where it is."""
     rel = result.relevance
-    if result.results:
-        top = result.results[0]
-        where = f"`{md(top.entry_id)}` · domain {md(top.domain)} · from {md(str(top.source))}"
-        if rel.semantic_support:
-            st.markdown(f"### {md(top.title)}\n{where}")
-        else:
-            st.markdown(f"### No supported answer in the knowledge base\nThe nearest entry: **{md(top.title)}** · {where}")
-    else:
-        st.markdown("### No result\nNeither L0 nor L1 found anything for this query.")
-    show = {"high": st.success, "medium": st.info}.get(rel.level, st.warning)
-    show(f"**Relevance: {md(rel.level)}** (semantic support: {'yes' if rel.semantic_support else 'no'}). {md(rel.reason)}")
+    headline(result)
     named = bool(result.results) and result.results[0].named
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Layer", str(result.layer))
@@ -92,16 +107,18 @@ def results(result: LookupResult, settings: Settings) -> None:
     if not result.results:
         st.caption("No results: neither L0 nor L1 found anything.")
         return
-    rows = [
+    if not result.relevance.semantic_support:
+        st.caption("None of these has semantic support: they are the nearest entries, not answers.")
+    rows = [  # the figures first: on a phone the table scrolls sideways, and the ids and titles are long
         {
             "rank": i,
+            "score": f"{r.score:.4f}",
+            "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
             "entry_id": md(r.entry_id),
             "title": md(r.title),
             "domain": md(r.domain),
             "source": str(r.source),
-            "score": f"{r.score:.4f}",
             "L0 score": "" if r.l0_score is None else f"{r.l0_score:.3f}",
-            "similarity": "" if r.l1_score is None else f"{r.l1_score:.4f}",
         }
         for i, r in enumerate(result.results, 1)
     ]
@@ -120,9 +137,27 @@ def results(result: LookupResult, settings: Settings) -> None:
 
 
 def kept_out(ctx: resources.AppContext, result: LookupResult, settings: Settings) -> None:
-    """What the L0 filter kept out: the best unfiltered hits from other domains, and a link to the comparison."""
-    if not result.l1.category or result.l1.status is not L1Status.OK:
+    """What the L0 filter kept out (for a filtered lookup), and for every lookup L1 answered a link to the comparison
+    of filtered and unfiltered L1 in the lookup's own mode."""
+    if result.l1.status is not L1Status.OK:
         return
+    if result.l1.category:
+        filtered_out(ctx, result, settings)
+    else:
+        st.caption(
+            f"No filter on this lookup ({md(result.routing)}): the comparison shows what L1 finds with and without "
+            "the filter L0 would derive, here the same unfiltered search on both sides."
+        )
+    st.page_link(
+        "pages/filter_comparison.py",
+        label=f"Compare filtered and unfiltered L1 for this query ({settings.search_mode})",
+        icon=":material/compare_arrows:",
+        query_params=urls.compare_params(result.query, settings, resources.base_settings()),
+    )
+
+
+def filtered_out(ctx: resources.AppContext, result: LookupResult, settings: Settings) -> None:
+    """The best unfiltered hits from other domains, which the filter kept out of these results."""
     found: list[tuple[int, Candidate]]
     try:
         found = excluded_by_filter(
@@ -135,26 +170,20 @@ def kept_out(ctx: resources.AppContext, result: LookupResult, settings: Settings
         f"**Kept out by the filter** (category = {md(result.l1.category)}): the best of the unfiltered "
         f"top {settings.top_k} from other domains, which these results do not include"
     )
-    if found:
-        rows = [
-            {
-                "unfiltered rank": rank,
-                "entry_id": c.entry_id,
-                "title": c.title,
-                "domain": c.domain,
-                "similarity": None if c.similarity is None else round(c.similarity, 4),
-            }
-            for rank, c in found
-        ]
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
-    else:
+    if not found:
         st.caption(f"none: the unfiltered top {settings.top_k} are all in {md(result.l1.category)}")
-    st.page_link(
-        "pages/filter_comparison.py",
-        label="Compare filtered and unfiltered L1 for this query",
-        icon=":material/compare_arrows:",
-        query_params={**urls.setting_params(settings, resources.base_settings()), keys.COMPARE_QUERY: result.query},
-    )
+        return
+    rows = [
+        {
+            "unfiltered rank": rank,
+            "entry_id": c.entry_id,
+            "title": c.title,
+            "domain": c.domain,
+            "similarity": None if c.similarity is None else round(c.similarity, 4),
+        }
+        for rank, c in found
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def hint_panels(hints: L0Hints) -> None:

@@ -26,6 +26,15 @@ def md(text: Any) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", "  \n")
 
 
+def code(text: Any) -> str:
+    """Text as an inline code span: shown exactly as written (backslash escapes are literal inside one), fenced
+    with more backticks than it holds."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def match_keys(keys: Iterable[str]) -> set[str]:
     """The tokens of L0 match keys (`TermMatch.key`, already normalised: split, not normalised again)."""
     return {word for key in keys for word in key.split()}

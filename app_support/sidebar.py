@@ -137,7 +137,8 @@ def status(ctx: resources.AppContext) -> None:
             st.caption(f"Invocation store: not available ({md(ctx.recorder_error)}); lookups are not recorded")
         else:
             try:
-                rows = f"{ctx.recorder.count():,} rows"
+                count = ctx.recorder.count()
+                rows = f"{count:,} row{'' if count == 1 else 's'}"
             except Exception as exc:
                 rows = f"cannot be read now ({type(exc).__name__}); try again in a moment"
             st.caption(f"Invocation store: **{md(ctx.recorder.db_path)}**, {md(rows)}")

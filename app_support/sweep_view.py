@@ -31,10 +31,10 @@ def estimate_text(result: SweepResult) -> str:
     """The best point's held-out estimate: folds (mean ± sd) or sets (mean, and the worst set)."""
     best = result.best
     if best.cv is not None:
-        return f"held-out folds **{best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}** mrr@10 ({best.cv.repeats}×{best.cv.folds} folds)"
+        return f"held-out folds **{best.cv.cv_mean:.3f} ± {best.cv.cv_sd:.3f}** MRR@10 ({best.cv.repeats}×{best.cv.folds} folds)"
     by_set = result.validation.by_set
     worst = by_set.worst if by_set else None
-    return f"held-out sets **{best.held_out_mean:.3f}** mrr@10" + (
+    return f"held-out sets **{best.held_out_mean:.3f}** MRR@10" + (
         f" (worst {md(worst.set_name)} {worst.held_out['mrr@10']:.3f})" if worst else ""
     )
 
@@ -87,7 +87,7 @@ def save_section(ctx: resources.AppContext, result: SweepResult, unanswerable: i
         st.warning(f"{md(name)} is set in the environment and wins over the file.", icon=":material/warning:")
     doubts = save_doubts(test, unanswerable)
     st.markdown(
-        f"**Before you save**: best − current {test['delta']:+.3f} mrr@10, p = {p_text(test)} "
+        f"**Before you save**: best − current {test['delta']:+.3f} MRR@10, p = {p_text(test)} "
         f"({verdict_text(test).strip('*.')}); held-out {best.held_out_mean:.3f}. Right and supported "
         f"{render.rate(best.point.metrics.get('correct_supported_rate'))} (now "
         f"{render.rate(now.metrics.get('correct_supported_rate'))}); unanswerable left unsupported "

@@ -24,6 +24,12 @@ def lookup_params(query: str, settings: Settings, base: Settings) -> dict[str, s
     return {**setting_params(settings, base), keys.QUERY: query}
 
 
+def compare_params(query: str, settings: Settings, base: Settings) -> dict[str, str]:
+    """Query parameters that open Filter comparison on `query` with these settings, comparing the L1 query the
+    lookup ran (its search mode: fusion, near_vector or hybrid)."""
+    return {**setting_params(settings, base), keys.COMPARE_QUERY: query, keys.COMPARE_KIND: str(settings.search_mode)}
+
+
 def entry_params(entry_id: str, settings: Settings, base: Settings) -> dict[str, str]:
     """Query parameters that open the Corpus page on one entry, in the corpus these settings load."""
     return {**setting_params(settings, base), keys.CORPUS_ENTRY: entry_id}

@@ -12,6 +12,7 @@ from app_support.render import md
 from retrieval.evals.comparison import COMPARED_QUERIES, compare_filter, compare_filter_on_set, query_meaning
 from retrieval.evals.routing_metrics import HURT_MEANING, VERDICTS
 from retrieval.evals.sets import EvalCase, EvalSet
+from retrieval.types.modes import LookupMode
 
 ctx = resources.page_context()
 settings = ctx.settings
@@ -168,13 +169,15 @@ def show_set_comparison(frame: pd.DataFrame) -> None:
     )
     hurt = frame[frame["verdict"] == "hurt"]
     st.markdown(f"**Cases the filter hurt** ({len(hurt)}): {md(HURT_MEANING)}. Open one in Lookup:")
+    # Lookup in the mode compared here (BM25 alone is no lookup mode: the sidebar's then)
+    shown = settings.with_(search_mode=kind) if kind in {str(m) for m in LookupMode} else settings
     for row in hurt.itertuples():
         st.page_link(
             "pages/lookup.py",
             label=f"{md(row.case_id)}: {md(row.query)}  (RR {row.rr_unfiltered:.2f} → "
             f"{row.rr_filtered:.2f}, filter {md(row.category)})",
             icon=":material/open_in_new:",
-            query_params=urls.lookup_params(str(row.query), settings, resources.base_settings()),
+            query_params=urls.lookup_params(str(row.query), shown, resources.base_settings()),
         )
     if hurt.empty:
         st.caption("none")

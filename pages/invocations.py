@@ -149,7 +149,7 @@ def dashboard_charts(dash) -> None:
             c2.dataframe(dash.stage_latency, hide_index=True, width="stretch")
     c3, c4, c5 = st.columns(3)
     c3.plotly_chart(charts.fallback_rate(dash.fallback_over_time, dash.bucket), width="stretch")
-    c4.plotly_chart(charts.top_counts(dash.top_domains, "domain", "Top domains"), width="stretch")
+    domains_chart(c4, dash)
     hidden = dash.hidden_keywords
     single = bool(hidden) and c5.toggle(
         "Single title words too",
@@ -162,6 +162,17 @@ def dashboard_charts(dash) -> None:
         c5.caption("No L0 keywords matched in these rows." if dash.top_keywords.empty else "Only single title words matched.")
     else:
         c5.plotly_chart(charts.top_counts(top_keywords, "keyword", "Top L0 keywords", color="field"), width="stretch")
+
+
+def domains_chart(col, dash) -> None:
+    """The domains the calls were routed to; the calls routed to none counted beside the chart, not in it."""
+    if dash.top_domains.empty:
+        col.caption("No call in these rows was routed to a domain.")
+    else:
+        col.plotly_chart(charts.top_counts(dash.top_domains, "domain", "Top domains"), width="stretch")
+    if dash.unrouted:
+        calls = f"{dash.unrouted:,} call{'' if dash.unrouted == 1 else 's'}"
+        col.caption(f"Not charted: {calls} routed to no domain (L0 named none, or several), so L1 searched unfiltered.")
 
 
 CALL_COLUMNS = {

@@ -10,9 +10,10 @@ import streamlit as st
 from app_support import charts, eval_ui, jobs, render, resources, sweep_view
 from app_support.render import md
 from retrieval.errors import LookupLabError
+from retrieval.evals.metric_names import labelled, metric_label
 from retrieval.evals.sets import EvalSet, load_eval_set
 from retrieval.evals.tuning import Grid, parse_grid
-from retrieval.lab.sweep import SweepResult, check_folds, cv_for, fitting_eval_sets, keys_for, sweep_sets
+from retrieval.lab.sweep import METRIC_NAMES, SweepResult, check_folds, cv_for, fitting_eval_sets, keys_for, sweep_sets
 from retrieval.lab.sweep_report import PROMISE_NOTE, held_out_caption, held_out_rows, settings_text
 
 SETS, GRID, FOLDS, REPEATS, RESULT, SAVED = "sweep_sets", "sweep_grid", "sweep_folds", "sweep_repeats", "_sweep", "_sweep_saved"
@@ -129,7 +130,7 @@ def best_section(result: SweepResult, before: str, saved: tuple[str, object] | N
     st.markdown(
         f"**Best** `{settings_text(best.point.settings)}`: {sweep_view.estimate_text(result)}, in-sample "
         f"{best.point.metrics[METRIC]:.3f}.  \n"
-        f"**{before}** `{settings_text(now.settings)}`: mrr@10 {now.metrics[METRIC]:.3f}. Best − current "
+        f"**{before}** `{settings_text(now.settings)}`: {metric_label(METRIC)} {now.metrics[METRIC]:.3f}. Best − current "
         f"{test['delta']:+.3f}, p = {sweep_view.p_text(test)} (paired t-test over {test['cases']} cases): "
         f"{sweep_view.verdict_text(test)}"
     )
@@ -146,7 +147,7 @@ def best_section(result: SweepResult, before: str, saved: tuple[str, object] | N
             continue
         data = block.to_dict(shown_points)
         st.markdown(f"**{block.label.capitalize()}**: {held_out_caption(data)}.")
-        st.dataframe(pd.DataFrame(held_out_rows(data)), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame(held_out_rows(data)).rename(columns=metric_label), hide_index=True, width="stretch")
         losers = [r.set_name for r in block.rows if r.loses]
         if losers:
             st.warning(
@@ -161,9 +162,9 @@ def best_section(result: SweepResult, before: str, saved: tuple[str, object] | N
             f"The row *{before.lower()}* shows the settings the sweep measured against; sweep again to compare from here.",
             icon=":material/update:",
         )
-    shown = ["mrr@10", "hit@1", "recall@5", "correct_supported_rate", "unanswerable_unsupported_rate"]
     rows = [{"": "best", **best.point.metrics}, {"": before.lower(), **now.metrics}]
-    st.table(sweep_view.points_display(pd.DataFrame(rows, columns=["", *shown])).set_index(""))
+    table = sweep_view.points_display(pd.DataFrame(rows, columns=["", *METRIC_NAMES])).set_index("")
+    st.table(table.rename(columns=metric_label))
 
 
 def points_section(result: SweepResult) -> None:
@@ -172,7 +173,8 @@ def points_section(result: SweepResult) -> None:
     frame = pd.DataFrame(result.rows())
     st.plotly_chart(charts.sweep_figure(frame, names, METRIC), width="stretch")
     with st.expander(f"All {len(result.points)} points; chosen per training split"):
-        st.dataframe(sweep_view.points_display(frame.sort_values(METRIC, ascending=False), tuple(names)), hide_index=True)
+        points = sweep_view.points_display(frame.sort_values(METRIC, ascending=False), tuple(names))
+        st.dataframe(points.rename(columns=labelled(list(points.columns))), hide_index=True)
         chosen = [{"settings": settings_text(s), "times": n} for s, n in result.best.chosen]
         st.dataframe(pd.DataFrame(chosen), hide_index=True)
 

@@ -84,7 +84,7 @@ QUERY_NAMES = (
     ("ORDER BY created_at DESC", "rows"),
     ("AS bucket, layer", "calls and fallbacks over time"),
     ("UNPIVOT", "stage_samples"),
-    ("coalesce(domain", "top_domains"),
+    ("nullif(domain", "top_domains"),
     ("invocation_keyword", "top_keywords"),
     ("CAST(retrieval_details AS VARCHAR) FROM", "details of one call"),
     ("CAST(result AS VARCHAR) FROM", "result of one call"),

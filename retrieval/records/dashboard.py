@@ -19,7 +19,7 @@ from retrieval.core.text import STOPWORDS, tokens
 from retrieval.errors import StoreError
 from retrieval.records.db_budget import duckdb_frames
 from retrieval.records.invocations import COLUMNS, STAGES, InvocationStore
-from retrieval.records.rollup import histogram_figures, top_keywords_sql
+from retrieval.records.rollup import histogram_figures, term_sql, top_keywords_sql
 from retrieval.records.schema import KEYWORDS_COLUMN
 
 # Over every row of a bigger store, the page reads the rollups (retrieval.records.rollup): counts stay exact, the
@@ -143,6 +143,7 @@ class Dashboard:
         default_factory=lambda: pd.DataFrame(columns=["keyword", "field", "calls"])
     )
     hidden_keywords: tuple[str, ...] = ()
+    unrouted: int = 0  # calls routed to no domain (no L0 domain, or several): not in top_domains
 
 
 KEYWORD_POOL = 5  # keyword rows read per keyword shown, so that top_n telling ones remain after `telling`
@@ -328,11 +329,7 @@ def _frames(con: duckdb.DuckDBPyConnection, table: str, shape: _Shape, *, every_
     samples = _stage_samples(con, table, None if summary is None else int(total))
     fallback = per_layer.groupby("bucket", as_index=False, sort=True)[["calls", "fallbacks"]].sum()
     fallback["rate"] = fallback["fallbacks"] / fallback["calls"] if not fallback.empty else []
-    domains = con.execute(
-        f"SELECT coalesce(domain, '(none)') AS domain, count(*) AS calls FROM {table} "
-        "GROUP BY ALL ORDER BY calls DESC, domain LIMIT ?",
-        [int(shape.top_n)],
-    ).df()
+    domains, unrouted = _domains(con, table, int(shape.top_n))
     keywords = _keywords(con, table, int(shape.top_n) * KEYWORD_POOL, every_row=every_row)
     told = [telling(str(k), None if pd.isna(f) else str(f)) for k, f in zip(keywords["keyword"], keywords["field"], strict=True)]
     told_rows = keywords[told] if len(keywords) else keywords
@@ -353,7 +350,22 @@ def _frames(con: duckdb.DuckDBPyConnection, table: str, shape: _Shape, *, every_
         summary is not None,
         told_rows.head(int(shape.top_n)).reset_index(drop=True),
         hidden,
+        unrouted,
     )
+
+
+def _domains(con: duckdb.DuckDBPyConnection, table: str, top_n: int) -> tuple[pd.DataFrame, int]:
+    """The top domains the calls were routed to (domain, calls), and the calls routed to none: counted apart, so
+    that they do not crowd the domains out of a chart."""
+    found = con.execute(
+        f"SELECT routed, count(*) AS calls FROM (SELECT nullif(domain, '') AS routed FROM {table}) "
+        "GROUP BY routed ORDER BY routed IS NOT NULL, calls DESC, routed LIMIT ?",
+        [top_n + 1],
+    ).df()
+    none = found["routed"].isna()
+    unrouted = int(found.loc[none, "calls"].sum())
+    top = found.loc[~none].head(top_n).rename(columns={"routed": "domain"}).reset_index(drop=True)
+    return top, unrouted
 
 
 def _newest_rows(con: duckdb.DuckDBPyConnection, table: str, row_limit: int, *, every_row: bool) -> pd.DataFrame:
@@ -401,8 +413,9 @@ def _keywords(con: duckdb.DuckDBPyConnection, table: str, pool: int, *, every_ro
     if every_row:
         return con.execute(top_keywords_sql(), [pool]).df()
     return con.execute(
-        f"SELECT k.term AS keyword, k.field AS field, count(*) AS calls FROM (SELECT unnest({KEYWORDS_COLUMN}) AS k "
-        f"FROM {table}) WHERE k.term IS NOT NULL GROUP BY ALL ORDER BY calls DESC, keyword, field LIMIT ?",
+        f"SELECT {term_sql('k.term')} AS keyword, k.field AS field, count(*) AS calls FROM (SELECT "
+        f"unnest({KEYWORDS_COLUMN}) AS k FROM {table}) WHERE {term_sql('k.term')} <> '' GROUP BY ALL "
+        "ORDER BY calls DESC, keyword, field LIMIT ?",
         [pool],
     ).df()
 

@@ -73,21 +73,28 @@ def add_to_rollup(con: duckdb.DuckDBPyConnection, source: str) -> None:
     )
 
 
+def term_sql(column: str) -> str:
+    """A matched term as counted: spaces trimmed and runs of white space made one space, so that "pods" and "pods "
+    count as one keyword."""
+    return f"trim(regexp_replace({column}, '\\s+', ' ', 'g'))"
+
+
 def add_keyword_counts(con: duckdb.DuckDBPyConnection, source: str) -> None:
     """Add the keyword rows of `source` (term, field; each of an invocation once) to invocation_keyword_count, in the
     caller's transaction."""
     con.execute(
-        f"INSERT INTO invocation_keyword_count SELECT term, coalesce(field, ''), count(*) FROM {source} GROUP BY ALL "
-        "ON CONFLICT (term, field) DO UPDATE SET calls = calls + excluded.calls"
+        f"INSERT INTO invocation_keyword_count SELECT {term_sql('term')}, coalesce(field, ''), count(*) FROM {source} "
+        f"WHERE {term_sql('term')} <> '' GROUP BY ALL ON CONFLICT (term, field) DO UPDATE SET calls = calls + excluded.calls"
     )
 
 
 def top_keywords_sql() -> str:
     """The page's top keywords over every row, from the rollup: keyword, field, calls, with one parameter (how many),
     ordered as the scan of invocation_keyword orders them."""
-    return (
-        "SELECT term AS keyword, nullif(field, '') AS field, calls FROM invocation_keyword_count "
-        "ORDER BY calls DESC, keyword, field LIMIT ?"
+    return (  # terms counted before they were trimmed add up with their trimmed twins
+        f"SELECT {term_sql('term')} AS keyword, nullif(field, '') AS field, CAST(sum(calls) AS BIGINT) AS calls "
+        f"FROM invocation_keyword_count WHERE {term_sql('term')} <> '' GROUP BY ALL ORDER BY calls DESC, keyword, field "
+        "LIMIT ?"
     )
 
 

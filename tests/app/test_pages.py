@@ -41,6 +41,7 @@ from ..helpers.app import (  # noqa: F401
     candidates_table,
     dataframe_with,
     html_bodies,
+    in_order,
     metrics,
     open_app,
     plotly_specs,
@@ -167,7 +168,10 @@ def test_lookup_shows_what_the_filter_kept_out_and_links_to_the_comparison(app_e
     assert not set(kept_out["entry_id"]) & set(results_table(at)["entry_id"])  # not among the results
     assert kept_out["unfiltered rank"].is_monotonic_increasing and kept_out["unfiltered rank"].max() <= 10
     (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
-    assert dict(parse_qsl(link.proto.query_string)) == {"cq": "Pod keeps restarting", "k": "10"}
+    assert dict(parse_qsl(link.proto.query_string)) == {"cq": "Pod keeps restarting", "k": "10", "ck": "fusion"}
+    compared = open_app("Filter comparison", **dict(parse_qsl(link.proto.query_string)))  # opens in the lookup's mode
+    assert compared.get("button_group")[0].value == "fusion"
+    assert any(t.startswith("**fusion**: the lookup's L1 ranking") for t in texts(compared.caption))
     # no filter, no such block
     other = open_app(q="something unrelated happened somewhere")
     assert not any("Kept out by the filter" in t for t in texts(other.markdown))
@@ -203,8 +207,11 @@ def test_an_unanswerable_query_heads_with_the_verdict_and_the_nearest_entry(app_
     at.text_input(key="q").input("how do I bake sourdough bread with rye flour").run()
     assert_clean(at)
     (head,) = [t for t in texts(at.markdown) if t.startswith("### ")]
-    assert head.startswith("### No supported answer in the knowledge base\nThe nearest entry: **")
-    assert any("semantic support: no" in t for t in texts(at.warning))
+    assert head == "### No supported answer in the knowledge base"
+    shown = [texts([e])[0] for e in in_order(at.main) if e.type in ("markdown", "warning", "info", "success")]
+    first = shown.index(head)
+    assert "semantic support: no" in shown[first + 1], shown[first : first + 3]  # the verdict, then the nearest entry
+    assert shown[first + 2].startswith("The nearest entry: **"), shown[first : first + 3]
 
 
 def test_lookup_escapes_user_text(app_env):
@@ -269,7 +276,7 @@ def test_sidebar_mode_and_model_reach_the_settings_the_lookup_runs_with(monkeypa
     assert [(c["entry_id"], c["distance"]) for c in l1["candidates"]] == [(c.entry_id, round(c.distance, 5)) for c in direct]
     # and a link made from these settings carries them
     (link,) = [p for p in at.get("page_link") if "Compare filtered" in p.proto.label]
-    assert dict(parse_qsl(link.proto.query_string)) == {"cq": query, "model": MINILM, "mode": "fusion"}
+    assert dict(parse_qsl(link.proto.query_string)) == {"cq": query, "ck": "fusion", "model": MINILM, "mode": "fusion"}
 
     # the URL reopens the same choices
     again = open_app(q=query, model=MINILM, mode="fusion")
@@ -591,7 +598,7 @@ def test_hurt_cases_link_into_lookup(app_env, monkeypatch, sample_corpus, sample
     (link,) = at.get("page_link")
     lookup_hash = next(h for h, info in at._registered_pages.items() if info["script_path"].endswith("lookup.py"))
     assert "Hurt1" in link.proto.label and link.proto.page_script_hash == lookup_hash
-    assert dict(parse_qsl(link.proto.query_string)) == {"q": query, "k": "4"}
+    assert dict(parse_qsl(link.proto.query_string)) == {"q": query, "k": "4", "mode": "near_vector"}  # as compared
     # Evaluate counts the same case as hurt, by the same definition (and the JSON says so)
     ev = open_app("Evaluate", es="tmp/hurt.yaml", k="4")
     ev.multiselect(key="eval_configs-True").set_value(["l1_unfiltered", "l1_filtered"]).run()

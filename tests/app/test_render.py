@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app_support.render import highlight_html, spans
+from app_support.render import code, highlight_html, spans
 from retrieval.core.text import tokens
 
 
@@ -34,3 +34,15 @@ def test_the_marks_are_escaped_html():
 
     out = highlight_html("<b>VaultSealed</b> & more", keys("vault"))
     assert out == f'<span>&lt;b&gt;<mark style="{MARK_STYLE}">Vault</mark>Sealed&lt;/b&gt; &amp; more</span>'
+
+
+@pytest.mark.parametrize(
+    "text, span",
+    [
+        ("payments/currency-rounding", "`payments/currency-rounding`"),  # no backslash: escapes are literal in code
+        ("a`b", "``a`b``"),
+        ("`x`", "`` `x` ``"),
+    ],
+)
+def test_an_id_in_a_code_span_reads_as_written(text, span):
+    assert code(text) == span

@@ -4,10 +4,13 @@ after its diff was shown (and not at all when the app is read-only)."""
 
 from __future__ import annotations
 
+import pandas as pd
 import plotly.io
 from streamlit.testing.v1 import AppTest
 
+from app_support.charts import sweep_figure
 from retrieval.config import load_settings
+from retrieval.evals.metric_names import metric_label
 
 from ..helpers.app import APP, assert_clean, texts
 
@@ -39,10 +42,14 @@ def test_sweep_page_runs_draws_and_saves_after_the_diff(app_env, served_on):
     said = " ".join(texts(at.markdown))
     assert "held-out folds" in said and " ± " in said and "(3×5 folds)" in said and "paired t-test over 48 cases" in said
     table = at.table[0].value
-    assert list(table.index) == ["best", "current"] and "mrr@10" in table.columns
+    assert list(table.index) == ["best", "current"]
+    assert list(table.columns) == ["MRR@10", "Hit@1", "Recall@5", "right and supported", "unanswerable unsupported"]
     figure = plotly.io.from_json(at.get("plotly_chart")[0].proto.spec)
     heatmap = figure.data[0]
     assert heatmap.type == "heatmap" and len(heatmap.x) == len(heatmap.y) == 2  # vector_weight across, l0_weight up
+    assert (figure.layout.xaxis.type, figure.layout.yaxis.type) == ("category", "category")  # no axis past the grid
+    points = at.dataframe[0].value
+    assert {"MRR@10", "Hit@1"} <= set(points.columns) and "mrr@10" not in points.columns, list(points.columns)
     # each cell is its difference from the best, labelled so; the scale spans at least 0.05 whatever the gaps
     cells = [v for row in heatmap.z for v in row]
     assert max(cells) == 0.0 and all(v <= 0.0 for v in cells)
@@ -92,7 +99,7 @@ def test_one_setting_draws_a_line_and_three_draw_parallel_coordinates(app_env):
         (
             "search_mode=fusion,near_vector;vector_weight=1,3;l0_weight=0,0.2",
             "parcoords",
-            ["search_mode", "vector_weight", "l0_weight", "mrr@10"],
+            ["search_mode", "vector_weight", "l0_weight", "MRR@10"],
         ),
     ):
         at.text_input(key="sweep_grid").input(grid).run()
@@ -122,11 +129,11 @@ def test_two_styles_leave_one_set_out_and_the_page_shows_each_held_out_set(app_e
     said = " ".join(texts(at.markdown))
     assert "held-out sets" in said and "**Leave one set out**" in said and "choosing by the mean set" in said
     frame = at.dataframe[0].value
-    assert list(frame.columns)[:3] == ["held out", "set", "mrr@10"]
+    assert list(frame.columns)[:3] == ["held out", "set", "MRR@10"]
     assert set(frame["set"]) == {"sample-ops-alerts", "sample-ops-issue-titles", "sample-ops-unanswerable"}
     result = at.session_state["_sweep"][1]
     rows = {r.set_name: r for r in result.validation.by_set.rows}
-    shown = dict(zip(frame["set"], frame["mrr@10"], strict=True))
+    shown = dict(zip(frame["set"], frame["MRR@10"], strict=True))
     assert shown["sample-ops-issue-titles"] == f"{rows['sample-ops-issue-titles'].held_out['mrr@10']:.3f}"
     assert shown["sample-ops-unanswerable"] == "–"  # no right answer: its promise is the figure
     # k-fold on request: the folds apply again and the estimate reads as folds
@@ -145,3 +152,19 @@ def test_when_the_defaults_give_the_best_the_page_says_the_defaults(app_env):
     (said,) = [c for c in texts(at.caption) if "the best settings: nothing to write" in c]
     assert said.startswith("The defaults (") and "does not exist) already give the best settings" in said
     assert not at.code  # no diff: nothing to write
+
+
+def test_the_sweep_heatmap_has_an_axis_tick_per_cell_and_names_the_metric():
+    """Numbers as settings read as categories: a linear axis ran past the grid (ticks at 0.05 and 0.25 around cells
+    at 0.1 and 0.2), and the metric read as its key."""
+    frame = pd.DataFrame(
+        [
+            {"vector_weight": v, "l0_weight": w, "mrr@10": 0.8 - i / 100}
+            for i, (v, w) in enumerate([(1, 0.1), (1, 0.2), (1.5, 0.1), (1.5, 0.2)])
+        ]
+    )
+    figure = sweep_figure(frame, ["vector_weight", "l0_weight"], "mrr@10")
+    assert (figure.layout.xaxis.type, figure.layout.yaxis.type) == ("category", "category"), figure.layout
+    assert figure.layout.title.text.startswith("MRR@10 per point"), figure.layout.title.text
+    assert figure.data[0].colorbar.title.text == "MRR@10 − best"
+    assert metric_label("mrr_at_10") == "MRR@10" and metric_label("ndcg@10") == "nDCG@10"

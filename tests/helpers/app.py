@@ -96,3 +96,11 @@ def candidates_table(at: AppTest):
 def dataframe_with(at: AppTest, *columns: str):
     """The first st.dataframe that has these columns (a page's order of tables is its own business)."""
     return next(d.value for d in at.dataframe if set(columns) <= set(d.value.columns))
+
+
+def in_order(node) -> list:
+    """The elements under an AppTest block as the page shows them, top to bottom (blocks walked depth first)."""
+    children = getattr(node, "children", None)
+    if children is None:
+        return [node]
+    return [e for i in sorted(children) for e in in_order(children[i])]

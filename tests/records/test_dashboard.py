@@ -266,12 +266,8 @@ def test_frames_of_the_whole_file(made):
     assert over == [(day(1), "L0", 1), (day(1), "L0+L1", 1), (day(2), "L0", 1), (day(2), "L1", 1), (day(4), "none", 1)]
     fb = [(b.tz_convert("UTC"), c, f, r) for b, c, f, r in dash.fallback_over_time.itertuples(index=False)]
     assert fb == [(day(1), 2, 1, 0.5), (day(2), 2, 1, 0.5), (day(4), 1, 0, 0.0)]
-    assert list(dash.top_domains.itertuples(index=False, name=None)) == [
-        ("(none)", 2),
-        ("kubernetes", 1),
-        ("security", 1),
-        ("storage", 1),
-    ]
+    assert list(dash.top_domains.itertuples(index=False, name=None)) == [("kubernetes", 1), ("security", 1), ("storage", 1)]
+    assert dash.unrouted == 2  # c and e: routed to no domain, counted apart
     assert list(dash.top_keywords.itertuples(index=False, name=None)) == [
         ("disk", "keyword", 2),
         ("disk", "title", 1),
@@ -325,9 +321,43 @@ def test_frames_follow_the_filter(made):
     assert (dash.total, dash.fallbacks, dash.median_latency_ms) == (3, 1, 20.0)
     assert dash.bucket == "hour"  # a..e span three days and three hours
     assert int(dash.calls_over_time["calls"].sum()) == 3
-    assert list(dash.top_domains["domain"]) == ["(none)", "kubernetes"]  # top_n = 2
+    assert list(dash.top_domains["domain"]) == ["kubernetes", "storage"]  # top_n = 2; e, routed nowhere, apart
+    assert dash.unrouted == 1
     assert set(dash.stage_samples["id"]) == {"a", "b"}  # e has no timings
     assert list(dash.top_keywords.itertuples(index=False, name=None)) == [("disk", "keyword", 1), ("pod", "keyword", 1)]
+
+
+def test_near_duplicate_keywords_count_as_one_and_unrouted_calls_stand_apart(tmp_path):
+    store = InvocationStore(tmp_path / "invocations.duckdb")
+    terms = [("pods", "kubernetes"), ("pods ", None), (" pods", None), ("pods\t", None), ("disk  full", "storage")]
+    for i, (term, domain) in enumerate(terms):
+        store.record(
+            _row(
+                f"r{i}",
+                "2024-03-01T09:00:00+00:00",
+                f"q{i}",
+                layer="L0",
+                domain=domain,
+                session="s",
+                fallback=False,
+                latency=1.0,
+                timings={},
+                keywords=[(term, "keyword")],
+            )
+        )
+    store.flush()
+    # a rollup written before terms were trimmed: its twins add up when read
+    store.with_connection(
+        lambda con: con.execute("INSERT INTO invocation_keyword_count VALUES ('disk full ', 'keyword', 2)"), read_only=False
+    )
+    for flt in (InvocationFilter(), InvocationFilter(session_tags=("s",))):  # the rollup; the rows' own lists
+        dash = load_dashboard(store, flt)
+        got = list(dash.top_keywords.itertuples(index=False, name=None))
+        want = [("pods", "keyword", 4), ("disk full", "keyword", 3 if flt == InvocationFilter() else 1)]
+        assert sorted(got, key=lambda r: r[0]) == sorted(want, key=lambda r: r[0]), got
+        assert list(dash.top_domains.itertuples(index=False, name=None)) == [("kubernetes", 1), ("storage", 1)]
+        assert dash.unrouted == 3
+    store.close()
 
 
 @pytest.mark.parametrize(
@@ -454,7 +484,8 @@ def test_dashboard_of_real_l0_lookups(tmp_path, base_settings):
         want = Counter((t.term, t.field) for r in results for t in r.l0.matched_keywords)
         got = {(k, f): n for k, f, n in dash.top_keywords.itertuples(index=False)}
         assert got == dict(want) and want
-        domains = Counter(to_record(r).domain or "(none)" for r in results)
+        domains = Counter(to_record(r).domain for r in results)
+        assert dash.unrouted == domains.pop(None, 0)
         assert dict(zip(dash.top_domains["domain"], dash.top_domains["calls"], strict=True)) == dict(domains)
         for i, r in enumerate(reversed(results)):
             details = details_for(store, dash.rows["id"][i])
