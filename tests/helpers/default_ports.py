@@ -40,12 +40,16 @@ def default_ports_in_env(env: Mapping[str, str]) -> list[str]:
     return default_ports_in(defaults.with_(embedded_port=port, embedded_grpc_port=grpc_port))
 
 
+_NOT_OURS: set[int] = set()  # listening sockets found held by no process of the run: not looked up again after each test
+
+
 def held_by_run(run: str, ports: Mapping[str, int] = APP_PORTS) -> list[str]:
     """`ports` that a process of test run `run` listens on (this process, or one that inherited the mark)."""
     held = []
     for name, port in ports.items():
-        inodes = listening_inodes(port)
-        for holder in holders_of(inodes) if inodes else ():
-            if holder.pid == os.getpid() or process_env(holder.pid, RUN_ENV) == run:
-                held.append(f"{name} port {port}: {holder.program} (pid {holder.pid})")
+        inodes = listening_inodes(port) - _NOT_OURS  # a user's app on 8501 is looked up once, not after every test
+        ours = [h for h in (holders_of(inodes) if inodes else ()) if h.pid == os.getpid() or process_env(h.pid, RUN_ENV) == run]
+        held += [f"{name} port {port}: {h.program} (pid {h.pid})" for h in ours]
+        if not ours:
+            _NOT_OURS.update(inodes)
     return held
