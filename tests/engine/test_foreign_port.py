@@ -84,8 +84,8 @@ def test_cli_ingest_and_lookup_never_write_into_a_foreign_server(foreign, tmp_pa
     }
     ingest = cli("ingest", env=env)
     assert ingest.returncode == 0, ingest.stderr
-    assert whose(foreign) in ingest.stderr and "this app uses port" in ingest.stderr
     assert foreign.collections() == {"Orphan"}, "the ingest wrote into the other process's server"
+    assert whose(foreign) in ingest.stderr and "this app uses port" in ingest.stderr
     lookup = cli("lookup", "Vault is sealed", "--json", env=env)
     assert lookup.returncode == 0, lookup.stderr
     assert whose(foreign) in lookup.stderr
