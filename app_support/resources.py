@@ -28,7 +28,7 @@ from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
 from retrieval.core.support_norms import SupportNorms
-from retrieval.engine.server import connect, port_open
+from retrieval.engine.server import connect, place, port_open
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.evals.catalog import CorpusChoice, added_corpora, known_corpora, same_path
 from retrieval.records.invocations import InvocationStore
@@ -155,13 +155,17 @@ class Opening:
     started: float
     future: Future[Connection]
     cold: bool = False  # an embedded server that is started here: nothing serves its port yet
+    settings: Settings | None = None  # the settings connected with: another port when the configured one is not ours
+    moved: str | None = None  # whose the configured port is, and where ours went (server.place)
 
     @classmethod
     def start(cls, settings: Settings) -> Opening:
+        placed = place(settings)  # never a server of another data directory: ours elsewhere instead
+        settings = placed.settings
         cold = not settings.weaviate_url and not port_open("127.0.0.1", settings.embedded_port, 0.2)
         future: Future[Connection] = Future()
         threading.Thread(target=lambda: future.set_result(_open(settings)), name="weaviate-connect", daemon=True).start()
-        return cls(describe_target(settings), time.monotonic(), future, cold)
+        return cls(describe_target(settings), time.monotonic(), future, cold, settings, placed.note)
 
     @classmethod
     def of(cls, conn: Connection) -> Opening:
@@ -169,6 +173,13 @@ class Opening:
         future: Future[Connection] = Future()
         future.set_result(conn)
         return cls(conn.target, conn.opened_at, future)
+
+    def placed(self, settings: Settings) -> Settings:
+        """`settings` with the ports (and data directory) this connection was opened with."""
+        if self.settings is None:
+            return settings
+        s = self.settings
+        return settings.with_(embedded_port=s.embedded_port, embedded_grpc_port=s.embedded_grpc_port, home_port=s.home_port)
 
     def peek(self) -> Connection | None:
         """The connection once opened (or failed); None while it is still opening."""
@@ -399,7 +410,7 @@ def context(settings: Settings | None = None) -> AppContext:
     except (StoreError, LookupLabError, OSError) as exc:
         why = str(exc)
     access = write_access(settings.read_only, server_address())
-    return AppContext(settings, index.corpus, index.l0, starting, recorder, why, access)
+    return AppContext(starting.placed(settings), index.corpus, index.l0, starting, recorder, why, access)
 
 
 def page_context() -> AppContext:

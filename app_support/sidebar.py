@@ -106,6 +106,8 @@ def status(ctx: resources.AppContext) -> None:
                 "records nothing, Replay records nothing, judging and Sweep's Save write no file; the SQL console is "
                 "read-only either way."
             )
+        if ctx.opening.moved:
+            st.warning(md(ctx.opening.moved), icon=":material/swap_horiz:")
         if ctx.l1_starting:
             l1_starting_status(ctx)
         elif ctx.conn.ok:

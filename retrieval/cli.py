@@ -47,7 +47,7 @@ def ingest(
     from retrieval.core.corpus import load_corpus
     from retrieval.core.hints import L0Index
     from retrieval.core.protocols import LookupServices
-    from retrieval.engine.server import connect
+    from retrieval.engine.server import connect, place
     from retrieval.progress import in_units, progress_display
     from retrieval.services import open_embedder
     from retrieval.store import indexing
@@ -59,6 +59,10 @@ def ingest(
         loaded = load_corpus(settings.corpus_dir)
         for problem in loaded.problems:
             typer.echo(f"skipped {problem.reason}", err=True)
+        placed = place(settings)  # never into a server of another data directory that holds the port
+        if placed.note:
+            typer.echo(placed.note, err=True)
+        settings = placed.settings
         client = connect(settings)
     except LookupLabError as exc:
         _fail(exc)

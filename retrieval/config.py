@@ -62,6 +62,9 @@ class Settings:
     weaviate_bin_dir: Path = Path.home() / ".cache" / "lookup-lab" / "weaviate"
     embedded_port: int = 8079
     embedded_grpc_port: int = 50050
+    # The port whose data directory and node name the embedded server keeps, when it serves on another one because that
+    # one is another process's (engine.server.place). None: embedded_port.
+    home_port: int | None = None
     collection: str = ""  # "" -> derived from the corpus folder and the model: Kb_<folder>_<model slug>
     embedding_model: str = DEFAULT_MODEL  # one of models.MODELS; each model has its own collection
     model_dir: Path | None = None  # a folder holding the model's ONNX and tokenizer files, instead of the cache
@@ -143,7 +146,12 @@ class Settings:
 
     @property
     def weaviate_data_dir(self) -> Path:
-        return self.data_dir / f"weaviate-{self.embedded_port}"
+        return self.data_dir / f"weaviate-{self.home_port or self.embedded_port}"
+
+    @property
+    def weaviate_node(self) -> str:
+        """The embedded server's node name, kept in its data (weaviate-client names it after the port it started on)."""
+        return f"Embedded_at_{self.home_port or self.embedded_port}"
 
     def options(self) -> LookupOptions:
         """What the core reads of these settings (the one conversion, made at the edge)."""
@@ -322,7 +330,7 @@ NOT_QUALITY = frozenset(
     {
         *("corpus_dir", "data_dir", "db_path", "judgments_dir", "collection", "model_dir"),  # where the corpus, data, model are
         *("weaviate_url", "weaviate_api_key", "remote_grpc_port", "weaviate_version", "weaviate_bin_dir"),  # which Weaviate
-        *("embedded_port", "embedded_grpc_port"),
+        *("embedded_port", "embedded_grpc_port", "home_port"),
         *(
             "l1_timeout_s",
             "app_l1_wait_s",

@@ -15,7 +15,7 @@ from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
 from retrieval.core.self_calibration import SelfCalibration
 from retrieval.core.support_norms import SupportNorms
-from retrieval.engine.server import connect
+from retrieval.engine.server import connect, place
 from retrieval.errors import L1Error, WeaviateSetupError
 from retrieval.records.invocations import InvocationStore
 from retrieval.records.spool import SpoolRecorder
@@ -71,6 +71,10 @@ def open_runtime(
     client = store = None
     why = None
     if settings.l1_enabled and connect_l1:
+        placed = place(settings)  # a server of another data directory on the port is neither used nor written to
+        settings = placed.settings
+        if log and placed.note:
+            log(placed.note)
         client, store, why = open_store(settings)
         if embedder is None and store is not None:
             embedder = open_embedder(settings)

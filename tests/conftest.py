@@ -14,6 +14,8 @@ from retrieval.core.corpus import load_corpus
 from retrieval.engine.ports import free_port
 from retrieval.store import indexing
 
+from .helpers.default_ports import default_ports_in, held_by_run, mark_run
+
 # ../shared beside the repo: corpora and eval sets kept outside it. LOOKUP_TEST_SHARED_DIR points the tests
 # elsewhere (the tests of needs_shared itself use it to simulate a missing folder).
 SHARED = Path(os.environ.get("LOOKUP_TEST_SHARED_DIR") or REPO_ROOT.parent / "shared")
@@ -79,12 +81,25 @@ def act_on(verdict: tuple[str, str] | None) -> None:
     pytest.skip(why)
 
 
+RUN = mark_run()  # before any server starts: every process of the run inherits it
+
+
+@pytest.fixture(autouse=True)
+def no_default_ports():
+    """After each test: no process of this run listens on a port of the app's defaults (APP_PORTS), which belong to
+    whoever runs the app here (a test server on 8079 once answered a user's app). Tests draw ports (free_port)."""
+    yield
+    held = held_by_run(RUN)
+    if held:
+        pytest.fail(f"a test server holds a default port of the app: {'; '.join(held)}; draw ports with free_port()")
+
+
 @pytest.fixture(scope="session")
 def base_settings(tmp_path_factory) -> Settings:
     """Settings for the test session's own embedded Weaviate (free ports, temporary data)."""
     data = tmp_path_factory.mktemp("lookup-data")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    return load_settings(
+    settings = load_settings(
         env=env,
         config_file=None,
         data_dir=data,
@@ -92,6 +107,8 @@ def base_settings(tmp_path_factory) -> Settings:
         embedded_grpc_port=free_port(),
         corpus_dir=SAMPLE_CORPUS,
     )
+    assert not default_ports_in(settings), default_ports_in(settings)
+    return settings
 
 
 @pytest.fixture(scope="session")

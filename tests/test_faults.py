@@ -48,6 +48,7 @@ from retrieval.store.weaviate_store import KnowledgeStore
 
 from .conftest import RUNBOOKS, SAMPLE_CORPUS, free_port
 from .helpers.processes import alive, stop_servers, wait_until, weaviate_pids
+from .helpers.server_helper import ServerHelper
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 TIMEOUT_S = 1.5  # l1_timeout_s of the fault tests
@@ -329,41 +330,6 @@ def test_frozen_server_times_out_then_recovers(fault_server, sample_corpus, embe
 
 
 # --- 2. embedded server hygiene -------------------------------------------------------------------------
-class ServerHelper:
-    """tests/helpers/fault_server.py in its own process."""
-
-    def __init__(self, data_dir: Path, port: int, grpc_port: int) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(HELPERS / "fault_server.py"), str(data_dir), str(port), str(grpc_port)],
-            cwd=REPO_ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
-        )
-
-    def expect(self, prefix: str, timeout: float = 120) -> list[str]:
-        line = ""
-        timer = threading.Timer(timeout, self.proc.kill)
-        timer.start()
-        try:
-            line = self.proc.stdout.readline().strip()
-        finally:
-            timer.cancel()
-        assert line.startswith(prefix), f"helper said {line!r}, expected {prefix}"
-        return line.split()[1:]
-
-    def send(self, command: str) -> None:
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=10)
-
-
 @pytest.mark.slow
 def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
     """Two real processes. A server's data directory is locked by the process that started it: while that

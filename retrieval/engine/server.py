@@ -6,7 +6,6 @@ import fcntl
 import json
 import logging
 import os
-import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,9 @@ from weaviate.classes.init import AdditionalConfig, Auth, GrpcConfig, Timeout
 from retrieval.config import Settings
 from retrieval.engine import parent_death, shutdown
 from retrieval.engine.build import BIND_ENV, BIND_HOST, binary_path, client_file_name
+from retrieval.engine.ownership import Owner, look
+from retrieval.engine.ownership import port_open as port_open  # where the callers have always found it
+from retrieval.engine.ports import free_port
 from retrieval.errors import L1Error, WeaviateSetupError
 
 EMBEDDED_ENV = {
@@ -61,12 +63,6 @@ def embedded_binary(settings: Settings) -> Path:
     """The patched server binary scripts/setup.sh builds (retrieval/engine/build.py): in a directory of
     LOOKUP_WEAVIATE_BIN_DIR named for the patch, never an unpatched one."""
     return binary_path(settings.weaviate_bin_dir, settings.weaviate_version)
-
-
-def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        return s.connect_ex((host, port)) == 0
 
 
 # gRPC channel behaviour. weaviate-client retries a search that fails with UNAVAILABLE (no connection) for
@@ -134,14 +130,20 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         if orphans:  # a server of ours whose owner died: stopped and replaced, never reused unowned
             log.warning("stopping Weaviate %s on port %s: its owner died (an orphan)", orphans, port)
             shutdown.stop_pids(orphans)
-        if port_open(host, port) and port_open(host, grpc_port):
+        data_dir = settings.weaviate_data_dir
+        verdict = look(data_dir, port, grpc_port)
+        if verdict.owner is Owner.OURS:
             # A server from the app, another CLI call or a crashed run already serves this data directory's port.
             return weaviate.connect_to_local(host=host, port=port, grpc_port=grpc_port, additional_config=_config(settings))
-        if port_open(host, port) or port_open(host, grpc_port):
-            busy = port if port_open(host, port) else grpc_port
+        if verdict.owner is Owner.FOREIGN:
             raise WeaviateSetupError(
-                f"port {busy} on 127.0.0.1 is taken by something that is not a Weaviate with both ports up; "
-                "stop it, or choose other ports with LOOKUP_WEAVIATE_PORT and LOOKUP_WEAVIATE_GRPC_PORT"
+                f"{verdict.why}; it is not the server of {data_dir}, so it is neither used nor written to here: stop "
+                "it, or choose other ports with LOOKUP_WEAVIATE_PORT and LOOKUP_WEAVIATE_GRPC_PORT"
+            )
+        if verdict.owner is Owner.STARTING:
+            raise WeaviateSetupError(
+                f"the Weaviate of {data_dir} answers on one of ports {port} and {grpc_port} only: it is still "
+                "starting, try again in a moment"
             )
         binary = embedded_binary(settings)
         if not binary.is_file():
@@ -149,9 +151,8 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
                 f"the Weaviate server binary {binary} is missing: run scripts/setup.sh to build it, "
                 "or set LOOKUP_WEAVIATE_URL to use an existing Weaviate"
             )
-        data_dir = settings.weaviate_data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
-        lock = DataDirLock.acquire(data_dir, port)
+        lock = DataDirLock.acquire(data_dir, port, grpc_port)
         shutdown.starting(port, binary)  # ours to stop from here on, should a signal come during the start
         try:
 
@@ -164,7 +165,7 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
                         persistence_data_path=str(data_dir),
                         port=port,
                         grpc_port=grpc_port,
-                        environment_variables=dict(EMBEDDED_ENV),
+                        environment_variables={**EMBEDDED_ENV, **node_env(settings)},
                         additional_config=_config(settings),
                     )
 
@@ -177,6 +178,56 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         _release_when_stopped(client, lock)
         shutdown.started(port, getattr(getattr(client, "_connection", None), "embedded_db", None))
         return client
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The settings this process's embedded server runs with, and, when the configured ports are another's, whose
+    they are and where ours went (`note`, for people)."""
+
+    settings: Settings
+    note: str | None = None
+
+
+def place(settings: Settings) -> Placement:
+    """Where this process's embedded server is, or is to be started: the settings' ports unless something else holds
+    them; then where the data directory's lock says ours runs, or a free pair. The data directory stays the same."""
+    if settings.weaviate_url:
+        return Placement(settings)
+    data_dir, configured = settings.weaviate_data_dir, (settings.embedded_port, settings.embedded_grpc_port)
+    verdict = look(data_dir, *configured)
+    if verdict.owner in (Owner.OURS, Owner.STARTING):
+        return Placement(settings)
+    recorded = lock_ports(data_dir)  # ours may run elsewhere already: moved there by another process
+    if recorded not in (None, configured) and look(data_dir, *recorded).owner in (Owner.OURS, Owner.STARTING):
+        port, grpc_port = recorded
+    elif verdict.owner is Owner.FREE:
+        return Placement(settings)
+    else:
+        port, grpc_port = free_port(), free_port()
+    home = settings.home_port or settings.embedded_port
+    moved = settings.with_(home_port=home, embedded_port=port, embedded_grpc_port=grpc_port)
+    why = verdict.why or f"127.0.0.1:{configured[0]} was another's when this data directory's Weaviate started"
+    return Placement(moved, f"{why}; this app uses port {port} (gRPC {grpc_port}) for its own Weaviate on {data_dir}")
+
+
+def node_env(settings: Settings) -> dict[str, str]:
+    """For a server moved off its home port: the node name its data was made under (weaviate-client names the node
+    after the port it serves on), and Raft ports picked as weaviate-client picks them (internal RPC: Raft + 1)."""
+    if settings.weaviate_node == f"Embedded_at_{settings.embedded_port}":
+        return {}
+    raft, node = free_port(pair=True), settings.weaviate_node
+    ports = {"RAFT_PORT": f"{raft}", "RAFT_INTERNAL_RPC_PORT": f"{raft + 1}"}
+    return {"CLUSTER_HOSTNAME": node, **ports, "RAFT_JOIN": f"{node}:{raft}"}
+
+
+def lock_ports(data_dir: Path) -> tuple[int, int] | None:
+    """The ports the last process that started a server on `data_dir` wrote in its lock file, if it says."""
+    try:
+        fields = dict(f.split("=", 1) for f in (data_dir / LOCK_FILE).read_text().split()[1:] if "=" in f)
+        return int(fields["port"]), int(fields["grpc"])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def orphan_pids(settings: Settings) -> list[int]:
@@ -219,7 +270,7 @@ class DataDirLock:
         self.path, self.fd, self.users = path, fd, 0
 
     @classmethod
-    def acquire(cls, data_dir: Path, port: int) -> DataDirLock:
+    def acquire(cls, data_dir: Path, port: int, grpc_port: int | None = None) -> DataDirLock:
         path = (data_dir / LOCK_FILE).resolve()
         with _HELD_LOCK:
             lock = _HELD.get(path)
@@ -236,7 +287,8 @@ class DataDirLock:
                         f"starting) a Weaviate server on it, but nothing serves 127.0.0.1:{port}: a second server "
                         f"must not open the same data directory. Wait for it to come up, or stop process {pid}"
                     ) from None
-                owner = f"{os.getpid()} port={port}\n".encode()
+                grpc = "" if grpc_port is None else f" grpc={grpc_port}"  # where ours runs: place() looks there
+                owner = f"{os.getpid()} port={port}{grpc}\n".encode()
                 os.pwrite(fd, owner, 0)
                 os.ftruncate(fd, len(owner))
                 lock = _HELD[path] = cls(path, fd)

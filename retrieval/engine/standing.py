@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.config import Settings, load_settings
+from retrieval.engine.ownership import Owner, look
 from retrieval.engine.parent_death import process_alive
-from retrieval.engine.server import LOCK_FILE, connect, port_open
+from retrieval.engine.server import LOCK_FILE, connect, lock_ports, place, port_open
 from retrieval.errors import WeaviateSetupError
 
 STATE_FILE = "standing-server.json"
@@ -31,9 +32,9 @@ STOP_WAIT_S = 30.0
 
 @dataclass(frozen=True)
 class ServerStatus:
-    """What serves the settings' embedded ports. `owner`: "standing" (started by `server start`), "process" (the app,
-    `serve` or a CLI call started it and holds the data directory: `pid`), "unknown" (something answers on the ports
-    that no process of ours holds the data directory for), or "none"."""
+    """What serves the settings' data directory. `owner`: "standing" (started by `server start`), "process" (the app,
+    `serve` or a CLI call started it and holds the data directory: `pid`), "unknown" (its server answers, but no process
+    of ours holds the data directory), "foreign" (another data directory's server holds the ports: `why`), or "none"."""
 
     owner: str
     port: int
@@ -43,10 +44,11 @@ class ServerStatus:
     ready: bool = False
     started_at: str | None = None
     version: str | None = None
+    why: str | None = None
 
     @property
     def running(self) -> bool:
-        return self.owner != "none"
+        return self.owner not in ("none", "foreign")
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "running": self.running}
@@ -60,6 +62,8 @@ class ServerStatus:
             return f"Weaviate serves {where}, started by process {self.pid} (the app, serve or a CLI call), {_ready(self)}"
         if self.owner == "unknown":
             return f"something answers on {where}, but no process of ours holds that data directory, {_ready(self)}"
+        if self.owner == "foreign":
+            return f"no Weaviate of data {self.data_dir} runs: {self.why}"
         return f"no Weaviate serves {where}"
 
 
@@ -104,10 +108,17 @@ def server_status(settings: Settings) -> ServerStatus:
     state = read_state(settings) or {}
     keeper = state.get("pid")
     if isinstance(keeper, int) and process_alive(keeper):
+        port, grpc_port = state.get("port", port), state.get("grpc_port", grpc_port)  # moved when the ports were another's
         return ServerStatus(
             "standing", port, grpc_port, data_dir, keeper, _is_ready(port), state.get("started_at"), state.get("version")
         )
-    if not port_open("127.0.0.1", port) and not port_open("127.0.0.1", grpc_port):
+    verdict = look(settings.weaviate_data_dir, port, grpc_port)
+    if verdict.owner is Owner.FOREIGN:
+        recorded = lock_ports(settings.weaviate_data_dir)
+        if recorded is None or look(settings.weaviate_data_dir, *recorded).owner in (Owner.FREE, Owner.FOREIGN):
+            return ServerStatus("foreign", port, grpc_port, data_dir, why=verdict.why)
+        port, grpc_port = recorded  # ours runs on the ports its lock file names
+    elif verdict.owner is Owner.FREE:
         return ServerStatus("none", port, grpc_port, data_dir)
     holder = _lock_holder(settings)
     if holder is not None and process_alive(holder):
@@ -164,7 +175,7 @@ def stop_server(settings: Settings, *, wait_s: float = STOP_WAIT_S) -> ServerSta
     """Stop the standing server of the settings' data directory (SIGTERM to its keeper, which stops Weaviate), and
     return what it was. A server another process owns is not stopped: WeaviateSetupError says which process."""
     now = server_status(settings)
-    if now.owner == "none":
+    if not now.running:  # nothing of ours runs (another data directory's server on the ports is not ours to stop)
         return now
     if now.owner != "standing" or now.pid is None:
         raise WeaviateSetupError(f"{now.describe()}; it was not started by `server start`, so it is not stopped here")
@@ -192,6 +203,10 @@ def keep(settings: Settings, *, while_up: Callable[[], None] | None = None) -> N
     from retrieval.engine import shutdown
 
     shutdown.exit_on_signals()
+    placed = place(settings)  # another data directory's server on the ports: ours runs on others, said in the state
+    if placed.note:
+        print(placed.note, flush=True)
+    settings = placed.settings
     client = connect(settings)
     path = state_path(settings)
     state = {

@@ -1,4 +1,5 @@
 import hashlib
+import os
 import socket
 
 import pytest
@@ -49,7 +50,7 @@ def test_port_taken_by_something_else_is_reported(base_settings, tmp_path):
         s.bind(("127.0.0.1", 0))
         s.listen()
         busy = s.getsockname()[1]
-        with pytest.raises(WeaviateSetupError, match=f"port {busy}"):
+        with pytest.raises(WeaviateSetupError, match=rf"127\.0\.0\.1:{busy} is held by python[\d.]* \(pid {os.getpid()}\)"):
             connect(base_settings.with_(embedded_port=busy, embedded_grpc_port=free_port(), data_dir=tmp_path))
 
 

@@ -56,15 +56,15 @@ def venv(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def place(tmp_path, base_settings, sample_store) -> dict[str, str]:
-    """The test's stand-ins for docs/mcp.md's /opt/lookup-lab paths: a settings file naming the session's Weaviate."""
+    """The test's stand-ins for docs/mcp.md's /opt/lookup-lab paths: a settings file naming the session's Weaviate (by
+    URL: its data directory is not the one these settings name, so as an embedded server it would not be theirs)."""
     config = tmp_path / "lookup.yaml"
     config.write_text(
         yaml.safe_dump(
             {
                 "collection": sample_store.name,
-                "embedded_port": base_settings.embedded_port,
-                "embedded_grpc_port": base_settings.embedded_grpc_port,
-                "weaviate_bin_dir": str(base_settings.weaviate_bin_dir),
+                "weaviate_url": f"http://127.0.0.1:{base_settings.embedded_port}",
+                "remote_grpc_port": base_settings.embedded_grpc_port,
             }
         ),
         encoding="utf-8",
