@@ -60,7 +60,8 @@ def history_section(picked: str, runs: list[RunSummary], config: str) -> None:
         },
     )
     if shared:
-        st.caption("Same in every run: " + " · ".join(f"`{k}={md(value_text(v))}`" for k, v in shared.items()))
+        shown = " · ".join(f"`{k}={value_text(v).replace('`', '')}`" for k, v in shared.items())  # code: no escapes
+        st.caption(f"Same in every run: {shown}")
     if picked == ALL_SETS:
         st.caption("Pick one eval set to see its metric trend.")
     else:

@@ -79,3 +79,20 @@ def test_run_scrolls_to_the_results_and_nothing_is_cut(page, sample_app, width, 
         button.scroll_into_view_if_needed()
         expect(button).to_be_visible()
         assert whole(button), f"{name} is cut at {width} px"
+
+
+def test_a_fusion_weight_typed_in_the_sidebar_is_kept_in_the_url_and_used(page, sample_app):
+    """vector weight 3 from the URL, BM25F weight 0.5 typed in the sidebar's expander: the URL carries both, and the
+    next run's settings say so (it took lookup.yaml or LOOKUP_VECTOR_WEIGHT and a restart)."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    open_connected(page, sample_app, "evaluate?vw=3")
+    sidebar = page.get_by_test_id("stSidebarUserContent")
+    sidebar.get_by_text("Fusion weights, depth and support").click()
+    expect(sidebar.get_by_role("spinbutton", name="Vector weight")).to_have_value("3")
+    box = sidebar.get_by_role("spinbutton", name="BM25F weight")
+    box.fill("0.5")
+    rerun(page, lambda: box.press("Enter"))
+    expect(page).to_have_url(re.compile(r"[?&]lw=0\.5"))
+    expect(page).to_have_url(re.compile(r"[?&]vw=3"))
+    chips = page.locator(".st-key-eval_next_settings code").all_inner_texts()
+    assert "vector_weight=3" in chips and "lexical_weight=0.5" in chips, chips
