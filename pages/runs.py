@@ -201,7 +201,7 @@ def moved_cases(cmp: RunComparison, metric: str) -> None:
 
 
 def case_links(cmp: RunComparison, case: pd.Series) -> None:
-    """Links that open the case in Lookup with run A's or run B's settings, and what they cannot carry."""
+    """Links that open the case in Lookup with run A's or run B's settings (all but a threshold left to the model)."""
     base = resources.base_settings()
     for name, run in (("A", cmp.run_a), ("B", cmp.run_b)):
         st.page_link(
@@ -210,13 +210,8 @@ def case_links(cmp: RunComparison, case: pd.Series) -> None:
             icon=":material/open_in_new:",
             query_params=urls.run_lookup_params(str(case["query"]), run, base),
         )
-    weights = ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "support_threshold")
-    differs = [k for k in weights if any(r.settings.get(k) != getattr(base, k) for r in (cmp.run_a, cmp.run_b))]
-    if differs:
-        st.caption(
-            f"The link carries corpus, embedding model, top-k, L1 and search mode; {', '.join(differs)} come from "
-            "lookup.yaml and the LOOKUP_* variables, which differ from one of these runs."
-        )
+    if any(r.settings.get("support_threshold") is None and base.support_threshold is not None for r in (cmp.run_a, cmp.run_b)):
+        st.caption("A run left the support threshold to the model; the link cannot say so: clear it in the sidebar.")
 
 
 def main() -> None:

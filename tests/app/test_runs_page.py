@@ -89,10 +89,11 @@ def test_history_trend_and_a_two_run_comparison(two_runs):
     }
     query = cases.loc[row, "query"]
     assert links["A"] == {"q": query, "k": "10"}  # the depth the eval ranked, whatever the app's top-k was
-    assert links["B"] == {"q": query, "k": "10", "mode": "near_vector"}
-    assert any("vector_weight, l0_weight come from lookup.yaml" in t for t in texts(at.caption))
+    # the run's weights too, now that the sidebar takes them (they came from lookup.yaml, with a caption saying so)
+    assert links["B"] == {"q": query, "k": "10", "mode": "near_vector", "vw": "0", "l0w": "1"}
     lookup = open_app(**links["B"])
     assert lookup.text_input(key="q").value == query and lookup.radio(key="mode").value == "near_vector"
+    assert (lookup.number_input(key="vw").value, lookup.number_input(key="l0w").value) == (0.0, 1.0)
 
     # swapped: B better than A; the URL keeps the choice
     at.selectbox(key="run_a").set_value(b.run_id)
