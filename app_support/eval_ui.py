@@ -8,12 +8,15 @@ import streamlit as st
 
 from retrieval.errors import LookupLabError
 from retrieval.evals.catalog import EvalSetFile, eval_set_files, preferred_eval_set, same_path
+from retrieval.evals.configs import CONFIGS
 from retrieval.evals.sets import EvalSet, corpus_fit, load_eval_set
+from retrieval.evals.settings_strip import CONFIG_MEANING, config_meaning
 from retrieval.lab import judgments
 from retrieval.types.modes import LookupMode
 
 from . import ingest, keys, render, resources
 from .render import md
+from .setting_widgets import RANKING_WIDGETS
 
 
 def known_set_files(settings) -> list[EvalSetFile]:
@@ -133,6 +136,32 @@ def offer_ingest(ctx: resources.AppContext, *, key: str) -> None:
         st.rerun()
 
 
+REFERENCE = "lookup"  # always runs when L1 is there: the tool itself, and what every other configuration is tested against
+
+
+def pick_configs(settings, *, l1_ready: bool) -> list[str]:
+    """The configurations of the next run, in CONFIGS order: `lookup` always (when L1 is there), the others as
+    picked. The box's labels never follow the sidebar: a label that changed dropped its chip from the next run."""
+    if not l1_ready:
+        st.multiselect("Configurations", ["l0_only"], default=["l0_only"], key=f"{keys.EVAL_CONFIGS}-False", disabled=True)
+        return ["l0_only"]
+    st.markdown(
+        f"**`{REFERENCE}`** always runs: {md(config_meaning(REFERENCE, settings))}. It is the reference of the "
+        "significance tests; pick what to run beside it."
+    )
+    others = [c for c in CONFIGS if c != REFERENCE]
+    picked = st.multiselect(
+        f"Configurations beside {REFERENCE}",
+        others,
+        default=others,
+        key=f"{keys.EVAL_CONFIGS}-True",
+        help="\n".join(f"- `{c}`: {CONFIG_MEANING[c]}" for c in others),
+        wrap=True,
+    )
+    st.caption("; ".join(f"`{c}`: {md(CONFIG_MEANING[c])}" for c in picked))
+    return [c for c in CONFIGS if c in picked or c == REFERENCE]
+
+
 def eval_set_label(path: Path) -> str:
     return path.name
 
@@ -149,6 +178,7 @@ def run_view(settings, *, label: str, **more: str) -> dict[str, str]:
     }
     if settings.search_mode is LookupMode.HYBRID:
         view["alpha"] = str(settings.hybrid_alpha)
+    view.update({w.field: str(getattr(settings, w.field)) for w in RANKING_WIDGETS})  # the sidebar's expander
     return {**view, **more}
 
 

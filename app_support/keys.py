@@ -8,6 +8,15 @@ MODE = "mode"
 ALPHA = "alpha"
 CORPUS = "corpus"
 MODEL = "model"  # the embedding model (each has its own collection)
+# the ranking settings a sweep varies, in the sidebar's "Fusion weights, depth and support" expander
+VECTOR_WEIGHT = "vw"
+LEXICAL_WEIGHT = "lw"
+L0_WEIGHT = "l0w"
+NAME_WEIGHT = "nw"
+CANDIDATE_DEPTH = "depth"
+MISSING_SCORE = "missing"
+SUPPORT = "support"
+RANKING_KEYS = (VECTOR_WEIGHT, LEXICAL_WEIGHT, L0_WEIGHT, NAME_WEIGHT, CANDIDATE_DEPTH, MISSING_SCORE, SUPPORT)
 CONTEXT = "_context"  # the AppContext app.py opened for this run (the page takes it)
 FRAME_RETRY = "_frame_retry"  # a page ran without app.py once: see resources.page_context
 
@@ -28,6 +37,7 @@ EVAL_RUN_SET = "es"
 EVAL_CONFIGS = "eval_configs"
 EVAL_RECORD = "eval_record"
 EVAL_REPORT = "_eval_report"  # (view key, EvalReport, saved run_id or None)
+EVAL_SCROLL = "_eval_scroll"  # set by a finished run: the page brings its results into view once
 
 # Invocations
 INV_RANGE = "inv_range"
@@ -55,4 +65,18 @@ ADD_FOLDER_PATH = "add_folder_path"  # the folder typed under "Add a folder"
 ADD_FOLDER_CHECKED = "_add_folder_checked"  # (path typed, Corpus or CorpusError): the last check of a folder
 CORPUS_SWITCH = "_corpus_switch"  # a corpus label the sidebar's Corpus choice takes on the next run (a folder just added)
 
-URL_KEYS = (TOP_K, L1_ON, MODE, ALPHA, CORPUS, MODEL, QUERY, COMPARE_QUERY, COMPARE_KIND, EVAL_SET, EVAL_RUN_SET, CORPUS_ENTRY)
+URL_KEYS = (
+    TOP_K,
+    L1_ON,
+    MODE,
+    ALPHA,
+    CORPUS,
+    MODEL,
+    *RANKING_KEYS,
+    QUERY,
+    COMPARE_QUERY,
+    COMPARE_KIND,
+    EVAL_SET,
+    EVAL_RUN_SET,
+    CORPUS_ENTRY,
+)

@@ -105,8 +105,26 @@ def rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 
-def settings_strip(settings: Any, *, label: str, key: str) -> None:
+SCROLL_JS = """<script>(() => {{ /* run {nonce} */
+  const started = Date.now();
+  const go = () => {{
+    const el = document.querySelector(".st-key-{key}");
+    if (el) el.scrollIntoView({{block: "start", behavior: "instant"}});
+    else if (Date.now() - started < 10000) requestAnimationFrame(go);
+  }};
+  go();
+}})();</script>"""
+
+
+def scroll_to(key: str, nonce: str) -> None:
+    """Bring the container keyed `key` into view once (after a run the user clicked, whose results are below it)."""
+    st.html(SCROLL_JS.format(key=key, nonce=html.escape(nonce)), unsafe_allow_javascript=True, width="content")
+
+
+def settings_strip(settings: Any, *, label: str, key: str, note: str | None = None) -> None:
     """The settings that decide a run's ranking and support (retrieval.evals.settings_strip) as one line of
-    `name=value` chips, in a container keyed `key` (tests find it by its st-key-… class)."""
+    `name=value` chips, in a container keyed `key` (tests find it by its st-key-… class), with `note` under it."""
     with st.container(key=key):
         st.markdown(f"**{md(label)}**: " + " ".join(f"`{name}={value}`" for name, value in strip_items(settings)))
+        if note:
+            st.caption(md(note))

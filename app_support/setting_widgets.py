@@ -9,7 +9,7 @@ from typing import Any
 
 from retrieval.config import Settings
 from retrieval.types.models import MODELS
-from retrieval.types.modes import LookupMode, values
+from retrieval.types.modes import LookupMode, MissingScore, values
 
 from . import keys
 
@@ -32,13 +32,14 @@ class SettingWidget:
     parse: Callable[[Any], Any] | None = None  # the widget's value -> the field's (None: not applied); None: the corpus
     to_param: Callable[[Any], str] = str  # the field's value -> the URL's text, as the widget writes it
     only_when: tuple[str, Any] | None = None  # (field, value): the widget is shown, and links carry it, only then
+    ranking: bool = False  # drawn in the sidebar's expander of fusion weights, depth and support
 
     def shown(self, value_of: Callable[[str], Any]) -> bool:
         """Whether the widget is on screen, given each field's current value."""
         return self.only_when is None or value_of(self.only_when[0]) == self.only_when[1]
 
 
-WIDGETS = (
+SHARED_WIDGETS = (
     SettingWidget(
         keys.CORPUS,
         "corpus_dir",
@@ -72,6 +73,50 @@ WIDGETS = (
         only_when=("search_mode", "hybrid"),
     ),
 )
+WEIGHT_HELP = "How much the {} counts in the fused score (0: not at all)."
+
+
+def _weight(key: str, field: str, label: str, what: str, **more: Any) -> SettingWidget:
+    return SettingWidget(key, field, label, WEIGHT_HELP.format(what), parse=float, to_param=_number, ranking=True, **more)
+
+
+def _number(value: Any) -> str:
+    """A number as the URL carries it: 3 for 3.0, 0.25 as is."""
+    return f"{float(value):g}"
+
+
+RANKING_WIDGETS = (
+    _weight(keys.VECTOR_WEIGHT, "vector_weight", "Vector weight", "vector (or hybrid) list"),
+    _weight(keys.LEXICAL_WEIGHT, "lexical_weight", "BM25F weight", "BM25F list", only_when=("search_mode", "fusion")),
+    _weight(keys.L0_WEIGHT, "l0_weight", "L0 weight", "L0 keyword list"),
+    _weight(keys.NAME_WEIGHT, "name_weight", "Name weight", "bonus of an entry the query names in full"),
+    SettingWidget(
+        keys.CANDIDATE_DEPTH,
+        "candidate_depth",
+        "Candidate depth",
+        "How many candidates each L1 query returns for the fusion (at least top-k).",
+        parse=int,
+        ranking=True,
+    ),
+    SettingWidget(
+        keys.MISSING_SCORE,
+        "missing_score",
+        "Missing score",
+        "What an entry counts for an L1 list that did not return it.",
+        parse=_one_of(values(MissingScore)),
+        ranking=True,
+    ),
+    SettingWidget(
+        keys.SUPPORT,
+        "support_threshold",
+        "Support threshold",
+        "The support estimate at or above which a result claims semantic support. Empty: the model's fitted cut.",
+        parse=float,
+        to_param=_number,
+        ranking=True,
+    ),
+)
+WIDGETS: tuple[SettingWidget, ...] = (*SHARED_WIDGETS, *RANKING_WIDGETS)
 BY_FIELD = {w.field: w for w in WIDGETS}
 
 
@@ -95,7 +140,7 @@ def url_params(settings: Settings, base: Settings, *, corpus_label: str | None) 
     out: dict[str, str] = {}
     for w in WIDGETS:
         value = getattr(settings, w.field)
-        if value == getattr(base, w.field) or not w.shown(lambda field: getattr(settings, field)):
+        if value is None or value == getattr(base, w.field) or not w.shown(lambda field: getattr(settings, field)):
             continue
         if w.parse is not None:
             out[w.key] = w.to_param(value)

@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from retrieval.config import Settings
+from retrieval.config import MAX_CANDIDATE_DEPTH, Settings
 from retrieval.engine.node_health import NodeHealth, node_health
 from retrieval.types.models import MODELS
-from retrieval.types.modes import LookupMode, values
+from retrieval.types.modes import LookupMode, MissingScore, values
 
 from . import ingest, keys, resources
 from .render import md
@@ -22,11 +22,19 @@ def settings_widgets(base: Settings) -> None:
     """Shared settings, kept in session_state and in the URL: the rows of setting_widgets.WIDGETS, each drawn
     by its function in DRAW, starting at the base's value."""
     state = st.session_state
+
+    def draw(ranking: bool) -> None:
+        for widget in WIDGETS:
+            if widget.ranking == ranking and widget.shown(lambda field: state.get(BY_FIELD[field].key)):
+                DRAW[widget.key](widget, base)
+
     with st.sidebar:
         st.subheader("Settings")
-        for widget in WIDGETS:
-            if widget.shown(lambda field: state.get(BY_FIELD[field].key)):
-                DRAW[widget.key](widget, base)
+        draw(ranking=False)
+        changed = [w.label for w in WIDGETS if w.ranking and state.get(w.key) not in (None, getattr(base, w.field))]
+        with st.expander("Fusion weights, depth and support" + (f" ({len(changed)} changed)" if changed else "")):
+            st.caption("What a sweep varies, for every page; lookup.yaml and LOOKUP_* give the starting values.")
+            draw(ranking=True)
 
 
 def _corpus(w: SettingWidget, base: Settings) -> None:
@@ -78,6 +86,52 @@ def _alpha(w: SettingWidget, base: Settings) -> None:
     )
 
 
+MAX_WEIGHT = 100.0
+
+
+def _weight(w: SettingWidget, base: Settings) -> None:
+    value = float(getattr(base, w.field))
+    st.number_input(
+        w.label,
+        min_value=0.0,
+        max_value=MAX_WEIGHT,
+        value=value,
+        step=0.1,
+        format="%g",
+        key=w.key,
+        bind="query-params",
+        help=w.help,
+    )
+
+
+def _depth(w: SettingWidget, base: Settings) -> None:
+    value = int(base.candidate_depth)
+    st.number_input(
+        w.label, min_value=1, max_value=MAX_CANDIDATE_DEPTH, value=value, step=1, key=w.key, bind="query-params", help=w.help
+    )
+
+
+def _missing(w: SettingWidget, base: Settings) -> None:
+    choices = list(values(MissingScore))
+    st.selectbox(w.label, choices, index=choices.index(str(base.missing_score)), key=w.key, bind="query-params", help=w.help)
+
+
+def _support(w: SettingWidget, base: Settings) -> None:
+    value = base.support_threshold
+    st.number_input(
+        w.label,
+        min_value=0.0,
+        max_value=1.0,
+        value=value,
+        step=0.01,
+        format="%g",
+        placeholder="the model's fitted cut",
+        key=w.key,
+        bind="query-params",
+        help=w.help,
+    )
+
+
 DRAW: dict[str, Callable[[SettingWidget, Settings], None]] = {
     keys.CORPUS: _corpus,
     keys.MODEL: _model,
@@ -85,6 +139,13 @@ DRAW: dict[str, Callable[[SettingWidget, Settings], None]] = {
     keys.L1_ON: _l1,
     keys.MODE: _mode,
     keys.ALPHA: _alpha,
+    keys.VECTOR_WEIGHT: _weight,
+    keys.LEXICAL_WEIGHT: _weight,
+    keys.L0_WEIGHT: _weight,
+    keys.NAME_WEIGHT: _weight,
+    keys.CANDIDATE_DEPTH: _depth,
+    keys.MISSING_SCORE: _missing,
+    keys.SUPPORT: _support,
 }
 
 

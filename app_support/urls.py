@@ -11,7 +11,7 @@ from retrieval.lab.runs import RunSummary
 from retrieval.types.models import MODELS
 
 from . import keys, resources
-from .setting_widgets import url_params
+from .setting_widgets import RANKING_WIDGETS, url_params
 
 
 def setting_params(settings: Settings, base: Settings) -> dict[str, str]:
@@ -36,15 +36,18 @@ def entry_params(entry_id: str, settings: Settings, base: Settings) -> dict[str,
 
 
 def run_lookup_params(query: str, run: RunSummary, base: Settings) -> dict[str, str]:
-    """Query parameters that open Lookup on `query` with the run's corpus, model, top-k, L1 switch, mode and alpha."""
+    """Query parameters that open Lookup on `query` with the run's corpus, model, top-k, L1 switch, mode, alpha and
+    the ranking settings of the sidebar's expander (weights, depth, missing score, support threshold)."""
     s = run.settings
     model = run.embedding_model if run.embedding_model in MODELS else base.embedding_model
+    ranking = {w.field: w.parse(s[w.field]) for w in RANKING_WIDGETS if w.parse and s.get(w.field) is not None}
     settings = base.with_(
         embedding_model=model,
         top_k=int(s.get("top_k", base.top_k)),
         l1_enabled=bool(s.get("l1_enabled", base.l1_enabled)),
         search_mode=str(s.get("search_mode", base.search_mode)),
         hybrid_alpha=float(s.get("hybrid_alpha", base.hybrid_alpha)),
+        **{k: v for k, v in ranking.items() if v is not None},
     )
     params = lookup_params(query, settings, base)
     choice = next((c for c in resources.corpus_choices(base) if run.corpus and same_path(c.path, run.corpus)), None)

@@ -13,7 +13,7 @@ from retrieval.config import Settings
 from retrieval.core.relevance import fit_words
 from retrieval.evals.cases import CaseResult
 from retrieval.evals.configs import DEPTH
-from retrieval.evals.evaluation import CONFIGS, METRICS, EvalReport, run_eval, support_points
+from retrieval.evals.evaluation import METRICS, EvalReport, run_eval, support_points
 from retrieval.evals.report import (
     COLUMN_HELP,
     COLUMN_LABELS,
@@ -25,7 +25,7 @@ from retrieval.evals.report import (
     significance_test,
 )
 from retrieval.evals.routing_metrics import HURT_MEANING
-from retrieval.evals.settings_strip import config_meaning
+from retrieval.evals.settings_strip import depth_note
 
 
 def latency_table(latency: dict) -> pd.DataFrame:
@@ -49,18 +49,11 @@ def run_section(ctx: resources.AppContext) -> dict[str, str] | None:
             "L1 is off or unavailable: only `l0_only` can run. Switch L1 on (or reconnect) for the other configurations.",
             icon=":material/info:",
         )
-    choices = list(CONFIGS) if l1_ready else ["l0_only"]
-    configs = st.multiselect(
-        "Configurations",
-        choices,
-        default=choices,
-        key=f"{keys.EVAL_CONFIGS}-{l1_ready}",
-        format_func=lambda c: f"{c}: {config_meaning(c, settings)}",
-    )
-    # an eval ranks at least DEPTH entries whatever the app's top_k (run_eval): the strip says what the run will use
-    render.settings_strip(
-        settings.with_(top_k=max(DEPTH, settings.top_k)), label="The next run's settings", key="eval_next_settings"
-    )
+    configs = eval_ui.pick_configs(settings, l1_ready=l1_ready)
+    # an eval ranks at least DEPTH entries whatever the app's top_k (run_eval): the strip says what the run will use, and why
+    depth = max(DEPTH, settings.top_k)
+    note = depth_note(depth, settings.top_k)
+    render.settings_strip(settings.with_(top_k=depth), label="The next run's settings", key="eval_next_settings", note=note)
     record = recording(ctx, configs)
     view = eval_ui.run_view(settings, label=eval_ui.eval_set_label(path), configurations=", ".join(configs))
     label = f"Run {len(eval_set.cases)} cases × {len(configs)} configurations"
@@ -76,6 +69,7 @@ def run_section(ctx: resources.AppContext) -> dict[str, str] | None:
             return None
         saved = None if ctx.read_only else eval_ui.save_run(ctx, report, eval_set)
         st.session_state[keys.EVAL_REPORT] = (view, report, saved)
+        st.session_state[keys.EVAL_SCROLL] = True
     return view
 
 
@@ -98,14 +92,15 @@ def recording(ctx: resources.AppContext, configs: list[str]) -> bool:
     )
 
 
-def metrics_section(report: EvalReport, saved: str | None) -> None:
+def metrics_section(report: EvalReport, saved: str | None, sidebar_top_k: int) -> None:
     """The run's tag, settings and metrics, as a table and bars."""
     for warning in report.warnings:
         st.warning(md(warning), icon=":material/warning:")
     st.markdown(
         f"Run tag **{md(report.run_tag)}**: {report.settings['cases']} cases, {report.settings['answerable']} answerable."
     )
-    render.settings_strip(report.settings, label="Settings of this run", key="eval_run_settings")
+    note = depth_note(report.settings.get("top_k", DEPTH), sidebar_top_k)
+    render.settings_strip(report.settings, label="Settings of this run", key="eval_run_settings", note=note)
     if saved:
         st.caption(f"Saved as run **{md(saved)}**: compare it with other runs on the Runs page.")
     st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
@@ -188,22 +183,24 @@ def details_section(report: EvalReport) -> None:
         st.caption("p50 / p95 per stage; – : the configuration has no such stage.")
     with st.expander(f"All {len(report.cases)} cases"):
         st.dataframe(pd.DataFrame([case_row(c) for c in report.cases]), hide_index=True)
-    a, b, _ = st.columns([1, 1, 3])
-    a.download_button(
+    downloads = st.container(horizontal=True)  # each button as wide as its label, wrapping on a narrow screen
+    downloads.download_button(
         "Download JSON",
         data=json.dumps(report.to_dict(), default=str, ensure_ascii=False),
         file_name=f"{report.run_tag}.json",
         mime="application/json",
         on_click="ignore",
         key="eval_json",
+        wrap=True,
     )
-    b.download_button(
+    downloads.download_button(
         "Download HTML report",
         data=render_html(report),
         file_name=f"{report.run_tag}.html",
         mime="text/html",
         on_click="ignore",
         key="eval_html",
+        wrap=True,
     )
 
 
@@ -230,11 +227,14 @@ def main() -> None:
         return
     eval_ui.settings_changed(stored[0], view)  # the last run stays on screen, marked, until the next one
     report = stored[1]
-    metrics_section(report, stored[2] if stored[2:] else None)
-    if "lookup" in report.configs:
-        support_section(report)
-    filter_section(report, ctx.settings)
-    details_section(report)
+    with st.container(key="eval_results"):
+        metrics_section(report, stored[2] if stored[2:] else None, ctx.settings.top_k)
+        if "lookup" in report.configs:
+            support_section(report)
+        filter_section(report, ctx.settings)
+        details_section(report)
+    if st.session_state.pop(keys.EVAL_SCROLL, False):
+        render.scroll_to("eval_results", report.run_tag)
 
 
 main()

@@ -10,8 +10,9 @@ from app_support import charts, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evals.evaluation import CONFIGS, METRICS
-from retrieval.lab.compare import RunComparison, compare_runs, default_pair
-from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows
+from retrieval.evals.settings_strip import value_text
+from retrieval.lab.compare import NOT_FOUND, RunComparison, compare_runs, default_pair, rank_text
+from retrieval.lab.runs import HISTORY_METRICS, NO_MODEL, RunStore, RunSummary, history_rows, shared_settings
 
 # this page's widget keys (bound to the URL: /runs?runs_set=...&run_a=...&run_b=... reopens a comparison)
 SET_KEY, CONFIG_KEY, A_KEY, B_KEY, METRIC_KEY, CASES_KEY = (
@@ -29,7 +30,8 @@ TREND_METRICS = ("mrr@10", "hit@1", "recall@5")
 def pick_runs(store: RunStore, sets: list[str]) -> tuple[str, list[RunSummary], str]:
     """The eval set and configuration boxes: (set or ALL_SETS, its runs newest first, configuration)."""
     every_run = store.list_runs()
-    pair = default_pair(every_run)  # the two latest runs of one set: a comparison across sets shares no case
+    # the two latest runs of one set that both ran lookup: a comparison across sets, or of a run without it, fails
+    pair = default_pair(every_run, "lookup") or default_pair(every_run)
     default_set = next(r.eval_set for r in every_run if r.run_id == pair[1]) if pair else None
     c1, c2 = st.columns(2)
     options = [ALL_SETS, *sets]
@@ -47,26 +49,31 @@ def pick_runs(store: RunStore, sets: list[str]) -> tuple[str, list[RunSummary], 
 def history_section(picked: str, runs: list[RunSummary], config: str) -> None:
     """The runs' metrics as a table, and one set's trend."""
     st.subheader(f"History ({len(runs)} runs)")
-    history = pd.DataFrame(history_rows(runs, config))
+    shared = shared_settings(rows := history_rows(runs, config))
+    history = pd.DataFrame(rows)
     st.dataframe(
-        history,
+        history.drop(columns=list(shared)),
         hide_index=True,
         column_config={
             "time": st.column_config.DatetimeColumn("time (UTC)", format="YYYY-MM-DD HH:mm:ss"),
             **{m: st.column_config.NumberColumn(m, format="%.3f") for m in HISTORY_METRICS},
         },
     )
+    if shared:
+        shown = " · ".join(f"`{k}={value_text(v).replace('`', '')}`" for k, v in shared.items())  # code: no escapes
+        st.caption(f"Same in every run: {shown}")
     if picked == ALL_SETS:
         st.caption("Pick one eval set to see its metric trend.")
     else:
         st.plotly_chart(charts.metric_trend(history, TREND_METRICS, f"{picked}: {config} over time"), width="stretch")
 
 
-def pick_pair(runs: list[RunSummary]) -> tuple[RunSummary, RunSummary, str] | None:
-    """Runs A and B with their settings strips, and the metric cases move on; None when A is B."""
+def pick_pair(runs: list[RunSummary], config: str) -> tuple[RunSummary, RunSummary, str] | None:
+    """Runs A and B (at first the newest pair that ran `config`) with their settings strips, and the metric cases
+    move on; None when A is B."""
     by_id = {r.run_id: r for r in runs}
     ids = list(by_id)  # newest first
-    a_default, b_default = default_pair(runs) or (ids[1], ids[0])
+    a_default, b_default = default_pair(runs, config) or default_pair(runs) or (ids[1], ids[0])
     a_col, b_col, m_col = st.columns([2, 2, 1])
     run_a = a_col.selectbox("Run A (before)", ids, index=ids.index(a_default), key=A_KEY, bind="query-params")
     run_b = b_col.selectbox("Run B (after)", ids, index=ids.index(b_default), key=B_KEY, bind="query-params")
@@ -92,7 +99,7 @@ def compare_section(store: RunStore, runs: list[RunSummary], config: str) -> Non
     if len(runs) < 2:
         st.info("Two saved runs are needed: run the set again with other settings.", icon=":material/info:")
         return
-    pair = pick_pair(runs)
+    pair = pick_pair(runs, config)
     if pair is None:
         return
     run_a, run_b, metric = pair
@@ -116,15 +123,8 @@ def compare_section(store: RunStore, runs: list[RunSummary], config: str) -> Non
             icon=":material/warning:",
         )
         return
-    verdict = (
-        "significantly worse"
-        if cmp.regression
-        else "significantly better"
-        if cmp.chosen.significant
-        else "not significantly different"
-    )
     st.markdown(
-        f"On **{cmp.shared_cases}** shared answerable cases, B is **{verdict}** on {metric} "
+        f"On **{cmp.shared_cases}** shared answerable cases, B is **{cmp.verdict}** on {metric} "
         f"(B − A = {cmp.chosen.delta:+.3f}, p = {'–' if cmp.chosen.p_value is None else f'{cmp.chosen.p_value:.4f}'})."
     )
     metric_deltas(cmp)
@@ -174,8 +174,8 @@ def moved_cases(cmp: RunComparison, metric: str) -> None:
             {
                 "case": c.case_id,
                 "change": kind,
-                "rank A": c.rank_before,
-                "rank B": c.rank_after,
+                "rank A": rank_text(c.rank_before),
+                "rank B": rank_text(c.rank_after),
                 f"{metric} A": c.before,
                 f"{metric} B": c.after,
                 "query": c.query,
@@ -190,8 +190,8 @@ def moved_cases(cmp: RunComparison, metric: str) -> None:
         selection_mode="single-row",
         key=CASES_KEY,
         column_config={
-            "rank A": st.column_config.NumberColumn(format="%d"),
-            "rank B": st.column_config.NumberColumn(format="%d"),
+            "rank A": st.column_config.TextColumn(help=f"{NOT_FOUND}: no expected entry in run A's top 10"),
+            "rank B": st.column_config.TextColumn(help=f"{NOT_FOUND}: no expected entry in run B's top 10"),
             "query": st.column_config.TextColumn(width="large"),
         },
     )
@@ -201,7 +201,7 @@ def moved_cases(cmp: RunComparison, metric: str) -> None:
 
 
 def case_links(cmp: RunComparison, case: pd.Series) -> None:
-    """Links that open the case in Lookup with run A's or run B's settings, and what they cannot carry."""
+    """Links that open the case in Lookup with run A's or run B's settings (all but a threshold left to the model)."""
     base = resources.base_settings()
     for name, run in (("A", cmp.run_a), ("B", cmp.run_b)):
         st.page_link(
@@ -210,13 +210,8 @@ def case_links(cmp: RunComparison, case: pd.Series) -> None:
             icon=":material/open_in_new:",
             query_params=urls.run_lookup_params(str(case["query"]), run, base),
         )
-    weights = ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "support_threshold")
-    differs = [k for k in weights if any(r.settings.get(k) != getattr(base, k) for r in (cmp.run_a, cmp.run_b))]
-    if differs:
-        st.caption(
-            f"The link carries corpus, embedding model, top-k, L1 and search mode; {', '.join(differs)} come from "
-            "lookup.yaml and the LOOKUP_* variables, which differ from one of these runs."
-        )
+    if any(r.settings.get("support_threshold") is None and base.support_threshold is not None for r in (cmp.run_a, cmp.run_b)):
+        st.caption("A run left the support threshold to the model; the link cannot say so: clear it in the sidebar.")
 
 
 def main() -> None:

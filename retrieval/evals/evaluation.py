@@ -115,7 +115,12 @@ def run_eval(
     if answerable < SMALL_SAMPLE:
         warnings.append(f"only {answerable} answerable cases: significance tests are unreliable below {SMALL_SAMPLE}")
     metrics = compute_metrics(qrels, per_config) if answerable else {c: {m: float("nan") for m in METRICS} for c in configs}
-    significance = compute_significance(qrels, per_config, stat_test=stat_test) if answerable else {"pairs": []}
+    reference = "lookup" if "lookup" in configs else configs[0]  # named in the JSON, the legend and the report alike
+    significance = (
+        compute_significance(qrels, per_config, reference=reference, stat_test=stat_test)
+        if answerable
+        else {"reference": reference, "pairs": []}
+    )
     cases_by_id = {c.id: c for c in eval_set.cases}
     routing, latency, calibration = _figures(runs, cases_by_id, {e.entry_id: e.domain for e in services.l0.entries.values()})
     conf = confusion(

@@ -42,8 +42,14 @@ COLUMN_HELP = {
 }
 
 
-def significance_marks(report: EvalReport, reference: str = "lookup") -> dict[tuple[str, str], str]:
-    """(config, metric) -> ▲ / ▼ when that config scores significantly higher / lower than `reference`."""
+def reference_of(report: EvalReport) -> str:
+    """The configuration the significance was tested against, as the JSON names it (`lookup` unless it did not run)."""
+    return str(report.significance.get("reference") or "lookup")
+
+
+def significance_marks(report: EvalReport, reference: str | None = None) -> dict[tuple[str, str], str]:
+    """(config, metric) -> ▲ / ▼ when that config scores significantly higher / lower than `reference` (the report's)."""
+    reference = reference or reference_of(report)
     marks = {}
     for pair in report.significance.get("pairs", []):
         if reference in (pair["a"], pair["b"]) and pair["significant"]:
@@ -60,9 +66,10 @@ def significance_test(report: EvalReport) -> str:
     return f"paired {sig.get('stat_test', '')} test{corrected}, p < {sig.get('alpha', 0.05)}"
 
 
-def significance_legend(report: EvalReport, reference: str = "lookup") -> str:
+def significance_legend(report: EvalReport) -> str:
     return (
-        f"{HIGHER} / {LOWER}: significantly higher / lower than {reference} ({significance_test(report)}); "
+        f"{HIGHER} / {LOWER}: significantly higher / lower than {reference_of(report)} (the reference) "
+        f"({significance_test(report)}); "
         "a blank cell does not apply"
     )
 
@@ -161,7 +168,7 @@ def setting_text(value: Any) -> str:
 
 def significance_frame(report: EvalReport) -> pd.DataFrame:
     """One row per configuration and metric tested against the reference: both scores, the raw and the Holm p."""
-    reference = report.significance.get("reference", "lookup")
+    reference = reference_of(report)
     rows = [
         {
             "configuration": p["a"],
@@ -266,8 +273,7 @@ def render_html(report: EvalReport) -> str:
             if effect
             else ""
         ),
-        f"<h2>Significance against {e(str(report.significance.get('reference', 'lookup')))} "
-        f"({e(significance_test(report))})</h2>",
+        f"<h2>Significance against {e(reference_of(report))} ({e(significance_test(report))})</h2>",
         _table(significance_frame(report)),
         "<h2>Every setting</h2>",
         _table(settings),

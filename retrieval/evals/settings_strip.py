@@ -15,9 +15,9 @@ from retrieval.types.modes import LookupMode
 # The settings each mode ranks with, in the strip's order: lexical_weight only where a BM25F list is fused,
 # hybrid_alpha only in hybrid.
 _RANKING = {
-    LookupMode.FUSION: ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "candidate_depth"),
-    LookupMode.NEAR_VECTOR: ("vector_weight", "l0_weight", "name_weight", "candidate_depth"),
-    LookupMode.HYBRID: ("hybrid_alpha", "vector_weight", "l0_weight", "name_weight", "candidate_depth"),
+    LookupMode.FUSION: ("vector_weight", "lexical_weight", "l0_weight", "name_weight", "candidate_depth", "missing_score"),
+    LookupMode.NEAR_VECTOR: ("vector_weight", "l0_weight", "name_weight", "candidate_depth", "missing_score"),
+    LookupMode.HYBRID: ("hybrid_alpha", "vector_weight", "l0_weight", "name_weight", "candidate_depth", "missing_score"),
 }
 LOOKUP_MEANING = {
     LookupMode.FUSION: "L0 + the L1 vector and BM25F queries, fused",
@@ -84,6 +84,16 @@ def _fitted(model: Any) -> str:
 def strip_text(settings: Any, separator: str = " · ") -> str:
     """strip_items as one line: `embedding_model=bge-small-en-v1.5 · search_mode=fusion · vector_weight=2.5 · …`."""
     return separator.join(f"{name}={value}" for name, value in strip_items(settings)) or "–"
+
+
+def depth_note(run_top_k: int, sidebar_top_k: int) -> str | None:
+    """Why an eval's top_k is not the sidebar's (an eval ranks at least DEPTH deep); None when they agree."""
+    if int(run_top_k) == int(sidebar_top_k):
+        return None
+    return (
+        f"top_k={run_top_k} here, {sidebar_top_k} in the sidebar: an eval ranks every configuration at least {run_top_k} "
+        "deep, as far as MRR@10 and nDCG@10 look. The sidebar's top-k is how many results Lookup shows."
+    )
 
 
 def config_meaning(config: str, settings: Any) -> str:

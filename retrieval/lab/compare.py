@@ -69,6 +69,14 @@ class CaseChange:
         }
 
 
+NOT_FOUND = "not found"  # a case whose expected entry is not in a run's top 10
+
+
+def rank_text(rank: int | None) -> str:
+    """A case's rank in one run as people read it: the number, or NOT_FOUND (never "None")."""
+    return NOT_FOUND if rank is None or rank != rank else str(int(rank))
+
+
 @dataclass(frozen=True)
 class RunComparison:
     run_a: RunSummary
@@ -98,6 +106,13 @@ class RunComparison:
     def regression(self) -> bool:
         """B is significantly worse than A on the chosen metric."""
         return self.chosen.delta < 0 and self.chosen.significant
+
+    @property
+    def verdict(self) -> str:
+        """B against A on the chosen metric, in words."""
+        if self.regression:
+            return "significantly worse"
+        return "significantly better" if self.chosen.significant else "not significantly different"
 
     def to_dict(self) -> dict[str, Any]:
         chosen = self.chosen
@@ -176,9 +191,10 @@ def per_case_values(frame, metrics: tuple[str, ...] = tuple(METRICS)) -> dict[st
     return out
 
 
-def default_pair(runs: Sequence[RunSummary]) -> tuple[str, str] | None:
+def default_pair(runs: Sequence[RunSummary], config: str | None = None) -> tuple[str, str] | None:
     """(A, B): the two latest runs of one eval set, the set of the newest run that has another (`runs` newest
-    first). None when no set has two runs: a comparison across sets shares no case."""
+    first), both having run `config` when named. None when no such pair: a comparison across sets shares no case."""
+    runs = [r for r in runs if config is None or config in r.configs]
     for newest in runs:
         older = next((r for r in runs if r.eval_set == newest.eval_set and r.run_id != newest.run_id), None)
         if older is not None:

@@ -49,7 +49,8 @@ HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_
 
 
 def history_rows(runs: list[RunSummary], config: str = "lookup") -> list[dict[str, Any]]:
-    """One row per run for a history table or a trend chart: when, what, the main settings, one configuration's metrics."""
+    """One row per run for a history table or a trend chart: when, what, one configuration's metrics (first: what a
+    reader compares), then the settings and where it ran."""
     rows = []
     for run in runs:
         metrics = run.metrics.get(config) or {}
@@ -58,13 +59,20 @@ def history_rows(runs: list[RunSummary], config: str = "lookup") -> list[dict[st
                 "run_id": run.run_id,
                 "time": run.created_at,
                 "set": run.eval_set,
-                "collection": run.collection,
+                **{m: metrics.get(m) for m in HISTORY_METRICS},
                 **{k: run.settings.get(k) for k in HISTORY_SETTINGS},
                 "embedding_model": run.embedding_model or NO_MODEL,
-                **{m: metrics.get(m) for m in HISTORY_METRICS},
+                "collection": run.collection,
                 "cases": run.cases,
                 "code_version": run.code_version,
                 "source": run.source,
             }
         )
     return rows
+
+
+def shared_settings(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The settings (HISTORY_SETTINGS) every one of two or more history rows has alike: said once, not as a column."""
+    if len(rows) < 2:
+        return {}
+    return {k: rows[0].get(k) for k in HISTORY_SETTINGS if all(r.get(k) == rows[0].get(k) for r in rows)}

@@ -19,11 +19,11 @@ from retrieval.errors import RunNotFound, StoreError
 from retrieval.evals.evaluation import EvalReport
 from retrieval.evals.sets import EvalSet
 from retrieval.lab.run_provenance import code_version, new_run_id, run_settings, set_hash
-from retrieval.lab.run_summary import HISTORY_METRICS, NO_MODEL, RunSummary, history_rows
+from retrieval.lab.run_summary import HISTORY_METRICS, NO_MODEL, RunSummary, history_rows, shared_settings
 from retrieval.records.db_budget import connect_retrying
 
 # RunSummary and its history table live in run_summary; importers of this module find them here too.
-__all__ = ["HISTORY_METRICS", "NO_MODEL", "SCHEMA", "RunStore", "RunSummary", "history_rows"]
+__all__ = ["HISTORY_METRICS", "NO_MODEL", "SCHEMA", "RunStore", "RunSummary", "history_rows", "shared_settings"]
 
 T = TypeVar("T")
 

@@ -62,7 +62,7 @@ def test_read_only_evaluate_neither_records_nor_saves(app_env, monkeypatch):
     assert any("neither saved on the Runs page nor recorded" in i for i in texts(at.info))
     record = next(c for c in at.checkbox if c.label.startswith("Record the lookups"))
     assert record.disabled and record.value is False
-    at.multiselect(key="eval_configs-True").set_value(["l0_only", "lookup"]).run()
+    at.multiselect(key="eval_configs-True").set_value(["l0_only"]).run()  # beside lookup, which always runs
     at.button(key="run_eval").click().run()
     assert_clean(at)
     assert not [c for c in texts(at.caption) if "Saved as run" in c]
@@ -85,7 +85,7 @@ def test_the_largest_fitting_set_is_preselected_and_the_last_choice_is_kept(app_
 # --- run details that agree --------------------------------------------------------------------------------
 def test_an_unanswerable_only_run_draws_no_empty_chart_and_shows_no_none(app_env):
     at = open_app("Evaluate", es=UNANSWERABLE)
-    at.multiselect(key="eval_configs-True").set_value(["l0_only", "lookup"]).run()
+    at.multiselect(key="eval_configs-True").set_value(["l0_only"]).run()  # beside lookup, which always runs
     at.button(key="run_eval").click().run()
     assert_clean(at)
     titles = [str(spec.get("layout", {}).get("title", {}).get("text", "")) for spec in plotly_specs(at)]

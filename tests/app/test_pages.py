@@ -671,8 +671,8 @@ def test_eval_set_for_another_corpus_offers_to_switch(app_env):
 def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
     at = open_app("Evaluate")
     assert at.selectbox(key="es").value == SAMPLE_EVAL  # preselected: written for the loaded corpus
-    assert at.multiselect(key="eval_configs-True").value == list(CONFIGS)
-    at.multiselect(key="eval_configs-True").set_value(["l0_only", "l1_unfiltered", "l1_filtered", "lookup"]).run()
+    assert at.multiselect(key="eval_configs-True").value == [c for c in CONFIGS if c != "lookup"]  # lookup always runs
+    at.multiselect(key="eval_configs-True").set_value(["l0_only", "l1_unfiltered", "l1_filtered"]).run()
     at.button(key="run_eval").click().run()
     assert_clean(at)
     table = at.table[0].value
@@ -724,12 +724,13 @@ def test_evaluate_runs_the_configurations_on_an_eval_set(app_env):
 
 def test_evaluate_names_the_lookup_for_the_mode_and_shows_the_next_runs_settings(app_env):
     at = open_app("Evaluate")
-    options = at.multiselect(key="eval_configs-True").options
-    assert [o for o in options if o.startswith("lookup:") and "BM25F queries, fused" in o]
+    (lookup,) = [t for t in texts(at.markdown) if t.startswith("**`lookup`** always runs")]
+    assert "BM25F queries, fused" in lookup
     at.radio(key="mode").set_value("near_vector").run()
     assert_clean(at)
-    (lookup,) = [o for o in at.multiselect(key="eval_configs-True").options if o.startswith("lookup:")]
+    (lookup,) = [t for t in texts(at.markdown) if t.startswith("**`lookup`** always runs")]
     assert "vector query, fused with L0" in lookup and "BM25F" not in lookup and "fusion" not in lookup
+    assert "lookup" not in at.multiselect(key="eval_configs-True").options  # it cannot be left out
     (strip,) = [t for t in texts(at.markdown) if t.startswith("**The next run's settings**")]
     assert "`search_mode=near_vector`" in strip and "lexical_weight" not in strip and "`top_k=10`" in strip
 

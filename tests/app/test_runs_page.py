@@ -89,10 +89,11 @@ def test_history_trend_and_a_two_run_comparison(two_runs):
     }
     query = cases.loc[row, "query"]
     assert links["A"] == {"q": query, "k": "10"}  # the depth the eval ranked, whatever the app's top-k was
-    assert links["B"] == {"q": query, "k": "10", "mode": "near_vector"}
-    assert any("vector_weight, l0_weight come from lookup.yaml" in t for t in texts(at.caption))
+    # the run's weights too, now that the sidebar takes them (they came from lookup.yaml, with a caption saying so)
+    assert links["B"] == {"q": query, "k": "10", "mode": "near_vector", "vw": "0", "l0w": "1"}
     lookup = open_app(**links["B"])
     assert lookup.text_input(key="q").value == query and lookup.radio(key="mode").value == "near_vector"
+    assert (lookup.number_input(key="vw").value, lookup.number_input(key="l0w").value) == (0.0, 1.0)
 
     # swapped: B better than A; the URL keeps the choice
     at.selectbox(key="run_a").set_value(b.run_id)
@@ -105,7 +106,7 @@ def test_history_trend_and_a_two_run_comparison(two_runs):
 
 def test_evaluate_saves_its_run_and_runs_lists_it(app_env):
     ev = open_app("Evaluate", es=SAMPLE_EVAL_LABEL)
-    ev.multiselect(key="eval_configs-True").set_value(["lookup"]).run()
+    ev.multiselect(key="eval_configs-True").set_value([]).run()  # lookup alone: it always runs
     ev.button(key="run_eval").click().run()
     assert_clean(ev)
     (saved,) = RunStore(app_env / "invocations.duckdb").list_runs()
@@ -178,3 +179,32 @@ def test_the_default_comparison_is_two_runs_of_one_set_and_a_run_is_not_compared
     assert_clean(at)
     assert any("A and B are the same run" in w for w in texts(at.warning))
     assert not at.get("plotly_chart") or all("B − A" not in c.proto.spec for c in at.get("plotly_chart"))
+
+
+def test_runs_opens_on_the_newest_pair_that_both_ran_lookup(app_env, base_settings):
+    """The newest run of the set did not run `lookup` (the configuration Runs shows first): A and B default to the newest
+    two that did, and the page compares them instead of saying they cannot be compared."""
+    store = RunStore(app_env / "invocations.duckdb")
+    first = saved_at(store, 1, {"c1": 1, "c2": 2}, base_settings)
+    second = saved_at(store, 2, {"c1": 1, "c2": 1}, base_settings)
+    saved_at(store, 3, {"c1": 3}, base_settings, config="l0_only")
+    at = open_runs()
+    assert at.selectbox(key="runs_config").value == "lookup"
+    assert (at.selectbox(key="run_a").value, at.selectbox(key="run_b").value) == (first.run_id, second.run_id)
+    assert not [e for e in texts(at.error) if "cannot be compared" in e], texts(at.error)
+
+
+def test_history_shows_the_metrics_first_and_a_missing_rank_reads_not_found(app_env, base_settings):
+    """The history table leads with what a run scored (the metrics sat past a dozen setting columns, off screen), the
+    settings every run shares are said once; a case not found in a run's top 10 reads so, not "None"."""
+    store = RunStore(app_env / "invocations.duckdb")
+    saved_at(store, 1, {"c1": 1, "c2": 2}, base_settings)
+    saved_at(store, 2, {"c1": None, "c2": 1}, base_settings.with_(vector_weight=3.0))
+    at = open_runs()
+    history = at.dataframe[0].value
+    assert list(history.columns[:4]) == ["run_id", "time", "set", "mrr@10"], list(history.columns)
+    assert "vector_weight" in history.columns and "lexical_weight" not in history.columns  # only what differs
+    assert any("Same in every run" in t and "lexical_weight=1" in t for t in texts(at.caption)), texts(at.caption)
+    cases = at.dataframe[2].value.set_index("case")
+    assert cases.loc["c1", "rank B"] == "not found", cases.loc["c1"].to_dict()
+    assert cases.loc["c1", "rank A"] == "1"

@@ -251,3 +251,14 @@ def test_the_json_carries_the_support_estimate_s_calibration(runbooks_run):
     # which fit gave the estimates: this collection has no fit of its own here, so the reference baselines
     assert cal["fit"]["baselines"]["kind"] == "reference" and "bge-small-en-v1.5" in cal["fit"]["model"]
     assert "l0_only" not in data["calibration"]  # L0 alone has no estimate
+
+
+def test_a_run_without_lookup_names_its_reference_even_without_answers(sample_corpus, base_settings):
+    """L0 alone on the unanswerable sample set: no test runs, but the JSON still names the reference the legend reads."""
+    from retrieval.evals.report import significance_legend
+
+    services = LookupServices(L0Index(sample_corpus.entries), None, None, None)
+    un = load_eval_set(REPO_ROOT / "eval_sets" / "sample-ops-unanswerable.yaml")
+    report = run_eval(un, services, base_settings, configs=["l0_only"])
+    assert report.significance.get("reference") == "l0_only", report.significance
+    assert "than l0_only (the reference)" in significance_legend(report)

@@ -18,6 +18,7 @@ from retrieval.evals.report import (
     metrics_text,
     render_html,
     significance_frame,
+    significance_legend,
 )
 
 from ..conftest import CHROMIUM, needs_chromium
@@ -348,3 +349,24 @@ def test_the_report_draws_the_reliability_of_the_support_estimate():
     assert "stroke-dasharray='5,4'" in diagram  # the diagonal of a calibrated estimate
     assert "<h2>Calibration of the support estimate</h2>" in page
     assert not [x for x in re.findall(r"aria-label='([^']+)'", render_html(tiny_report())) if x.startswith("Reliability")]
+
+
+def test_a_run_without_lookup_names_its_own_reference_in_marks_legend_and_html():
+    """When `lookup` did not run, the significance is against another configuration: the marks, the legend and the
+    HTML report all name that reference, as the JSON does (they said "than lookup" and drew no mark)."""
+    report = tiny_report()
+    pair = {"a": "l1_filtered", "b": "l0_only", "metric": "mrr@10", "p_value": 0.01, "p_holm": 0.02, "significant": True}
+    report = replace(
+        report,
+        configs=("l0_only", "l1_filtered"),
+        significance={
+            **report.significance,
+            "reference": "l0_only",
+            "tests": 1,
+            "pairs": [{**pair, "a_score": 0.6, "b_score": 0.3}],
+        },
+    )
+    assert metrics_display(report).loc["l1_filtered", "mrr@10"] == "0.615 ▲"
+    assert "significantly higher / lower than l0_only (the reference)" in significance_legend(report)
+    page = html.unescape(render_html(report))
+    assert "than l0_only" in page and "than lookup" not in page

@@ -49,3 +49,12 @@ def test_the_lookup_configuration_is_named_for_the_mode():
     assert "hybrid" in config_meaning("lookup", {"search_mode": "hybrid"})
     assert "fusion" not in config_meaning("lookup", base.with_(search_mode="near_vector"))
     assert config_meaning("l0_only", base) == "the L0 keyword matches alone"
+
+
+def test_an_evals_depth_is_explained_only_when_it_is_not_the_sidebars():
+    from retrieval.evals.settings_strip import depth_note
+
+    assert depth_note(10, 10) is None
+    note = depth_note(10, 5)
+    assert note is not None and note.startswith("top_k=10 here, 5 in the sidebar") and "MRR@10" in note
+    assert "missing_score" in names(Settings()) and "missing_score" in names(Settings().with_(search_mode="hybrid"))

@@ -23,9 +23,12 @@ def forget_model(db: Path, run_id: str) -> None:
         con.execute("UPDATE eval_run SET settings = ? WHERE run_id = ?", [json.dumps(settings), run_id])
 
 
-def saved_at(store: RunStore, minute: int, ranks: dict[str, int | None], settings, name: str = "tiny"):
-    """A tiny run saved as made at 10:<minute>, so the runs sort by time whatever their ids."""
+def saved_at(store: RunStore, minute: int, ranks: dict[str, int | None], settings, name: str = "tiny", *, config: str = "lookup"):
+    """A tiny run of one configuration saved as made at 10:<minute>, so the runs sort by time whatever their ids."""
     report, eval_set = tiny_report(ranks)
+    if config != "lookup":
+        cases = [{**c.to_dict(), "configs": {config: c.configs["lookup"].to_dict()}} for c in report.cases]
+        report = replace(report, configs=(config,), metrics={config: report.metrics["lookup"]}, cases=cases)
     return store.save(replace(report, created_at=f"2026-12-01T10:{minute:02d}:00+00:00"), replace(eval_set, name=name), settings)
 
 

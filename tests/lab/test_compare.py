@@ -214,3 +214,20 @@ def test_the_default_pair_is_the_two_latest_runs_of_one_set(base_settings, tmp_p
     x3 = saved_at(store, 4, {"c1": 4}, base_settings)
     saved_at(store, 5, {"c1": 1}, base_settings, "third")  # the newest, alone in its set
     assert default_pair(store.list_runs()) == (x2.run_id, x3.run_id)
+
+
+def test_the_default_pair_is_the_newest_that_both_ran_the_configuration(base_settings, tmp_path):
+    """A newest run without `lookup` is passed over when the pair is for `lookup`: the page opens on a comparable pair."""
+    store = RunStore(tmp_path / "inv.duckdb")
+    x1 = saved_at(store, 1, {"c1": 1}, base_settings)
+    x2 = saved_at(store, 2, {"c1": 2}, base_settings)
+    saved_at(store, 3, {"c1": 3}, base_settings, config="l0_only")  # the newest, without lookup
+    runs = store.list_runs()
+    assert default_pair(runs, "lookup") == (x1.run_id, x2.run_id)
+    assert default_pair(runs, "l0_only") is None
+
+
+def test_a_rank_that_is_not_there_reads_not_found():
+    from retrieval.lab.compare import rank_text
+
+    assert [rank_text(r) for r in (1, 7, None, float("nan"))] == ["1", "7", "not found", "not found"]

@@ -18,7 +18,7 @@ from retrieval.errors import LookupLabError, RunNotFound
 from retrieval.evals.evaluation import run_eval
 from retrieval.evals.sets import load_eval_set
 from retrieval.lab.run_provenance import code_version, set_hash, settings_dict
-from retrieval.lab.run_summary import NO_MODEL, history_rows
+from retrieval.lab.run_summary import HISTORY_METRICS, NO_MODEL, history_rows
 from retrieval.lab.runs import RunStore
 from retrieval.lab.runs_cli import runs_table
 
@@ -150,7 +150,9 @@ def test_the_model_is_saved_and_a_run_saved_before_it_shows_a_dash(sample_run, t
     rows = {r["run_id"]: r for r in history_rows([before, got])}
     assert rows[old.run_id]["embedding_model"] == NO_MODEL == "–"
     assert rows[saved.run_id]["embedding_model"] == "bge-small-en-v1.5"
-    assert list(rows[saved.run_id])[4] == "embedding_model"  # after the collection, first of the settings
+    columns = list(rows[saved.run_id])
+    assert columns[:4] == ["run_id", "time", "set", "mrr@10"]  # what a run scored first
+    assert columns[3 + len(HISTORY_METRICS)] == "embedding_model"  # after the metrics, first of the settings
     lines = runs_table([before, got]).splitlines()
     assert "settings" in lines[0]
     assert lines[1].startswith(old.run_id) and "embedding_model=– search_mode=fusion" in lines[1]
