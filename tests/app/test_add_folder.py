@@ -55,7 +55,8 @@ def check_folder(page, path: str) -> None:
 @pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
 def test_add_a_folder_ingest_it_and_find_its_entry(page, tmp_path_factory, base_settings, weaviate_client, width, height):
     tmp = tmp_path_factory.mktemp("app-add-folder")
-    folder = write_notes(tmp / "kb" / "billing-notes")
+    name = f"billing-notes-{width}"  # its own collection in the session's Weaviate: each width ingests anew
+    folder = write_notes(tmp / "kb" / name)
     app = start_app(tmp, base_settings, collection="TestSample")
     try:
         page.set_viewport_size({"width": width, "height": height})
@@ -81,11 +82,11 @@ def test_add_a_folder_ingest_it_and_find_its_entry(page, tmp_path_factory, base_
         rerun(page, lambda: page.get_by_role("button", name="Ingest 4 entries and use this folder").click())
         assert_no_exception(page, "add a folder, ingest")
         expect(alert(page, "4 added")).to_be_visible()
-        expect(page).to_have_url(re.compile(r"corpus=billing-notes"))
+        expect(page).to_have_url(re.compile(rf"corpus={name}"))
         expect(page.get_by_text(str(folder)).first).to_be_visible()  # the page's caption: the current corpus
         assert metric_values(page)["Entries"] == "4"
 
-        open_page(page, app, "?corpus=billing-notes")  # the URL alone reopens the folder, in a new session
+        open_page(page, app, f"?corpus={name}")  # the URL alone reopens the folder, in a new session
         type_query(page, "invoice totals one yen off after rounding")
         assert column(page, 0, "entry_id")[0] == "billing/currency-rounding"
         expect(page.get_by_role("heading", name="Currency rounding errors").first).to_be_visible()
@@ -93,6 +94,8 @@ def test_add_a_folder_ingest_it_and_find_its_entry(page, tmp_path_factory, base_
         shot(page, f"add-folder-lookup-{width}")
     finally:
         app.stop()
+        for made in [c for c in weaviate_client.collections.list_all() if c.lower().startswith(f"kb_billing_notes_{width}")]:
+            weaviate_client.collections.delete(made)
 
 
 def test_a_read_only_app_offers_no_add_a_folder(page, tmp_path_factory, base_settings, weaviate_client):
