@@ -28,7 +28,7 @@ from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
 from retrieval.core.support_norms import SupportNorms
-from retrieval.engine.server import connect, place, port_open
+from retrieval.engine.server import answers, connect, place, port_open
 from retrieval.errors import L1Error, LookupLabError, StoreError, WeaviateSetupError
 from retrieval.evals.catalog import CorpusChoice, added_corpora, known_corpora, same_path
 from retrieval.records.invocations import InvocationStore
@@ -122,7 +122,7 @@ def _still_good(conn: Connection) -> bool:
     if conn.client is None:
         return time.monotonic() - conn.opened_at < RETRY_AFTER_S
     try:
-        return bool(conn.client.is_live())
+        return answers(conn.client.is_live)
     except Exception:
         return False
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
 import os
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -178,6 +181,13 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         _release_when_stopped(client, lock)
         shutdown.started(port, getattr(getattr(client, "_connection", None), "embedded_db", None))
         return client
+
+
+def answers(check: Callable[[], object]) -> bool:
+    """`client.is_ready` or `client.is_live`, without the client's print of a failed check onto stdout, which may
+    be a `--json` answer or MCP's wire: it goes to stderr."""
+    with contextlib.redirect_stdout(sys.stderr):
+        return bool(check())
 
 
 @dataclass(frozen=True)

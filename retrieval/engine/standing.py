@@ -20,7 +20,7 @@ from typing import Any
 from retrieval.config import Settings, load_settings
 from retrieval.engine.ownership import Owner, look
 from retrieval.engine.parent_death import process_alive
-from retrieval.engine.server import LOCK_FILE, connect, lock_ports, place, port_open
+from retrieval.engine.server import LOCK_FILE, answers, connect, lock_ports, place, port_open
 from retrieval.errors import WeaviateSetupError
 
 STATE_FILE = "standing-server.json"
@@ -220,7 +220,7 @@ def keep(settings: Settings, *, while_up: Callable[[], None] | None = None) -> N
     }
     try:
         path.write_text(json.dumps(state), encoding="utf-8")
-        while not client.is_ready():
+        while not answers(client.is_ready):
             time.sleep(0.2)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({**state, "ready": True}), encoding="utf-8")

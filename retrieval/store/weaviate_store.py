@@ -17,7 +17,7 @@ from weaviate.classes.config import (
 from retrieval.core.candidates import Candidate
 from retrieval.core.deadline import call_within
 from retrieval.core.search_request import SearchRequest
-from retrieval.engine.server import Endpoint, port_open
+from retrieval.engine.server import Endpoint, answers, port_open
 from retrieval.errors import L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
 from retrieval.store.collection_schema import (
@@ -364,7 +364,7 @@ class KnowledgeStore:
         if endpoint is not None and not port_open(endpoint.host, endpoint.grpc_port, 0.5):
             return None
         try:
-            if not self.client.is_ready():
+            if not answers(self.client.is_ready):
                 return LOADING
             if not self.client.collections.exists(self.name):
                 return None

@@ -3,9 +3,10 @@ import os
 import socket
 
 import pytest
+import weaviate
 
 from retrieval.engine.build import PATCH_TAG, check_patched
-from retrieval.engine.server import binary_name, connect, embedded_binary
+from retrieval.engine.server import answers, binary_name, connect, embedded_binary
 from retrieval.errors import L1Error, WeaviateSetupError
 
 from ..conftest import free_port
@@ -60,3 +61,19 @@ def test_missing_binary_says_how_to_build_it(base_settings, tmp_path):
     )
     with pytest.raises(WeaviateSetupError, match=r"scripts/setup\.sh"):
         connect(s)
+
+
+def test_a_failed_health_check_writes_nothing_to_stdout(base_settings, weaviate_client, capfd):
+    """weaviate-client prints a failed is_live to stdout, where a `--json` answer or MCP's wire goes."""
+    # The session's server over HTTP, a port with nothing behind it for gRPC: the check's gRPC ping fails.
+    client = weaviate.connect_to_local(port=base_settings.embedded_port, grpc_port=free_port(), skip_init_checks=True)
+    try:
+        capfd.readouterr()
+        assert client.is_live() is False
+        assert capfd.readouterr().out, "the client no longer prints a failed check: this test shows nothing"
+        assert answers(client.is_live) is False
+        out, err = capfd.readouterr()
+        assert out == "", f"a failed health check wrote to stdout: {out!r}"
+        assert err, "the client's message should reach stderr"
+    finally:
+        client.close()
