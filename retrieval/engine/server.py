@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import logging
@@ -12,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import weaviate
@@ -183,11 +183,33 @@ def _connect_embedded(settings: Settings) -> weaviate.WeaviateClient:
         return client
 
 
+_QUIET = threading.local()  # set in a thread while `answers` runs a check in it
+
+
+class _ThreadQuietStdout:
+    """sys.stdout as it was, except for a thread inside `answers`: its writes go to stderr. (Swapping sys.stdout
+    itself would send another thread's output, say a `--json` answer, to stderr meanwhile.)"""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        return int((sys.stderr if getattr(_QUIET, "on", False) else self._inner).write(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def answers(check: Callable[[], object]) -> bool:
     """`client.is_ready` or `client.is_live`, without the client's print of a failed check onto stdout, which may
-    be a `--json` answer or MCP's wire: it goes to stderr."""
-    with contextlib.redirect_stdout(sys.stderr):
+    be a `--json` answer or MCP's wire: that thread's print goes to stderr."""
+    if not isinstance(sys.stdout, _ThreadQuietStdout):
+        sys.stdout = _ThreadQuietStdout(sys.stdout)
+    _QUIET.on = True
+    try:
         return bool(check())
+    finally:
+        _QUIET.on = False
 
 
 @dataclass(frozen=True)
