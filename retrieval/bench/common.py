@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from retrieval.engine.ownership import holders_of, listening_inodes
+
 
 def paired_l1(
     store: Any, vectors: Sequence[Any], categories: Sequence[str], *, k: int
@@ -105,25 +107,9 @@ def dir_mb(path: Path | None) -> float | None:
 def listening_pid(port: int) -> int | None:
     """The pid of the local process listening on TCP `port` (Linux /proc), or None: the RSS of a Weaviate
     given by URL, when it runs on this machine."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            parts = line.split()
-            if len(parts) > 9 and parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                inodes.add(f"socket:[{parts[9]}]")
-    for proc in Path("/proc").iterdir() if inodes else ():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if any(os.readlink(fd) in inodes for fd in (proc / "fd").iterdir()):
-                return int(proc.name)
-        except OSError:
-            continue
-    return None
+    inodes = listening_inodes(port)
+    holders = holders_of(inodes) if inodes else ()
+    return holders[0].pid if holders else None
 
 
 def cpu_seconds(pid: int) -> float | None:
