@@ -56,6 +56,17 @@ IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
                   return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
 
 
+def script_run(page: Any, action: Callable[[], object], *, timeout_ms: float) -> None:
+    """Do `action` (one that reruns the script: Enter in a text box, a button) and wait until its run has finished.
+    It starts from an idle page: a widget used while a run is going on joins that run, which counts no new start."""
+    page.wait_for_function(IDLE, timeout=timeout_ms)
+    before = page.evaluate(WATCH_RUNS)
+    if before < 0:
+        raise AppBenchError("the app is not loaded: the page has no stApp")
+    action()
+    page.wait_for_function(RUN_DONE, arg=[before], timeout=timeout_ms)
+
+
 class AppBenchError(RuntimeError):
     """The app could not be started or driven to a lookup; the message says which step and why."""
 
@@ -188,11 +199,9 @@ def _walk_in_browser(url: str, query: str, pid: int) -> dict[str, Any]:
         with _chromium_page() as page:
             # the app's first script run; the browser's own start is not the app's time
             out["first_page"] = {"s": _page_s(page, url, "Lookup"), "loadavg": _load()}
-            before = page.evaluate(WATCH_RUNS)
             box = page.get_by_label("Query", exact=True)
             box.fill(query)
-            box.press("Enter")
-            page.wait_for_function(RUN_DONE, arg=[before])
+            script_run(page, lambda: box.press("Enter"), timeout_ms=WAIT_S * 1000)
             page.get_by_text(re.compile(r"^L1 candidates: ")).first.wait_for()  # the folded candidate tables
             shown = page.locator('[data-testid="stException"]')
             if shown.count():

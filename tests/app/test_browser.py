@@ -11,7 +11,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from retrieval.bench.app import RUN_DONE, WATCH_RUNS
+from retrieval.bench.app import script_run
 from retrieval.config import REPO_ROOT
 
 from ..conftest import RUNBOOKS, RUNBOOKS_EVAL, needs_shared
@@ -62,7 +62,7 @@ TITLES = {
     "invocations": "Invocations",
     "corpus": "Corpus",
 }
-# WATCH_RUNS, RUN_DONE and IDLE (the page scripts that count Streamlit's script runs) are the bench's.
+# script_run (it counts Streamlit's script runs in the page) is the bench's.
 
 
 @pytest.fixture(scope="module")
@@ -217,10 +217,9 @@ def test_runbooks_evaluate_results_fit_the_page(page, runbooks_app):
     label = f"shared/eval_sets/{RUNBOOKS_EVAL.name}"
     open_page(page, runbooks_app, "evaluate?es=" + quote_plus(label))
     expect(page.get_by_text("does not fit")).to_have_count(0)
-    before = page.evaluate(WATCH_RUNS)
     cases = len(yaml.safe_load(RUNBOOKS_EVAL.read_text(encoding="utf-8"))["cases"])  # the file's own count
-    page.get_by_role("button", name=re.compile(rf"^Run {cases} cases")).click()
-    page.wait_for_function(RUN_DONE, arg=[before], timeout=900_000)  # every configuration on every case
+    run = page.get_by_role("button", name=re.compile(rf"^Run {cases} cases"))
+    script_run(page, run.click, timeout_ms=900_000)  # every configuration on every case
     assert_no_exception(page, "runbooks evaluate")
     table = page.locator('[data-testid="stTable"]').first
     expect(table).to_be_visible()
@@ -357,10 +356,8 @@ def test_evaluate_draws_the_reliability_of_the_support_estimate(page, sample_app
     its count beside it, the diagonal of a calibrated estimate) under the predicted and measured hit@1 and the ECE."""
     page.set_viewport_size({"width": width, "height": height})
     open_connected(page, sample_app, "evaluate?es=" + quote_plus("eval_sets/sample-ops-alerts.yaml"))
-    before = page.evaluate(WATCH_RUNS)
     cases = len(yaml.safe_load((REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml").read_text(encoding="utf-8"))["cases"])
-    page.get_by_role("button", name=re.compile(rf"^Run {cases} cases")).click()
-    page.wait_for_function(RUN_DONE, arg=[before], timeout=600_000)
+    script_run(page, page.get_by_role("button", name=re.compile(rf"^Run {cases} cases")).click, timeout_ms=600_000)
     assert_no_exception(page, "evaluate")
     words = page.locator('[data-testid="stMarkdownContainer"]').filter(has_text="Calibration of the support estimate")
     expect(words).to_be_visible()

@@ -38,3 +38,36 @@ def test_without_chromium_the_app_figure_says_why(monkeypatch, base_settings, tm
     monkeypatch.setattr(bench_app, "CHROMIUM", str(tmp_path / "no-chromium"))
     out = bench_app.app_memory(base_settings, None, None, workdir=tmp_path, run_id="00000", log=lambda m: None)
     assert out["rss_mb"] is None and "no-chromium is missing" in out["why"]
+
+
+# Streamlit's rules for data-test-script-state, as its frontend keeps them: a widget used while a run is going on
+# joins that run (the state stays "running" until it ends); used on an idle page, it starts a run of its own.
+STATE_PAGE = """
+<div data-testid="stApp" data-test-script-state="running"></div>
+<button id="go">go</button>
+<script>
+  const app = document.querySelector('[data-testid="stApp"]');
+  window.clicks = 0;
+  const runFor = ms => { app.setAttribute('data-test-script-state', 'running');
+                         setTimeout(() => app.setAttribute('data-test-script-state', 'notRunning'), ms); };
+  setTimeout(() => app.setAttribute('data-test-script-state', 'notRunning'), 1500);  // a run under way at the start
+  document.getElementById('go').onclick = () => {
+    window.clicks++;
+    if (app.getAttribute('data-test-script-state') !== 'running') runFor(50);
+  };
+</script>
+"""
+
+
+@pytest.mark.browser
+def test_a_script_run_asked_for_during_another_run_is_waited_for_to_its_end(browser):
+    page = browser.new_page()
+    try:
+        page.set_content(STATE_PAGE)
+        bench_app.script_run(page, lambda: page.click("#go"), timeout_ms=60_000)
+        assert page.evaluate("window.clicks") == 1
+        assert page.get_attribute('[data-testid="stApp"]', "data-test-script-state") == "notRunning"
+        bench_app.script_run(page, lambda: page.click("#go"), timeout_ms=60_000)  # from an idle page
+        assert page.evaluate("window.__benchRuns") == 2
+    finally:
+        page.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from retrieval.bench.app import IDLE, RUN_DONE, WATCH_RUNS
+from retrieval.bench.app import IDLE, script_run
 from retrieval.config import REPO_ROOT
 
 from ..conftest import CHROMIUM, free_port, needs_chromium
@@ -163,10 +163,7 @@ def wait_idle(page) -> None:
 def rerun(page, action) -> None:
     """Do `action` (one that reruns the script: Enter in a text box, a button) and wait until that run has
     finished. Elements drawn lazily after it (charts, data grids) are waited for where they are read."""
-    before = page.evaluate(WATCH_RUNS)
-    assert before >= 0, "the app is not loaded"
-    action()
-    page.wait_for_function(RUN_DONE, arg=[before], timeout=WAIT_MS)
+    script_run(page, action, timeout_ms=WAIT_MS)
 
 
 def open_page(page, app: RunningApp, path: str = "") -> None:
@@ -181,6 +178,7 @@ def open_connected(page, app: RunningApp, path: str = "") -> None:
     the model load (L1 starting), and a lookup typed before then answers from L0 alone, with no support estimate."""
     open_page(page, app, path)
     expect(page.get_by_text("L1 connected")).to_be_visible()
+    wait_idle(page)  # the sidebar is drawn first: the run that says so may still be drawing the page
 
 
 def assert_no_exception(page, where: str) -> None:
