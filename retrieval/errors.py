@@ -44,6 +44,11 @@ class StoreError(LookupLabError):
     """The invocation store (DuckDB) could not be read or written."""
 
 
+class TrafficError(LookupLabError):
+    """Recorded traffic cannot be read as asked: an empty window, an unknown session tag, an eval set of another
+    corpus, a store with no calls; names the value."""
+
+
 class SqlRefused(LookupLabError):
     """A statement given to the read-only SQL console was refused."""
 

@@ -1,0 +1,63 @@
+"""What a call (a recorded invocation, or an eval case looked up) is described by when traffic is set beside eval sets:
+each feature's bins, and the SQL that puts a row in them, one definition for both sides."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+# The typed columns of tool_invocation that traffic reads (written with every row, backfilled from the JSON):
+SUPPORT = "support"  # the support estimate (relevance.confidence), NULL when none was made
+SUPPORTED = "supported"  # the claim made (relevance.semantic_support)
+SUPPORT_FIT = "support_fit"  # which fit the estimate read (relevance.fit, as short text)
+L0_MATCHED = "l0_matched"  # L0 matched at least one entry
+NAMES_ENTRY = "names_entry"  # L0 matched an entry's title (the query names an entry or alert)
+TOP_DOMAIN = "top_domain"  # the domain of the top result
+TRAFFIC_COLUMNS = (SUPPORT, SUPPORTED, SUPPORT_FIT, L0_MATCHED, NAMES_ENTRY, TOP_DOMAIN)
+
+FEATURES = ("query_words", "query_form", "routed_domain", "filtered", "l0_match", "fallback", "support")
+WORD_BINS = ((1, 5), (6, 10), (11, 20), (21, 40), (41, None))  # query length in words, inclusive
+FORMS = ("names an entry", "sentence", "title-like")
+SENTENCE_WORDS = 15  # a query this long, or ending in . ! ?, reads as a sentence
+SUPPORT_EDGES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+NO_ESTIMATE = "no estimate"
+UNFILTERED = "(unfiltered)"
+
+FeatureCounts = Mapping[str, Mapping[str, int]]  # feature -> bin label -> count
+
+
+def word_bin_label(low: int, high: int | None) -> str:
+    return f"{low}+ words" if high is None else f"{low}–{high} words"
+
+
+def words_sql(text: str) -> str:
+    """The number of words of the text column `text` (runs of whitespace split them)."""
+    return f"len(regexp_split_to_array(trim({text}), '\\s+'))"
+
+
+def word_bin_sql(text: str) -> str:
+    words = words_sql(text)
+    arms = " ".join(
+        f"WHEN {words} <= {high} THEN '{word_bin_label(low, high)}'" for low, high in WORD_BINS if high is not None
+    )
+    low, _ = WORD_BINS[-1]
+    return f"CASE {arms} ELSE '{word_bin_label(low, None)}' END"
+
+
+def form_sql(text: str, names_entry: str) -> str:
+    """The query's form: it names an entry (L0 matched a title), reads as a sentence, or is title-like."""
+    return (
+        f"CASE WHEN coalesce({names_entry}, false) THEN '{FORMS[0]}' "
+        f"WHEN regexp_matches(trim({text}), '[.!?]$') OR {words_sql(text)} >= {SENTENCE_WORDS} THEN '{FORMS[1]}' "
+        f"ELSE '{FORMS[2]}' END"
+    )
+
+
+def support_bin_label(index: int) -> str:
+    return f"{SUPPORT_EDGES[index]:.1f}–{SUPPORT_EDGES[index + 1]:.1f}"
+
+
+def support_bin_sql(support: str) -> str:
+    arms = " ".join(
+        f"WHEN {support} < {SUPPORT_EDGES[i + 1]} THEN '{support_bin_label(i)}'" for i in range(len(SUPPORT_EDGES) - 2)
+    )
+    return f"CASE WHEN {support} IS NULL THEN '{NO_ESTIMATE}' {arms} ELSE '{support_bin_label(len(SUPPORT_EDGES) - 2)}' END"
