@@ -36,9 +36,7 @@ def words_sql(text: str) -> str:
 
 def word_bin_sql(text: str) -> str:
     words = words_sql(text)
-    arms = " ".join(
-        f"WHEN {words} <= {high} THEN '{word_bin_label(low, high)}'" for low, high in WORD_BINS if high is not None
-    )
+    arms = " ".join(f"WHEN {words} <= {high} THEN '{word_bin_label(low, high)}'" for low, high in WORD_BINS if high is not None)
     low, _ = WORD_BINS[-1]
     return f"CASE {arms} ELSE '{word_bin_label(low, None)}' END"
 
