@@ -12,7 +12,8 @@ SUPPORT_FIT = "support_fit"  # which fit the estimate read (relevance.fit, as sh
 L0_MATCHED = "l0_matched"  # L0 matched at least one entry
 NAMES_ENTRY = "names_entry"  # L0 matched an entry's title (the query names an entry or alert)
 TOP_DOMAIN = "top_domain"  # the domain of the top result
-TRAFFIC_COLUMNS = (SUPPORT, SUPPORTED, SUPPORT_FIT, L0_MATCHED, NAMES_ENTRY, TOP_DOMAIN)
+COLLECTION = "collection"  # the Weaviate collection (the corpus) the call searched, NULL in rows from before
+TRAFFIC_COLUMNS = (SUPPORT, SUPPORTED, SUPPORT_FIT, L0_MATCHED, NAMES_ENTRY, TOP_DOMAIN, COLLECTION)
 
 FEATURES = ("query_words", "query_form", "routed_domain", "filtered", "l0_match", "fallback", "support")
 WORD_BINS = ((1, 5), (6, 10), (11, 20), (21, 40), (41, None))  # query length in words, inclusive
