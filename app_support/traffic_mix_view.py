@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from retrieval.evals.sets import load_eval_set
+from retrieval.traffic.eval_side import eval_feature_counts
+from retrieval.traffic.features import FeatureCounts
 from retrieval.traffic.mix import DIVERGENCE, FEATURE_LABELS, FeatureMix, MixReport
+from retrieval.types.options import LookupOptions
 
 from .render import md
 
 SIDE_COLORS = {"traffic": "#4c78a8", "eval sets": "#f58518"}
+
+
+def eval_counts(set_paths: tuple[str, ...], options: LookupOptions, collection: str, services: Any) -> FeatureCounts:
+    """The eval side of the mix (eval_feature_counts), looked up once per set files' versions, options and collection."""
+    stamps = tuple(Path(p).stat().st_mtime_ns if Path(p).exists() else 0 for p in set_paths)
+    return _eval_counts(set_paths, stamps, options, collection, services)
+
+
+@st.cache_data(ttl=600, max_entries=16, show_spinner="Looking up the eval sets' cases…")
+def _eval_counts(
+    set_paths: tuple[str, ...], stamps: tuple[int, ...], options: LookupOptions, collection: str, _services: Any
+) -> FeatureCounts:
+    sets = [load_eval_set(p) for p in set_paths]
+    return eval_feature_counts(sets, _services, options, corpus=f"collection {collection}")
 
 
 def divergence_table(report: MixReport) -> pd.DataFrame:

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support.traffic_mix_view import divergence_table, mix_chart, mix_frame
+from app_support.traffic_mix_view import divergence_table, eval_counts, mix_chart, mix_frame
+from retrieval.config import REPO_ROOT
+from retrieval.core.hints import L0Index
+from retrieval.core.protocols import LookupServices
+from retrieval.errors import TrafficError
+from retrieval.evals.sets import load_eval_set
+from retrieval.traffic.eval_side import eval_feature_counts
 from retrieval.traffic.features import FEATURES
 from retrieval.traffic.mix import mix_report
 
@@ -51,3 +58,19 @@ def test_the_frames_and_the_figure():
     assert [t.name for t in fig.data] == ["traffic", "eval sets"] and fig.layout.barmode == "group"
     assert list(fig.data[0].y) == list(words.bins) and list(fig.data[1].x) == list(words.evals)
     assert "JS 0." in fig.layout.title.text
+
+
+def test_eval_counts_are_the_cores_and_refuse_a_set_of_another_corpus(
+    sample_corpus, embedder, sample_store, base_settings, tmp_path
+):
+    services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store)
+    options = base_settings.with_(collection="TestSample").options()
+    path = str(REPO_ROOT / "eval_sets" / "sample-ops-issue-titles.yaml")
+    counts = eval_counts((path,), options, "TestSample", services)
+    assert counts == eval_feature_counts([load_eval_set(path)], services, options)
+    assert eval_counts((path,), options, "TestSample", services) == counts
+    other = tmp_path / "other.yaml"
+    other.write_text("name: other\ncases:\n- id: a\n  query: VirtAPIDown\n  expected: [virt-control-plane/VirtAPIDown]\n")
+    with pytest.raises(TrafficError) as err:
+        eval_counts((str(other),), options, "TestSample", services)
+    assert str(other) in str(err.value) and "collection TestSample" in str(err.value)
