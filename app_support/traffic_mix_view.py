@@ -35,12 +35,12 @@ def _eval_counts(
 
 
 def divergence_table(report: MixReport) -> pd.DataFrame:
-    """One row per feature: its divergence, the bin that differs most and both sides' share of it."""
+    """One row per feature: its divergence, the bin the traffic holds most beyond the eval sets and both sides' share."""
     rows = [
         {
             "feature": FEATURE_LABELS.get(m.feature, m.feature),
             "divergence": round(m.divergence, 3),
-            "differs most in": m.widest,
+            "traffic has more of": m.widest if m.divergence > 0 else "–",
             "traffic": f"{m.share('traffic', m.widest):.0%}",
             "eval sets": f"{m.share('evals', m.widest):.0%}",
         }
@@ -90,7 +90,8 @@ def mix_section(report: MixReport) -> None:
     if report.lacking is not None:
         st.markdown(md(report.lacking.sentence))
     st.caption(f"Divergence: {md(DIVERGENCE)}. Eval sets: {md(', '.join(report.set_names))}.")
-    st.dataframe(divergence_table(report), hide_index=True, width="stretch")
+    divergence = st.column_config.NumberColumn(format="%.3f", help=DIVERGENCE)
+    st.dataframe(divergence_table(report), hide_index=True, width="stretch", column_config={"divergence": divergence})
     for mix in report.features:
         st.plotly_chart(mix_chart(mix), width="stretch", key=f"traffic-mix-{mix.feature}")
         st.caption(md(mix.sentence))

@@ -26,7 +26,8 @@ STYLE_FEATURES = ("query_form", "query_words")  # what "style" of query a set ho
 
 @dataclass(frozen=True)
 class FeatureMix:
-    """One feature on both sides: its bins, each side's shares (summing to 1), the divergence, the bin differing most."""
+    """One feature on both sides: its bins, each side's shares (summing to 1), the divergence, and the bin the traffic
+    holds most beyond the eval sets (`widest`), which its sentence names."""
 
     feature: str
     bins: tuple[str, ...]
@@ -122,8 +123,7 @@ def feature_mix(feature: str, traffic: Mapping[str, int], evals: Mapping[str, in
     t_n, e_n = sum(traffic.values()), sum(evals.values())
     t = tuple(traffic.get(b, 0) / t_n for b in bins)
     e = tuple(evals.get(b, 0) / e_n for b in bins)
-    # ties (a two-bin feature always has one) go to the bin the traffic holds more of
-    widest = max(range(len(bins)), key=lambda i: (round(abs(t[i] - e[i]), 9), t[i] - e[i]))
+    widest = max(range(len(bins)), key=lambda i: (round(t[i] - e[i], 9), t[i]))  # what the traffic holds most beyond
     sentence = share_sentence(feature, bins[widest], t[widest], e[widest], set_names)
     return FeatureMix(feature, bins, t, e, t_n, e_n, js_divergence(t, e), bins[widest], sentence)
 

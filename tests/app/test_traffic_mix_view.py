@@ -51,6 +51,8 @@ def test_the_frames_and_the_figure():
     table = divergence_table(report)
     assert list(table["feature"])[:2] == ["query form", "query length (words)"]
     assert list(table["divergence"]) == sorted(table["divergence"], reverse=True)
+    assert table.loc[table["feature"] == "fallback rate", "traffic has more of"].item() == "–"  # the same on both sides
+    assert table.loc[table["feature"] == "query form", "traffic has more of"].item() == "title-like"
     words = report.feature("query_words")
     frame = mix_frame(words)
     assert len(frame) == 2 * len(words.bins) and set(frame["side"]) == {"traffic", "eval sets"}

@@ -105,3 +105,13 @@ def test_an_empty_side_is_refused(traffic, evals, said):
     with pytest.raises(TrafficError) as err:
         mix_report(traffic, evals, set_names=["summaries"])
     assert said in str(err.value)
+
+
+def test_the_sentence_names_what_the_traffic_holds_beyond_the_sets_not_what_it_lacks():
+    traffic = _counts(query_words={"1–5 words": 41, "6–10 words": 30, "11–20 words": 29})
+    evals = _counts(query_words={"1–5 words": 3, "6–10 words": 97})
+    words = mix_report(traffic, evals, set_names=["a", "b"]).feature("query_words")
+    assert words.widest == "1–5 words"  # 6–10 words differs more (67 points), but the traffic holds less of it
+    assert words.sentence == "41% of calls are 1–5-word queries; the chosen eval sets have 3% such cases."
+    filtered = mix_report(_counts(filtered={"yes": 80, "no": 20}), _counts(), set_names=["a"]).feature("filtered")
+    assert filtered.widest == "no"
