@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from retrieval.core.hints_result import L0Hints
+
 # The typed columns of tool_invocation that traffic reads (written with every row, backfilled from the JSON):
 SUPPORT = "support"  # the support estimate (relevance.confidence), NULL when none was made
 SUPPORTED = "supported"  # the claim made (relevance.semantic_support)
@@ -60,3 +62,54 @@ def support_bin_sql(support: str) -> str:
         f"WHEN {support} < {SUPPORT_EDGES[i + 1]} THEN '{support_bin_label(i)}'" for i in range(len(SUPPORT_EDGES) - 2)
     )
     return f"CASE WHEN {support} IS NULL THEN '{NO_ESTIMATE}' {arms} ELSE '{support_bin_label(len(SUPPORT_EDGES) - 2)}' END"
+
+
+YES, NO = "yes", "no"  # the bins of the yes/no features (filtered, l0_match, fallback)
+
+
+def yes_no_sql(flag: str) -> str:
+    return f"CASE WHEN coalesce({flag}, false) THEN '{YES}' ELSE '{NO}' END"
+
+
+def feature_sql(*, text: str, names_entry: str, domain: str, l0_matched: str, fallback: str, support: str) -> dict[str, str]:
+    """Each feature's SQL over a row's columns, in FEATURES order; `domain` is the L1 filter applied (NULL: none)."""
+    return {
+        "query_words": word_bin_sql(text),
+        "query_form": form_sql(text, names_entry),
+        "routed_domain": f"coalesce({domain}, '{UNFILTERED}')",
+        "filtered": f"CASE WHEN {domain} IS NULL THEN '{NO}' ELSE '{YES}' END",
+        "l0_match": yes_no_sql(l0_matched),
+        "fallback": yes_no_sql(fallback),
+        "support": support_bin_sql(support),
+    }
+
+
+def feature_counts_sql(source: str, columns: dict[str, str]) -> str:
+    """One query counting the rows of `source` per feature and bin (rows: feature, bin, count); `columns` from feature_sql."""
+    return " UNION ALL ".join(
+        f"SELECT '{feature}' AS feature, {expr} AS bin, count(*) AS n FROM {source} GROUP BY 2"
+        for feature, expr in columns.items()
+    )
+
+
+def counts_of(rows: list[tuple[str, str, int]]) -> dict[str, dict[str, int]]:
+    """FeatureCounts from the rows of feature_counts_sql."""
+    out: dict[str, dict[str, int]] = {feature: {} for feature in FEATURES}
+    for feature, label, n in rows:
+        out.setdefault(feature, {})[label] = int(n)
+    return out
+
+
+def bins_of(feature: str) -> tuple[str, ...]:
+    """A feature's bins in display order; routed_domain has none fixed (its bins are the domains seen)."""
+    fixed = {
+        "query_words": tuple(word_bin_label(low, high) for low, high in WORD_BINS),
+        "query_form": FORMS,
+        "support": (*(support_bin_label(i) for i in range(len(SUPPORT_EDGES) - 1)), NO_ESTIMATE),
+    }
+    return fixed.get(feature, (YES, NO) if feature in ("filtered", "l0_match", "fallback") else ())
+
+
+def names_entry_of(hints: L0Hints) -> bool:
+    """Whether the query names an entry or alert: L0 matched an entry's whole title or file name (EntryMatch.named)."""
+    return any(m.named for m in hints.matches)
