@@ -338,8 +338,8 @@ def test_no_import_cycles_counting_type_only_imports():
 # What the app's folders may import of retrieval/: pages reach the store and Weaviate's process only through
 # app_support, and neither reaches the benches, serving or the command line.
 APP_ALLOWED = {
-    "pages": {"core", "evals", "lab", "records", "types", "errors", "config"},
-    "app_support": {"core", "store", "engine", "evals", "lab", "records", "services", "types", "errors", "config"},
+    "pages": {"core", "evals", "lab", "records", "traffic", "types", "errors", "config"},
+    "app_support": {"core", "store", "engine", "evals", "lab", "records", "traffic", "services", "types", "errors", "config"},
 }
 
 
