@@ -16,8 +16,8 @@ from .render import md
 SEED = "queue_seed"
 FORGET = "queue_forget_first"
 HELP = {
-    "least sure": "the support estimate nearest its threshold first: where the tool could go either way",
-    "lowest support": "the lowest support estimate first: the calls the tool believes least",
+    "least sure": "the lowest support estimate first: the calls whose top result the tool believes least",
+    "nearest the threshold": "the support estimate nearest its threshold first: where the claim could go either way",
     "stratified": "one call of each top domain × query form in turn, at random within each",
     "random": "at random (the seed repeats an order)",
 }

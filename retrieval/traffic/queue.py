@@ -17,8 +17,10 @@ from retrieval.records.dashboard import InvocationFilter
 from retrieval.records.invocations import InvocationStore
 from retrieval.traffic.features import FORMS, form_sql
 
-LEAST_SURE, LOWEST, STRATIFIED, RANDOM = "least sure", "lowest support", "stratified", "random"
-STRATEGIES = (LEAST_SURE, LOWEST, STRATIFIED, RANDOM)
+# Least sure first: the lowest support estimate first. On the shared sets replayed as traffic it put 10 wrong top
+# results among its first 20, the estimate nearest the threshold 3, random picks 2.3 (tests/acceptance/test_traffic_queue.py).
+LEAST_SURE, NEAREST, STRATIFIED, RANDOM = "least sure", "nearest the threshold", "stratified", "random"
+STRATEGIES = (LEAST_SURE, NEAREST, STRATIFIED, RANDOM)
 DEFAULT_TARGET = 20
 NEAR = 0.8  # token Jaccard at or above which two queries are the same question asked twice
 
@@ -168,7 +170,7 @@ def _ordered(calls: list[QueuedCall], strategy: str, seed: int) -> list[QueuedCa
     if strategy == STRATIFIED:
         return _stratified(calls, seed)
     with_estimate = [c for c in calls if c.support is not None]
-    if strategy == LEAST_SURE:
+    if strategy == NEAREST:
         with_estimate.sort(key=_distance)
         picked = [replace(c, why=f"estimate {c.support:.2f}, {_distance(c):.2f} from the threshold") for c in with_estimate]
     else:

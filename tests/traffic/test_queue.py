@@ -15,7 +15,7 @@ from retrieval.records.invocations import InvocationStore
 from retrieval.traffic.features import FORMS
 from retrieval.traffic.queue import (
     LEAST_SURE,
-    LOWEST,
+    NEAREST,
     NO_DOMAIN,
     RANDOM,
     STRATIFIED,
@@ -73,8 +73,8 @@ def store(db_path: Path) -> InvocationStore:
     return s
 
 
-def test_least_sure_first_orders_by_the_distance_to_the_threshold(store):
-    q = build_queue(store, InvocationFilter(), strategy=LEAST_SURE, target=10)
+def test_nearest_the_threshold_orders_by_the_distance_to_it(store):
+    q = build_queue(store, InvocationFilter(), strategy=NEAREST, target=10)
     # 4 and 5 are one query (5 the newer, 0.10 from the threshold); 6, newer still, is its near-duplicate: folded in
     assert [c.query for c in q.calls] == [
         "replica lag keeps growing on the standby",  # 0.02 from 0.5
@@ -91,8 +91,8 @@ def test_least_sure_first_orders_by_the_distance_to_the_threshold(store):
     assert "0.02 from the threshold" in q.calls[0].why and "0.10 from the threshold" in pod.why
 
 
-def test_lowest_support_and_the_target(store):
-    q = build_queue(store, InvocationFilter(), strategy=LOWEST, target=2)
+def test_least_sure_first_is_the_lowest_estimate_first_and_the_target(store):
+    q = build_queue(store, InvocationFilter(), strategy=LEAST_SURE, target=2)
     # 0.40 (call 5) is second, shown as its newest near-duplicate (call 6, 0.70)
     assert [c.support for c in q.calls] == [0.10, 0.70] and q.target == 2
     assert q.calls[1].invocation_id == CALLS[5].id and "estimate 0.40" in q.calls[1].why
@@ -138,10 +138,10 @@ def test_judged_queries_are_left_out(store, tmp_path):
 
 
 def test_the_window_and_the_pinned_calls(store):
-    q = build_queue(store, InvocationFilter(since=T0 + timedelta(minutes=6)), strategy=LOWEST)
+    q = build_queue(store, InvocationFilter(since=T0 + timedelta(minutes=6)), strategy=LEAST_SURE)
     assert [c.query for c in q.calls] == ["the pod keeps restarting again", "KubePodCrashLooping", "no estimate here"]
     first = (CALLS[6].id, CALLS[0].id)
-    pinned = build_queue(store, InvocationFilter(), strategy=LOWEST, target=3, first=first)
+    pinned = build_queue(store, InvocationFilter(), strategy=LEAST_SURE, target=3, first=first)
     assert [c.invocation_id for c in pinned.calls[:2]] == list(first)
     assert all(c.why == "moved most in the replay" for c in pinned.calls[:2])
 
