@@ -6,10 +6,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from retrieval.lab.rank_overlap import RBO_P
 from retrieval.lab.replay import REPLAY_TAG, ReplayReport, recorded_calls, replay, settings_summary
 from retrieval.records.dashboard import InvocationFilter
 
-from . import resources
+from . import keys, resources
 from .jobs import JobBar, run_job
 from .render import md
 
@@ -18,7 +19,23 @@ RECORD = "replay_record"
 TAG = "replay_tag"
 RUN = "replay_run"
 REPORT = "_replay_report"  # (filter, ReplayReport) of the last replay
+QUEUE_MOVED = "replay_queue_moved"
+MOVED = 20  # the calls that moved most, queued for judging by one button
 OUTCOME_LABEL = {"changed": "changed", "unchanged": "unchanged", "now_empty": "now empty", "failed": "failed"}
+TABLE_COLUMNS = [
+    "outcome",
+    "query",
+    "top before",
+    "top after",
+    "overlap@k",
+    "RBO",
+    "support before",
+    "support after",
+    "Δ support",
+    "domain",
+    "recorded at",
+    "invocation",
+]
 
 
 def replay_section(ctx: resources.AppContext, flt: InvocationFilter, matching: int) -> None:
@@ -67,31 +84,80 @@ def replay_section(ctx: resources.AppContext, flt: InvocationFilter, matching: i
 def show_report(used: InvocationFilter, report: ReplayReport, *, flt: InvocationFilter, settings: dict) -> None:
     if used != flt or report.settings != settings:
         st.caption("The filters or the settings changed since this replay: replay again to compare under the new ones.")
-    t = report.totals
+    t, f = report.totals, report.figures
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Changed", f"{t['changed']:,}", help="the top result is another entry now")
     m2.metric("Unchanged", f"{t['unchanged']:,}", help=f"the same top result; {t['same_results']:,} with the same whole list")
     m3.metric("Now empty", f"{t['now_empty']:,}", help="results then, none now")
     m4.metric("Failed", f"{t['failed']:,}")
+    n1, n2, n3 = st.columns(3)
+    n1.metric("Mean overlap@k", _num(f["overlap_at_k"]), help="the share of the results both lists hold (k: the longer)")
+    n2.metric("Mean RBO", _num(f["rbo"]), help=f"rank-biased overlap (RBO_ext, p = {RBO_P}): 1 the same ranking, 0 none shared")
+    n3.metric(
+        "Mean support change",
+        _num(f["support_change"], signed=True),
+        help=f"the support estimate after less before, over {f['support_compared']:,} calls with an estimate both times",
+    )
     more = f" of {report.matched:,} matching" if report.matched > t["calls"] else ""
     recorded = f"recorded with session tag {md(report.session_tag)}" if report.recorded else "nothing recorded"
     st.caption(f"{t['calls']:,} calls{more}, {report.lookups:,} distinct queries; {recorded}.")
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "outcome": OUTCOME_LABEL[c.outcome],
-                    "query": c.call.query,
-                    "top before": c.before_top,
-                    "top after": c.after_top,
-                    "same list": c.same_results,
-                    "recorded at": c.call.created_at,
-                    "invocation": c.call.invocation_id,
-                }
-                for c in report.calls
-            ],
-            columns=["outcome", "query", "top before", "top after", "same list", "recorded at", "invocation"],
-        ),
-        hide_index=True,
-        key="replay_table",
-    )
+    st.markdown("**By the domain of the recorded top result**")
+    st.dataframe(domain_frame(report), hide_index=True, key="replay_domains")
+    st.markdown("**The calls, those that moved most first**")
+    st.dataframe(calls_frame(report), hide_index=True, key="replay_table")
+    queue_moved(report)
+
+
+def _num(x: float | None, *, signed: bool = False) -> str:
+    return "–" if x is None else f"{x:+.2f}" if signed else f"{x:.2f}"
+
+
+def domain_frame(report: ReplayReport) -> pd.DataFrame:
+    rows = [
+        {
+            "domain": d,
+            "calls": v["calls"],
+            "top changed": v["changed"],
+            "overlap@k": v["overlap_at_k"],
+            "RBO": v["rbo"],
+            "Δ support": v["support_change"],
+        }
+        for d, v in report.by_domain.items()
+    ]
+    return pd.DataFrame(rows, columns=["domain", "calls", "top changed", "overlap@k", "RBO", "Δ support"])
+
+
+def calls_frame(report: ReplayReport) -> pd.DataFrame:
+    rows = [
+        {
+            "outcome": OUTCOME_LABEL[c.outcome],
+            "query": c.call.query,
+            "top before": c.before_top,
+            "top after": c.after_top,
+            "overlap@k": c.overlap,
+            "RBO": c.rbo,
+            "support before": c.call.support,
+            "support after": c.support_after,
+            "Δ support": c.support_change,
+            "domain": c.call.domain,
+            "recorded at": c.call.created_at,
+            "invocation": c.call.invocation_id,
+        }
+        for c in report.moved_most()
+    ]
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def queue_moved(report: ReplayReport) -> None:
+    """One button: the calls that moved most go first in the judging queue (keys.QUEUE_FIRST)."""
+    moved = [c.call.invocation_id for c in report.moved_most() if c.outcome != "failed" and c.movement > (0.0, 0.0)]
+    if not moved:
+        st.caption("No call moved: nothing to queue for judging.")
+        return
+    n = min(len(moved), MOVED)
+    if st.button(f"Queue the {n} calls that moved most for judging", key=QUEUE_MOVED, icon=":material/playlist_add:"):
+        st.session_state[keys.QUEUE_FIRST] = tuple(moved[:n])
+    if st.session_state.get(keys.QUEUE_FIRST):
+        st.caption(
+            f"{len(st.session_state[keys.QUEUE_FIRST])} calls wait first in the judging queue (the Traffic page) in this session."
+        )

@@ -10,6 +10,7 @@ import typer
 
 from retrieval.config import db_budget, load_settings
 from retrieval.errors import LookupLabError
+from retrieval.lab.rank_overlap import RBO_P
 
 if TYPE_CHECKING:
     from retrieval.lab.replay import ReplayReport
@@ -63,15 +64,29 @@ def replay_cmd(
 
 
 def report_text(report: ReplayReport) -> str:
-    t = report.totals
+    t, f = report.totals, report.figures
     lines = [
-        f"{OUTCOME_MARK[c.outcome]} {c.outcome:<9}  {c.before_top or '(none)'} → {c.after_top or '(none)'}  {c.call.query}"
-        for c in report.calls
+        f"{OUTCOME_MARK[c.outcome]} {c.outcome:<9}  rbo {_num(c.rbo)}  Δsupport {_num(c.support_change, signed=True)}  "
+        f"{c.before_top or '(none)'} → {c.after_top or '(none)'}  {c.call.query}"
+        for c in report.moved_most()
     ]
     cut = f" (newest {t['calls']} of {report.matched} matching)" if report.matched > t["calls"] else ""
     lines.append(
         f"{t['calls']} calls{cut}, {report.lookups} distinct queries: {t['changed']} changed, {t['unchanged']} unchanged, "
         f"{t['now_empty']} now empty, {t['failed']} failed; {t['same_results']} with the same ranked list"
     )
+    lines.append(
+        f"mean overlap@k {_num(f['overlap_at_k'])}, mean RBO (p = {RBO_P}) {_num(f['rbo'])}, mean support change "
+        f"{_num(f['support_change'], signed=True)} over {f['support_compared']} calls with an estimate both times"
+    )
+    lines.extend(
+        f"  {domain}: {d['calls']} calls, {d['changed']} top changed, RBO {_num(d['rbo'])}, "
+        f"support change {_num(d['support_change'], signed=True)}"
+        for domain, d in report.by_domain.items()
+    )
     lines.append(f"recorded with session tag {report.session_tag!r}" if report.recorded else "nothing recorded")
     return "\n".join(lines)
+
+
+def _num(x: float | None, *, signed: bool = False) -> str:
+    return "–" if x is None else f"{x:+.2f}" if signed else f"{x:.2f}"

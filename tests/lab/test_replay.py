@@ -15,7 +15,8 @@ from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
 from retrieval.errors import LookupLabError
-from retrieval.lab.replay import outcome_of, recorded_calls, replay
+from retrieval.lab.rank_overlap import overlap_at_k
+from retrieval.lab.replay import movement_figures, outcome_of, recorded_calls, replay
 from retrieval.records.dashboard import InvocationFilter
 from retrieval.records.invocations import InvocationStore
 
@@ -88,6 +89,42 @@ def test_replay_under_changed_settings_counts_outcomes_and_records_nothing(recor
     assert store.count() == 5
 
 
+def test_overlap_rbo_and_the_support_change_per_call_by_domain_and_in_total(recorded):
+    store, services, settings, _ = recorded
+    calls, _ = recorded_calls(store, InvocationFilter())
+    for call in calls:  # the recorded estimate and top domain, as the call returned them
+        row = store.get(call.invocation_id)
+        assert call.support == row["retrieval_details"]["relevance"]["confidence"]
+        assert call.domain == (row["result"]["results"][0]["domain"] if row["result"]["results"] else "(no result)")
+    assert all(c.support is not None for c in calls)  # every call had L1 on: an estimate each
+
+    report = replay(calls, services, settings.with_(top_k=2))
+    for c in report.calls:
+        assert c.after == c.call.results[:2]  # the same ranking, cut at 2
+        assert c.overlap == overlap_at_k(c.call.results, c.after) == 2 / len(c.call.results)
+        assert c.rbo == pytest.approx(1.0)  # a prefix: RBO_ext extrapolates its agreement
+        assert c.support_change == pytest.approx(c.support_after - c.call.support)
+    assert report.figures["rbo"] == pytest.approx(1.0) and report.figures["support_compared"] == 5
+
+    off = replay(calls, services, settings.with_(l1_enabled=False))
+    nonsense = next(c for c in off.calls if c.call.query == NONSENSE)
+    assert nonsense.overlap == 0.0 and nonsense.rbo == 0.0 and nonsense.support_change is None  # now empty
+    assert all(c.support_after is None and c.support_change is None for c in off.calls)  # L0 alone: no estimate
+    assert off.moved_most()[0].rbo == 0.0
+    movement = [c.movement for c in off.moved_most()]
+    assert movement == sorted(movement, reverse=True)
+    assert off.figures == movement_figures(off.calls) and off.figures["support_compared"] == 0
+    assert off.figures["rbo"] == pytest.approx(sum(c.rbo for c in off.calls) / 5, abs=1e-4)
+    assert sum(f["calls"] for f in off.by_domain.values()) == 5
+    assert set(off.by_domain) == {c.domain for c in calls}
+    for domain, figures in off.by_domain.items():
+        mine = [c for c in off.calls if c.call.domain == domain]
+        assert figures["changed"] == sum(c.outcome in ("changed", "now_empty") for c in mine)
+    data = off.to_dict()
+    assert [c["invocation_id"] for c in data["calls"]] == [c.call.invocation_id for c in off.moved_most()]
+    assert data["rbo_p"] == 0.9 and set(data["by_domain"]) == set(off.by_domain)
+
+
 def test_the_services_recorder_is_never_used_unless_asked(recorded):
     store, services, settings, _ = recorded
     calls, _ = recorded_calls(store, InvocationFilter())
@@ -146,13 +183,18 @@ def test_replay_cli_json_and_text_record_only_when_asked(recorded, tmp_path, bas
     assert data["totals"]["calls"] == 4 and data["totals"]["now_empty"] == 1 and data["lookups"] == 3
     assert data["recorded"] is False and data["settings"]["l1_enabled"] is False
     assert {c["query"]: c["outcome"] for c in data["calls"]}[NONSENSE] == "now_empty"
-    assert set(data["calls"][0]) >= {"invocation_id", "query", "outcome", "top_before", "top_after"}
+    assert set(data["calls"][0]) >= {"invocation_id", "query", "outcome", "top_before", "top_after", "rbo", "overlap_at_k"}
+    assert {c["query"]: c["rbo"] for c in data["calls"]}[NONSENSE] == 0.0
+    assert data["figures"]["calls"] == 4 and data["figures"]["support_compared"] == 0  # L0 alone: no estimate after
+    assert data["calls"][0]["support_before"] is not None and data["calls"][0]["support_change"] is None
+    assert sum(f["calls"] for f in data["by_domain"].values()) == 4
     assert InvocationStore(store.db_path).count() == 5
 
     text = cli("--limit", "1", "--record", "--tag", "cli-replay", env=env)
     assert text.returncode == 0, text.stderr
     assert f"{DISK}" in text.stdout and "1 calls (newest 1 of 5 matching)" in text.stdout
     assert "recorded with session tag 'cli-replay'" in text.stdout
+    assert "mean RBO (p = 0.9) " in text.stdout and "rbo " in text.stdout.splitlines()[0]
     assert InvocationStore(store.db_path).count("cli-replay") == 1
 
     none = cli("--session", "nobody", env=env)
