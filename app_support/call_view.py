@@ -54,6 +54,7 @@ def show_call(ctx: resources.AppContext, store: InvocationStore, picked: pd.Seri
         routed=None if pd.isna(picked["domain"]) else str(picked["domain"]),
         source=f"invocation {picked['id']}",
         key="judge_call",
+        invocation=str(picked["id"]),
     )
     st.page_link(
         "pages/lookup.py",

@@ -21,16 +21,26 @@ AUTO, NO_DOMAIN = "__auto__", "(none)"
 
 
 def judge_results(
-    ctx: resources.AppContext, *, query: str, found: Sequence[dict[str, Any]], routed: str | None, source: str, key: str
+    ctx: resources.AppContext,
+    *,
+    query: str,
+    found: Sequence[dict[str, Any]],
+    routed: str | None,
+    source: str,
+    key: str,
+    invocation: str | None = None,
 ) -> None:
     """An expander under the results: which are relevant (or none), to which eval set, and the Add button.
-    `found`: the results as dicts with entry_id (and domain); `key` keeps two of these apart."""
+    `found`: the results as dicts with entry_id (and domain); `invocation`: the recorded call; `key` keeps two apart."""
     with st.expander("Judge these results: add this query to an eval set", icon=":material/fact_check:"):
         if ctx.read_only:
             st.caption(f"Judging is off: the app is read-only ({md(ctx.access.reason)}), and judging writes eval set files.")
             return
         entries = {e.entry_id: e for e in ctx.corpus.entries}
         picked, none = _relevant(found, entries, key)
+        unmarked = judgments.shown_not_relevant([str(f["entry_id"]) for f in found], picked)
+        if unmarked:
+            st.caption(f"The {len(unmarked)} results above left unmarked go to the case as judged not relevant.")
         domain_of = {**{e: v.domain for e, v in entries.items()}, **{str(f["entry_id"]): f.get("domain") for f in found}}
         c1, c2 = st.columns(2)
         chosen = _case_domain(ctx, c1, judgments.suggest_domain([domain_of.get(e) for e in picked], routed), key)
@@ -44,7 +54,7 @@ def judge_results(
             if not (picked or none):
                 st.caption("Mark the relevant entries, or tick 'None is relevant', to add the case.")
             return
-        judgment = judgments.Judgment(query, tuple(picked), chosen, case_id, source)
+        judgment = judgments.Judgment(query, tuple(picked), chosen, case_id, source, unmarked, invocation)
         _add_case(ctx, judgment, path, new=new, known_ids=entries)
 
 
@@ -58,7 +68,8 @@ def _relevant(found: Sequence[dict[str, Any]], entries: dict[str, Any], key: str
         key=f"{key}_relevant",
         disabled=none,
         format_func=lambda e: f"#{shown.index(e) + 1} {e}" if e in shown else e,
-        help="The results above first (by rank), then every other entry of the corpus: a right answer the lookup missed.",
+        help="The results above first (by rank), then every other entry of the corpus: a right answer the lookup missed. "
+        "The results above you leave unmarked are written to the case as not relevant (judged, not unjudged).",
     )
     return ([] if none else list(relevant)), none
 

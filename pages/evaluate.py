@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, eval_ui, jobs, keys, render, resources, urls
+from app_support import charts, coverage_view, eval_ui, jobs, keys, render, resources, urls
 from app_support.render import md
 from retrieval.config import Settings
 from retrieval.core.relevance import fit_words
@@ -19,10 +19,12 @@ from retrieval.evals.report import (
     COLUMN_LABELS,
     metrics_display,
     metrics_frame,
+    reference_of,
     render_html,
     significance_frame,
     significance_legend,
     significance_test,
+    unjudged_text,
 )
 from retrieval.evals.routing_metrics import HURT_MEANING
 from retrieval.evals.settings_strip import depth_note
@@ -104,6 +106,7 @@ def metrics_section(report: EvalReport, saved: str | None, sidebar_top_k: int) -
     if saved:
         st.caption(f"Saved as run **{md(saved)}**: compare it with other runs on the Runs page.")
     st.table(metrics_display(report))  # text cells: three decimals, blanks, marks; wraps to the page's width
+    coverage_view.coverage_figure(report)
     st.caption(
         md(significance_legend(report)) + ". " + "; ".join(f"*{md(COLUMN_LABELS[c])}*: {md(h)}" for c, h in COLUMN_HELP.items())
     )
@@ -182,7 +185,8 @@ def details_section(report: EvalReport) -> None:
         st.dataframe(latency_table(report.latency))
         st.caption("p50 / p95 per stage; – : the configuration has no such stage.")
     with st.expander(f"All {len(report.cases)} cases"):
-        st.dataframe(pd.DataFrame([case_row(c) for c in report.cases]), hide_index=True)
+        rows = [case_row(c, reference_of(report)) for c in report.cases]
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
     downloads = st.container(horizontal=True)  # each button as wide as its label, wrapping on a narrow screen
     downloads.download_button(
         "Download JSON",
@@ -204,13 +208,14 @@ def details_section(report: EvalReport) -> None:
     )
 
 
-def case_row(case: CaseResult) -> dict[str, object]:
+def case_row(case: CaseResult, reference: str) -> dict[str, object]:
     return {
         "case": case.id,
         "query": case.query,
         "expected": ", ".join(case.expected),
         "filter": case.filter,
         **{f"rank {k}": v.rank for k, v in case.configs.items()},
+        f"unjudged in {reference}'s top-{DEPTH}": unjudged_text(case, reference),
     }
 
 

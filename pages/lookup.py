@@ -157,6 +157,7 @@ def main() -> None:
         routed=result.l1.category,
         source=f"Lookup, invocation {result.invocation_id}" if recorded else "Lookup",
         key="judge_lookup",
+        invocation=result.invocation_id if recorded else None,
     )
     lookup_view.hint_panels(result.l0)
     lookup_view.l1_candidates(result)

@@ -81,7 +81,8 @@ class ConfigOutcome(RunFigures):
 
 @dataclass(frozen=True)
 class CaseResult:
-    """One eval case: its query and expected entries, how L0 routed it, and its outcome per configuration."""
+    """One eval case: its query and expected entries, how L0 routed it, its outcome per configuration, and what
+    else a person judged (entries judged not relevant; `complete`: every entry not listed is judged not relevant)."""
 
     id: str
     query: str
@@ -90,6 +91,9 @@ class CaseResult:
     l0_domains: tuple[str, ...]
     filter: str | None  # the L1 filter the L0 domains give (routing.category_filter)
     configs: Mapping[str, ConfigOutcome] = field(default_factory=dict)
+    not_relevant: tuple[str, ...] = ()
+    complete: bool = False  # the set says `judged: complete`
+    invocation: str | None = None  # the recorded call the case was judged from
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CaseResult:
@@ -103,7 +107,20 @@ class CaseResult:
             tuple(routing.get("l0_domains") or ()),
             routing.get("filter"),
             {name: ConfigOutcome.from_dict(run) for name, run in (data.get("configs") or {}).items()},
+            tuple(data.get("not_relevant") or ()),
+            bool(data.get("complete")),
+            data.get("invocation"),
         )
+
+    def judged(self, entry_id: str) -> bool:
+        """Whether a person said if the entry is relevant: listed by the case, or every entry is (a case with no
+        right answer says no entry answers it; a complete set judges every entry it does not list not relevant)."""
+        return self.complete or not self.expected or entry_id in self.expected or entry_id in self.not_relevant
+
+    def unjudged(self, config: str, k: int) -> list[str]:
+        """The entries of one configuration's top-k that carry no judgment."""
+        outcome = self.configs.get(config)
+        return [] if outcome is None else [e for e in outcome.ranking[:k] if not self.judged(e)]
 
     @property
     def layer(self) -> Layer | None:
@@ -120,4 +137,7 @@ class CaseResult:
             "routing": {"l0_domains": list(self.l0_domains), "filter": self.filter},
             "layer": None if self.layer is None else str(self.layer),
             "configs": {name: outcome.to_dict() for name, outcome in self.configs.items()},
+            "not_relevant": list(self.not_relevant),
+            "complete": self.complete,
+            "invocation": self.invocation,
         }

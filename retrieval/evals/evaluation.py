@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from retrieval.core.support import auc, support_model
 from retrieval.errors import EvalSetError
 from retrieval.evals.cases import CaseResult, ConfigOutcome
 from retrieval.evals.configs import CONFIGS, DEPTH, ConfigRun, run_case
+from retrieval.evals.coverage import COVERAGE_KEY, coverage_figures, coverage_share, unjudged_by_config
 from retrieval.evals.ranking_metrics import METRICS, SMALL_SAMPLE, compute_metrics, compute_significance, ranx_runs
 from retrieval.evals.reliability import reliability
 from retrieval.evals.routing_metrics import RoutingObservation, confusion, filter_effect, routing_metrics
@@ -52,6 +54,8 @@ class EvalReport:
     filter_effect: dict[str, Any] = field(default_factory=dict)  # l1_filtered against l1_unfiltered, when both ran
     # per configuration with a support estimate: its reliability (evals.reliability), predicted against right top results
     calibration: dict[str, Any] = field(default_factory=dict)
+    # judgment coverage (evals.coverage): per configuration, and for a set built from recorded calls; empty: unknown
+    coverage: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # rows given as their JSON (a saved run's, or built by hand) become typed rows
@@ -69,17 +73,19 @@ class EvalReport:
             "routing": self.routing,
             "confusion": self.confusion,
             "latency": self.latency,
-            "cases": [c.to_dict() for c in self.cases],
+            "cases": [{**c.to_dict(), "unjudged": unjudged_by_config(c)} for c in self.cases],
             "warnings": self.warnings,
             "filter_effect": self.filter_effect,
             "calibration": self.calibration,
+            "coverage": self.coverage,
         }
 
     def metrics_table(self) -> list[dict[str, Any]]:
-        """One row per configuration: its metrics and routing figures."""
+        """One row per configuration: its metrics, judgment coverage (None: unknown) and routing figures."""
         rows = []
         for name in self.configs:
             row = {"config": name, **{k: self.metrics[name][k] for k in METRICS}}
+            row[COVERAGE_KEY] = coverage_share(self.coverage, name)
             r = self.routing.get(name, {})
             row.update({k: r.get(k) for k in ROUTING_FIGURES})
             rows.append(row)
@@ -128,6 +134,8 @@ def run_eval(
         for r in runs.get("l1_filtered") or runs.get("lookup") or []
     )
     cases_out = _case_results(eval_set, services, runs, configs)
+    in_folder = Path(eval_set.path).resolve().parent == Path(settings.judged_sets_dir).resolve()
+    coverage = coverage_figures(cases_out, configs, judged=eval_set.judged, in_judgments_folder=in_folder)
     effect = {}
     if {"l1_unfiltered", "l1_filtered"} <= set(configs):
         effect = filter_effect(
@@ -156,6 +164,7 @@ def run_eval(
         warnings=warnings,
         filter_effect=effect,
         calibration=calibration,
+        coverage=coverage,
     )
 
 
@@ -237,7 +246,18 @@ def _case_results(
         per = {config: _outcome(runs[config][i], case.expected) for config in configs}
         l0_domains = services.l0.match(search_text(case.query)).domains
         out.append(
-            CaseResult(case.id, case.query, case.expected, case.domain, tuple(l0_domains), category_filter(l0_domains), per)
+            CaseResult(
+                case.id,
+                case.query,
+                case.expected,
+                case.domain,
+                tuple(l0_domains),
+                category_filter(l0_domains),
+                per,
+                case.not_relevant,
+                eval_set.complete,
+                case.invocation,
+            )
         )
     return out
 

@@ -11,6 +11,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from retrieval.evals import report_charts as charts
+from retrieval.evals.cases import CaseResult
+from retrieval.evals.configs import DEPTH
+from retrieval.evals.coverage import COVERAGE_KEY, COVERAGE_MEANING, UNJUDGED, traffic_sentence
 from retrieval.evals.evaluation import METRICS, ROUTING_FIGURES, EvalReport, support_points
 from retrieval.evals.routing_metrics import HURT_MEANING
 from retrieval.evals.settings_strip import strip_text
@@ -25,6 +28,7 @@ def metrics_frame(report: EvalReport) -> pd.DataFrame:
 HIGHER, LOWER = "▲", "▼"
 ROUTING_COLUMNS = ROUTING_FIGURES
 COLUMN_LABELS = {
+    COVERAGE_KEY: COVERAGE_KEY,
     "filter_applied_rate": "filter applied",
     "routing_accuracy": "routing accuracy",
     "filter_excluded_rate": "filter excluded all",
@@ -33,6 +37,7 @@ COLUMN_LABELS = {
     "unanswerable_unsupported_rate": "unanswerable unsupported",
 }
 COLUMN_HELP = {
+    COVERAGE_KEY: COVERAGE_MEANING,
     "filter_applied_rate": "cases run with an L0-derived category filter / all cases",
     "routing_accuracy": "of the filtered cases naming an expected domain, share filtered on that domain",
     "filter_excluded_rate": "of the filtered answerable cases, share whose filter excluded every expected entry",
@@ -82,7 +87,8 @@ def metrics_display(report: EvalReport) -> pd.DataFrame:
     for row in report.metrics_table():
         config = row["config"]
         rows[config] = {
-            COLUMN_LABELS.get(c, c): _cell(row.get(c), marks.get((config, c), "")) for c in (*METRICS, *ROUTING_COLUMNS)
+            COLUMN_LABELS.get(c, c): _cell(row.get(c), marks.get((config, c), ""))
+            for c in (*METRICS, COVERAGE_KEY, *ROUTING_COLUMNS)
         }
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "config"
@@ -106,6 +112,7 @@ def metrics_text(report: EvalReport) -> str:
     for config, row in table.iterrows():
         lines.append(f"{config:<14}" + "".join(f"{v:>{w}}" for v, w in zip(row, widths, strict=True)))
     lines.append(significance_legend(report))
+    lines.append(coverage_text(report))
     if report.filter_effect:
         counts, hurt = report.filter_effect["counts"], report.filter_effect["hurt_cases"]
         lines.append(
@@ -116,6 +123,23 @@ def metrics_text(report: EvalReport) -> str:
     for w in report.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def coverage_text(report: EvalReport) -> str:
+    """What the judged@k column means and, for a set built from recorded calls, how much of it was judged."""
+    if not report.coverage:
+        return f"{COVERAGE_KEY}: unknown (this run did not measure judgment coverage)"
+    meaning = f"{COVERAGE_KEY}: {COVERAGE_MEANING}"
+    if report.coverage.get("judged") == "complete":
+        meaning += "; this set says judged: complete, so every entry it does not list is judged not relevant"
+    sentence = traffic_sentence(report.coverage)
+    return meaning + (f"\n{sentence}" if sentence else "")
+
+
+def unjudged_text(case: CaseResult, config: str) -> str:
+    """The entries of a configuration's top-k without a judgment, each marked, or '–'."""
+    found = case.unjudged(config, DEPTH)
+    return ", ".join(f"{e} ({UNJUDGED})" for e in found) or "–"
 
 
 def metrics_figure(report: EvalReport) -> go.Figure:
@@ -232,6 +256,7 @@ def _num(value: Any) -> float | None:
 def render_html(report: EvalReport) -> str:
     """One self-contained HTML file that reads on its own: formatted figures, a settings table, the charts as
     inline SVG (no script, no chart library: a few hundred kilobytes for hundreds of cases, fit for e-mail)."""
+    reference = reference_of(report)
     cases = pd.DataFrame(
         [
             {
@@ -241,6 +266,7 @@ def render_html(report: EvalReport) -> str:
                 "domain": c.domain or "–",
                 "filter": c.filter or "–",
                 **{f"rank {k}": fmt(v.rank) for k, v in c.configs.items()},
+                f"unjudged in {reference}'s top-{DEPTH}": unjudged_text(c, reference),
             }
             for c in report.cases
         ]
@@ -265,6 +291,8 @@ def render_html(report: EvalReport) -> str:
         metrics_display(report).reset_index().to_html(index=False, border=0),
         f"<p>{e(significance_legend(report))}</p>",
         "".join(f"<p><i>{e(COLUMN_LABELS[c])}</i>: {e(h)}</p>" for c, h in COLUMN_HELP.items()),
+        "<h2>Judgment coverage</h2>",
+        "".join(f"<p>{e(line)}</p>" for line in coverage_text(report).splitlines()),
         *(f"<h2>{e(heading)}</h2>{svg}" for heading, svg in report_charts(report)),
         (
             f"<p>The filter helped {effect['counts'].get('helped', 0)} and hurt {effect['counts'].get('hurt', 0)} cases"

@@ -1,4 +1,6 @@
-"""Eval sets: YAML files of cases {id, query, expected, domain}, validated with clear errors."""
+"""Eval sets: YAML files of cases {id, query, expected, domain, not_relevant, invocation}, validated with clear errors.
+Judged: an entry a case lists (expected at any grade, not_relevant), every entry of a case with no right answer, and
+every entry of a set that says `judged: complete` (an entry a case does not list is judged not relevant)."""
 
 from __future__ import annotations
 
@@ -19,13 +21,23 @@ class EvalCase:
     query: str
     expected: dict[str, int]  # entry id -> relevance grade (1 for a plain list); empty: no right answer
     domain: str | None = None
+    not_relevant: tuple[str, ...] = ()  # entries a person judged not relevant (the shown results left unmarked)
+    invocation: str | None = None  # the recorded call it was judged from
 
     @property
     def answerable(self) -> bool:
         return bool(self.expected)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "query": self.query, "expected": dict(self.expected), "domain": self.domain}
+        out: dict[str, Any] = {"id": self.id, "query": self.query, "expected": dict(self.expected), "domain": self.domain}
+        if self.not_relevant:  # only when given: the content hash of a set without them stays as it was
+            out["not_relevant"] = list(self.not_relevant)
+        if self.invocation:
+            out["invocation"] = self.invocation
+        return out
+
+
+JUDGED_LISTED, JUDGED_COMPLETE = "listed", "complete"  # the values of a set's `judged` field
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,11 @@ class EvalSet:
     path: str
     corpus_dir: Path | None
     cases: tuple[EvalCase, ...]
+    judged: str = JUDGED_LISTED  # complete: every entry a case does not list is judged not relevant
+
+    @property
+    def complete(self) -> bool:
+        return self.judged == JUDGED_COMPLETE
 
     def case(self, case_id: str) -> EvalCase:
         for c in self.cases:
@@ -101,33 +118,11 @@ def load_eval_set(path: Path | str, *, known_ids: Iterable[str] | None = None) -
     known = set(known_ids) if known_ids is not None else None
     cases, seen = [], set()
     for i, raw in enumerate(cases_raw):
-        where = f"{path}: case #{i + 1}"
-        if not isinstance(raw, dict):
-            raise EvalSetError(f"{where}: expected a mapping, got {type(raw).__name__}")
-        case_id = raw.get("id")
-        if case_id is None or not str(case_id).strip():
-            raise EvalSetError(f"{where}: field 'id' is missing")
-        case_id = _text(case_id, where, "id")
-        where = f"{path}: case '{case_id}'"
-        if case_id in seen:
-            raise EvalSetError(f"{where}: duplicate case id")
-        seen.add(case_id)
-        query = raw.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise EvalSetError(f"{where}: field 'query' must be non-empty text, got {query!r}")
-        try:
-            clean_query(query)  # refused here, naming the case, rather than midway through a run
-        except QueryError as exc:
-            raise EvalSetError(f"{where}: field 'query': {exc}") from exc
-        expected = _expected(raw.get("expected"), where)
-        if known is not None:
-            unknown = sorted(set(expected) - known)
-            if unknown:
-                raise EvalSetError(f"{where}: field 'expected' names entry ids the corpus does not have: {', '.join(unknown)}")
-        domain = raw.get("domain")
-        if domain is not None and not isinstance(domain, str):
-            raise EvalSetError(f"{where}: field 'domain' must be text, got {type(domain).__name__}")
-        cases.append(EvalCase(case_id, query.strip(), expected, (domain or "").strip() or None))
+        case = _case(raw, f"{path}: case #{i + 1}", str(path), known)
+        if case.id in seen:
+            raise EvalSetError(f"{path}: case '{case.id}': duplicate case id")
+        seen.add(case.id)
+        cases.append(case)
     corpus = data.get("corpus")
     if corpus is not None and not isinstance(corpus, str):
         raise EvalSetError(f"{path}: field 'corpus' must be a path, got {type(corpus).__name__}")
@@ -142,7 +137,63 @@ def load_eval_set(path: Path | str, *, known_ids: Iterable[str] | None = None) -
         path=str(path),
         corpus_dir=corpus_dir,
         cases=tuple(cases),
+        judged=_judged(data.get("judged"), path),
     )
+
+
+def _judged(value: Any, path: Path) -> str:
+    if value is None:
+        return JUDGED_LISTED
+    if value not in (JUDGED_LISTED, JUDGED_COMPLETE):
+        raise EvalSetError(
+            f"{path}: field 'judged' must be '{JUDGED_COMPLETE}' (every entry a case does not list is judged not "
+            f"relevant) or '{JUDGED_LISTED}' (only the entries a case lists), got {value!r}"
+        )
+    return str(value)
+
+
+def _case(raw: Any, where: str, path: str, known: set[str] | None) -> EvalCase:
+    """One case of the file, validated; errors name the file, the case and the field."""
+    if not isinstance(raw, dict):
+        raise EvalSetError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    case_id = raw.get("id")
+    if case_id is None or not str(case_id).strip():
+        raise EvalSetError(f"{where}: field 'id' is missing")
+    case_id = _text(case_id, where, "id")
+    where = f"{path}: case '{case_id}'"
+    query = raw.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise EvalSetError(f"{where}: field 'query' must be non-empty text, got {query!r}")
+    try:
+        clean_query(query)  # refused here, naming the case, rather than midway through a run
+    except QueryError as exc:
+        raise EvalSetError(f"{where}: field 'query': {exc}") from exc
+    expected = _expected(raw.get("expected"), where)
+    not_relevant = _not_relevant(raw.get("not_relevant"), expected, where)
+    if known is not None:
+        for name, ids in (("expected", expected), ("not_relevant", not_relevant)):
+            unknown = sorted(set(ids) - known)
+            if unknown:
+                raise EvalSetError(f"{where}: field '{name}' names entry ids the corpus does not have: {', '.join(unknown)}")
+    domain = raw.get("domain")
+    if domain is not None and not isinstance(domain, str):
+        raise EvalSetError(f"{where}: field 'domain' must be text, got {type(domain).__name__}")
+    invocation = raw.get("invocation")
+    invocation = _text(invocation, where, "invocation") if invocation is not None else None
+    return EvalCase(case_id, query.strip(), expected, (domain or "").strip() or None, not_relevant, invocation or None)
+
+
+def _not_relevant(raw: Any, expected: dict[str, int], where: str) -> tuple[str, ...]:
+    """The entries judged not relevant: a list of ids, none of them expected as relevant."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(item, str) and item.strip() for item in raw):
+        raise EvalSetError(f"{where}: field 'not_relevant' must list entry ids as strings, found {raw!r}")
+    ids = tuple(dict.fromkeys(item.strip() for item in raw))
+    both = [e for e in ids if expected.get(e, 0) > 0]
+    if both:
+        raise EvalSetError(f"{where}: field 'not_relevant' names entries 'expected' calls relevant: {', '.join(both)}")
+    return ids
 
 
 def _text(value: Any, where: str, name: str) -> str:

@@ -1,7 +1,6 @@
-"""Judgments: a query and the entries someone marked relevant (none: an unanswerable case), appended to an eval set YAML
-as text, so the rest of the file stays byte for byte. The result is validated before it replaces the file; on any error
-the file is untouched and the error names the file and field.
-"""
+"""Judgments: a query, the entries someone marked relevant (none: an unanswerable case) and the shown results left
+unmarked (not relevant), appended to an eval set YAML as text, the rest of the file byte for byte. The result is validated
+before it replaces the file; on any error the file is untouched and the error names the file and field."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ __all__ = [
     "judged_set_files",
     "new_set_path",
     "same_judgment",
+    "shown_not_relevant",
     "suggest_case_id",
     "suggest_domain",
     "target_sets",
@@ -49,6 +49,8 @@ class Judgment:
     domain: str | None = None
     case_id: str | None = None  # None: generated from the query, unique within the set
     source: str = ""  # where it was judged (e.g. "Lookup", "invocation 1a2b…"), kept as a comment
+    not_relevant: tuple[str, ...] = ()  # the shown results left unmarked: judged not relevant
+    invocation: str | None = None  # the recorded call it was judged from, kept as the case's field
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,7 +59,16 @@ class Judgment:
             "domain": self.domain,
             "case_id": self.case_id,
             "source": self.source,
+            "not_relevant": list(self.not_relevant),
+            "invocation": self.invocation,
         }
+
+
+def shown_not_relevant(shown: Sequence[str], relevant: Sequence[str]) -> tuple[str, ...]:
+    """The shown results a person left unmarked, when they marked some relevant; none when none is (an
+    unanswerable case already says no entry answers it)."""
+    picked = set(relevant)
+    return tuple(dict.fromkeys(e for e in shown if e not in picked)) if picked else ()
 
 
 @dataclass(frozen=True)
@@ -173,8 +184,12 @@ def _case_text(case_id: str, judgment: Judgment) -> list[str]:
         yaml_field("query", judgment.query.strip()),
         yaml_field("expected", list(judgment.relevant)),
     ]
+    if judgment.not_relevant:
+        lines.append(yaml_field("not_relevant", list(judgment.not_relevant)))
     if judgment.domain:
         lines.append(yaml_field("domain", judgment.domain))
+    if judgment.invocation:
+        lines.append(yaml_field("invocation", judgment.invocation))
     note = f"# judged {datetime.now(UTC):%Y-%m-%d %H:%M} UTC" + (
         f" from {' '.join(judgment.source.split())}" if judgment.source else ""
     )
@@ -225,16 +240,23 @@ def _validated(
     loaded = replace(loaded, path=str(path), name=path.stem if loaded.name == scratch.stem else loaded.name)
     new = loaded.cases[-1]
     where = f"{path}: case '{case_id}'"
-    if new.id != case_id or new.query != judgment.query.strip() or set(new.expected) != set(judgment.relevant):
+    if (
+        new.id != case_id
+        or new.query != judgment.query.strip()
+        or set(new.expected) != set(judgment.relevant)
+        or set(new.not_relevant) != set(judgment.not_relevant)
+    ):
         raise EvalSetError(f"{where}: the appended text does not read back as this case; add it by hand")
     if before is not None and (
         loaded.cases[:-1] != before.cases or (loaded.name, loaded.corpus_dir) != (before.name, before.corpus_dir)
     ):
         raise EvalSetError(f"{path}: field 'cases': appending would change the other cases; add the case by hand")
     if known_ids is not None:
-        unknown = sorted(set(new.expected) - set(known_ids))
-        if unknown:
-            raise EvalSetError(f"{where}: field 'expected' names entry ids the corpus does not have: {', '.join(unknown)}")
+        known = set(known_ids)
+        for name, ids in (("expected", new.expected), ("not_relevant", new.not_relevant)):
+            unknown = sorted(set(ids) - known)
+            if unknown:
+                raise EvalSetError(f"{where}: field '{name}' names entry ids the corpus does not have: {', '.join(unknown)}")
     return loaded
 
 

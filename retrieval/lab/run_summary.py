@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from retrieval.config import EVAL_SETTINGS
+from retrieval.evals.coverage import COVERAGE_KEY
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class RunSummary:
     cases: int
     answerable: int
 
+    def judged_share(self, config: str = "lookup") -> float | None:
+        """One configuration's judgment coverage; None for a run saved before it was measured (unknown)."""
+        return (self.metrics.get(config) or {}).get(COVERAGE_KEY)
+
     @property
     def embedding_model(self) -> str | None:
         """The model the run embedded with; None for a run saved before the model was a setting."""
@@ -45,7 +50,8 @@ class RunSummary:
 
 NO_MODEL = "–"  # the model of a run saved before the model was a setting
 HISTORY_SETTINGS = EVAL_SETTINGS  # the retrieval-quality settings of a run, the model first
-HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate")
+# judged@10 last: None for a run saved before judgment coverage was measured (unknown)
+HISTORY_METRICS = ("mrr@10", "hit@1", "recall@5", "ndcg@10", "correct_supported_rate", COVERAGE_KEY)
 
 
 def history_rows(runs: list[RunSummary], config: str = "lookup") -> list[dict[str, Any]]:

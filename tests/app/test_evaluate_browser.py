@@ -96,3 +96,27 @@ def test_a_fusion_weight_typed_in_the_sidebar_is_kept_in_the_url_and_used(page, 
     expect(page).to_have_url(re.compile(r"[?&]vw=3"))
     chips = page.locator(".st-key-eval_next_settings code").all_inner_texts()
     assert "vector_weight=3" in chips and "lexical_weight=0.5" in chips, chips
+
+
+@pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)])
+def test_the_coverage_figure_sits_beside_the_metrics_and_reads_whole(page, sample_app, width, height):
+    """After a run, the judgment coverage of lookup's top-10 is shown under the metrics table, its figure a
+    percentage, the sentence saying how many results the metrics count as not relevant; nothing cut on a phone."""
+    page.set_viewport_size({"width": width, "height": height})
+    open_connected(page, sample_app, "evaluate?es=eval_sets/sample-ops-issue-titles.yaml")
+    run_eval(page)
+    assert_no_exception(page, "evaluate")
+    figure = page.locator(".st-key-eval_coverage")
+    figure.scroll_into_view_if_needed()
+    metric = figure.locator('[data-testid="stMetric"]')
+    expect(metric).to_be_visible()
+    expect(metric.locator('[data-testid="stMetricLabel"]')).to_have_text(re.compile(r"Judgment coverage of lookup's top-10"))
+    value = metric.locator('[data-testid="stMetricValue"]').inner_text().strip()
+    caption = figure.locator('[data-testid="stCaptionContainer"]').inner_text()
+    counts = re.search(r"(\d+) of (\d+) results carry a judgment; the metrics count the other (\d+)", caption)
+    assert counts, caption
+    judged, results, other = (int(g) for g in counts.groups())
+    assert value == f"{judged / results:.0%}" and other == results - judged, (value, caption)
+    assert whole(metric) and whole(figure), f"the coverage figure is cut at {width} px"
+    table = page.locator('[data-testid="stTable"]').first
+    assert figure.bounding_box()["y"] >= table.bounding_box()["y"] + table.bounding_box()["height"] - 1  # right under it

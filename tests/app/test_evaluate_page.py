@@ -3,10 +3,14 @@ tests/app/conftest.py): the quality settings a sweep varies set in the sidebar a
 
 from __future__ import annotations
 
+import re
+
 from app_support.setting_widgets import WIDGETS
+from retrieval.evals.configs import DEPTH
 from retrieval.evals.tuning import SWEEPABLE
 
-from ..helpers.app import assert_clean, open_app, texts
+from ..conftest import SAMPLE_CORPUS
+from ..helpers.app import assert_clean, metrics, open_app, texts
 
 
 def strip(at, label: str) -> str:
@@ -39,3 +43,33 @@ def test_the_next_runs_strip_says_why_its_top_k_is_not_the_sidebars(app_env):
     assert "`top_k=10`" in strip(at, "The next run's settings")
     notes = [t for t in texts(at.caption) if "top_k=10" in t and "sidebar" in t and "5" in t]
     assert notes, texts(at.caption)
+
+
+def test_a_set_judged_from_calls_shows_its_coverage_and_marks_unjudged_results(app_env):
+    """A set in the judgments folder, one case judged from a recorded call with the other shown results marked not
+    relevant: Evaluate shows the coverage figure beside the metrics, the traffic sentence, and unjudged results."""
+    folder = app_env / "judged-eval-sets"  # the judgments folder, beside invocations.duckdb
+    folder.mkdir()
+    (folder / "judged-calls.yaml").write_text(
+        f"name: judged-calls\ncorpus: {SAMPLE_CORPUS}\ncases:\n"
+        "  - id: one\n    query: Pod checkout-api is in CrashLoopBackOff\n    expected: [kubernetes/PodCrashLoopBackOff]\n"
+        "    not_relevant: [kubernetes/PodOOMKilled]\n    invocation: inv-1\n"
+        "  - id: two\n    query: the postgres disk is full\n    expected: [databases/PostgresDiskFull]\n"
+    )
+    at = open_app("Evaluate", es="judged/judged-calls.yaml")
+    at.multiselect(key="eval_configs-True").set_value([]).run()  # lookup alone
+    at.button(key="run_eval").click().run()
+    assert_clean(at)
+    label = f"Judgment coverage of lookup's top-{DEPTH}"
+    shown = metrics(at)
+    assert label in shown and shown[label].endswith("%"), shown
+    frame = next(d.value for d in at.dataframe if f"unjudged in lookup's top-{DEPTH}" in d.value.columns)
+    marks = dict(zip(frame["case"], frame[f"unjudged in lookup's top-{DEPTH}"], strict=True))
+    assert "(unjudged)" in marks["two"]  # only its expected entry is judged
+    assert "kubernetes/PodOOMKilled" not in marks["one"]  # judged not relevant
+    unjudged = sum(m.count("(unjudged)") for m in marks.values())
+    words = " ".join(texts(at.caption))
+    found = re.search(r"(\d+) of (\d+) results carry a judgment; the metrics count the other (\d+)", words)
+    assert found and int(found.group(3)) == unjudged, words
+    assert shown[label] == f"{int(found.group(1)) / int(found.group(2)):.0%}"
+    assert "1 of its 2 cases were judged from recorded calls" in words

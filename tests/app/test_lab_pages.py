@@ -129,6 +129,11 @@ def test_judging_a_selected_invocations_call(app_env, eval_dir, sample_corpus, s
         "databases",
     )
     assert f"from invocation {recorded.invocation_id}" in judged.read_text()
+    # the shown results left unmarked are judged not relevant, and the case names the call it was judged from
+    shown = [r.entry_id for r in recorded.results]
+    assert "databases/PostgresDiskFull" in shown and len(shown) > 1
+    assert case.not_relevant == tuple(e for e in shown if e != "databases/PostgresDiskFull")
+    assert case.invocation == recorded.invocation_id
 
 
 def test_read_only_offers_no_judging(app_env, eval_dir, monkeypatch):

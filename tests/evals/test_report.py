@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from retrieval.config import REPO_ROOT
+from retrieval.evals.coverage import COVERAGE_KEY, coverage_figures
 from retrieval.evals.evaluation import EvalReport
 from retrieval.evals.report import (
     REPORT_COLORS,
@@ -370,3 +371,49 @@ def test_a_run_without_lookup_names_its_own_reference_in_marks_legend_and_html()
     assert "significantly higher / lower than l0_only (the reference)" in significance_legend(report)
     page = html.unescape(render_html(report))
     assert "than l0_only" in page and "than lookup" not in page
+
+
+def covered_report(**invocations: str) -> EvalReport:
+    """The tiny report whose cases rank x/A then x/B and x/C: one judged result in three, c0 also judging x/B."""
+    report = tiny_report()
+    cases = []
+    for case in report.to_dict()["cases"]:
+        case["configs"] = {c: {**o, "ranking": ["x/A", "x/B", "x/C"]} for c, o in case["configs"].items()}
+        case["not_relevant"] = ["x/B"] if case["id"] == "c0" else []
+        case["invocation"] = invocations.get(case["id"])
+        cases.append(case)
+    report = replace(report, cases=cases)
+    figures = coverage_figures(report.cases, report.configs, judged="listed", in_judgments_folder=False)
+    return replace(report, coverage=figures)
+
+
+def test_the_coverage_column_text_and_html_mark_unjudged_results():
+    report = covered_report()
+    assert report.coverage["configs"]["lookup"] == {"judged": 5, "results": 12, "share": round(5 / 12, 4)}
+    assert metrics_display(report).loc["lookup", COVERAGE_KEY] == "0.417"
+    text = metrics_text(report)
+    assert f"{COVERAGE_KEY}: share of the top-10 results that carry a judgment" in text and "0.417" in text
+    page = render_html(report)
+    assert "<h2>Judgment coverage</h2>" in page
+    cases = page.split("<h2>Cases</h2>")[1]
+    assert "unjudged in lookup&#x27;s top-10" in cases or "unjudged in lookup's top-10" in cases
+    rows = re.findall(r"<tr>\s*<td>(c\d)</td>.*?</tr>", cases, flags=re.S)
+    assert rows == ["c0", "c1", "c2", "c3"]
+    c0 = re.search(r"<td>c0</td>.*?</tr>", cases, flags=re.S).group(0)
+    c1 = re.search(r"<td>c1</td>.*?</tr>", cases, flags=re.S).group(0)
+    assert "x/C (unjudged)" in c0 and "x/B (unjudged)" not in c0
+    assert "x/B (unjudged), x/C (unjudged)" in c1
+    assert "recorded calls" not in page  # a curated set says nothing of traffic
+
+
+def test_a_set_from_recorded_calls_says_how_much_was_judged_in_text_and_html():
+    report = covered_report(c0="inv-0", c1="inv-1")
+    sentence = "2 of its 4 cases were judged from recorded calls; judgment coverage 50% of their top-10"
+    assert sentence in metrics_text(report) and sentence in visible_text(render_html(report))
+
+
+def test_a_report_from_before_coverage_reads_as_unknown():
+    report = tiny_report()  # no coverage, as a saved JSON from before it was measured
+    assert report.coverage == {} and metrics_display(report).loc["lookup", COVERAGE_KEY] == ""
+    assert f"{COVERAGE_KEY}: unknown" in metrics_text(report)
+    assert f"{COVERAGE_KEY}: unknown" in visible_text(render_html(report))

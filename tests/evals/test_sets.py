@@ -1,3 +1,6 @@
+import hashlib
+import json
+
 import pytest
 
 from retrieval.config import REPO_ROOT
@@ -53,6 +56,15 @@ def test_graded_relevance(tmp_path):
         ("cases:\n- id: a\n  query: q\n  expected: []\n  domain: [k]\n", "field 'domain' must be text"),
         ("cases:\n- id: a\n  query: q\n  expected: []\n- id: a\n  query: r\n  expected: []\n", "case 'a': duplicate case id"),
         ("cases:\n- id: a\n  query: q\n  expected: [x/Nope]\n", "entry ids the corpus does not have: x/Nope"),
+        ("cases:\n- id: a\n  query: q\n  expected: [x/A]\n  not_relevant: x/B\n", "case 'a': field 'not_relevant' must list"),
+        ("cases:\n- id: a\n  query: q\n  expected: [x/A]\n  not_relevant: [3]\n", "case 'a': field 'not_relevant' must list"),
+        ("cases:\n- id: a\n  query: q\n  expected: [x/A]\n  not_relevant: [x/A]\n", "'expected' calls relevant: x/A"),
+        (
+            "cases:\n- id: a\n  query: q\n  expected: [x/A]\n  not_relevant: [x/Gone]\n",
+            "case 'a': field 'not_relevant' names entry ids the corpus does not have: x/Gone",
+        ),
+        ("cases:\n- id: a\n  query: q\n  expected: []\n  invocation: [i]\n", "case 'a': field 'invocation' must be text"),
+        ("judged: all\ncases:\n- id: a\n  query: q\n  expected: []\n", "field 'judged' must be 'complete'"),
     ],
 )
 def test_bad_eval_sets_name_file_case_and_field(tmp_path, text, message):
@@ -60,6 +72,32 @@ def test_bad_eval_sets_name_file_case_and_field(tmp_path, text, message):
     with pytest.raises(EvalSetError) as info:
         load_eval_set(path, known_ids=["x/A"])
     assert message in str(info.value) and str(path) in str(info.value)
+
+
+def test_judgments_beside_the_relevant_entries(tmp_path):
+    text = (
+        "name: j\njudged: complete\ncases:\n- id: a\n  query: q\n  expected: {x/A: 2, x/B: 0}\n"
+        "  not_relevant: [x/C, x/C]\n  invocation: 1a2b\n- id: b\n  query: r\n  expected: []\n"
+    )
+    es = load_eval_set(write(tmp_path, text), known_ids=["x/A", "x/B", "x/C"])
+    assert es.judged == "complete" and es.complete
+    a, b = es.cases
+    assert (a.expected, a.not_relevant, a.invocation) == ({"x/A": 2, "x/B": 0}, ("x/C",), "1a2b")
+    assert (b.not_relevant, b.invocation) == ((), None)
+    assert a.to_dict()["not_relevant"] == ["x/C"] and "not_relevant" not in b.to_dict()
+
+
+def test_the_shipped_sets_keep_their_content_hash_and_judge_only_what_they_list():
+    """A set without the new fields hashes as before (its saved runs stay comparable) and is not complete."""
+    from retrieval.lab.run_provenance import set_hash
+
+    for path in sorted((REPO_ROOT / "eval_sets").glob("*.yaml")):
+        es = load_eval_set(path)
+        assert es.judged == "listed" and not es.complete
+        assert all(set(c.to_dict()) == {"id", "query", "expected", "domain"} for c in es.cases)
+        fields = [{"id": c.id, "query": c.query, "expected": c.expected, "domain": c.domain} for c in es.cases]
+        canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        assert set_hash(es) == hashlib.sha256(canonical).hexdigest()[:16]  # the hash of the four fields, as before
 
 
 def test_missing_file(tmp_path):

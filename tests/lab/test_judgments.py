@@ -21,6 +21,7 @@ from retrieval.lab.judgments import (
     create_eval_set,
     judged_set_files,
     new_set_path,
+    shown_not_relevant,
     suggest_case_id,
     suggest_domain,
     target_sets,
@@ -73,6 +74,21 @@ def test_append_keeps_every_other_byte_and_the_case_reads_back(tmp_path, src):
     assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]  # no scratch file left behind
 
 
+def test_the_shown_results_left_unmarked_and_the_call_are_written_to_the_case(tmp_path):
+    path = copy_of(ALERTS, tmp_path)
+    before_bytes = path.read_bytes()
+    shown = ["databases/PostgresReplicationLag", "databases/PostgresDiskFull", "kubernetes/PodCrashLoopBackOff"]
+    unmarked = shown_not_relevant(shown, ["databases/PostgresDiskFull"])
+    assert unmarked == ("databases/PostgresReplicationLag", "kubernetes/PodCrashLoopBackOff")
+    assert shown_not_relevant(shown, []) == ()  # none is relevant: the case says no entry answers it
+    judgment = Judgment("disk full again", ("databases/PostgresDiskFull",), not_relevant=unmarked, invocation="1a2b")
+    append_case(path, judgment, known_ids=SAMPLE_IDS)
+    added = only_an_insert(before_bytes, path.read_bytes())
+    assert any(line.strip().startswith("not_relevant: [databases/PostgresReplicationLag,") for line in added), added
+    case = load_eval_set(path).cases[-1]
+    assert (case.expected, case.not_relevant, case.invocation) == ({"databases/PostgresDiskFull": 1}, unmarked, "1a2b")
+
+
 def test_an_unanswerable_judgment_is_an_empty_expected_list(tmp_path):
     path = copy_of(UNANSWERABLE, tmp_path)
     append_case(path, Judgment("Kafka consumer lag keeps growing", ()))
@@ -118,8 +134,9 @@ def test_append_to_other_layouts(tmp_path, text):
         (Judgment("   ", ()), None, "field 'query'"),
         (Judgment("disk is full", ("databases/NoSuchEntry",)), SAMPLE_IDS, "field 'expected'"),
         (Judgment("disk is full", ("databases/PostgresDiskFull",), case_id="PostgresDiskFull"), None, "field 'id'"),
+        (Judgment("disk is full", ("databases/PostgresDiskFull",), not_relevant=("x/Gone",)), SAMPLE_IDS, "field 'not_relevant'"),
     ],
-    ids=["query-too-long", "query-empty", "unknown-entry", "id-taken"],
+    ids=["query-too-long", "query-empty", "unknown-entry", "id-taken", "unknown-not-relevant"],
 )
 def test_a_bad_case_leaves_the_file_untouched_and_names_file_and_field(tmp_path, judgment, known, field):
     path = copy_of(ALERTS, tmp_path)

@@ -15,6 +15,7 @@ from retrieval.config import REPO_ROOT
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
 from retrieval.errors import LookupLabError, RunNotFound
+from retrieval.evals.coverage import COVERAGE_KEY
 from retrieval.evals.evaluation import run_eval
 from retrieval.evals.sets import load_eval_set
 from retrieval.lab.run_provenance import code_version, set_hash, settings_dict
@@ -178,3 +179,23 @@ def test_reading_runs_creates_no_table(tmp_path):
         assert con.execute("SELECT count(*) FROM information_schema.tables").fetchone() == (0,)
     finally:
         con.close()
+
+
+def test_judgment_coverage_is_saved_and_a_run_saved_before_it_reads_as_unknown(sample_run, tmp_path):
+    eval_set, report, settings = sample_run
+    db = tmp_path / "inv.duckdb"
+    store = RunStore(db)
+    saved = store.save(report, eval_set, settings)
+    got = store.get(saved.run_id)
+    measured = report.coverage["configs"]["lookup"]["share"]
+    assert measured is not None and got.judged_share("lookup") == measured
+    assert got.judged_share("l1_unfiltered") == report.coverage["configs"]["l1_unfiltered"]["share"]
+    old = store.save(report, eval_set, settings)
+    with duckdb.connect(str(db)) as con:  # as a run saved before coverage was measured: no judged@10 in its metrics
+        (stored,) = con.execute("SELECT metrics FROM eval_run WHERE run_id = ?", [old.run_id]).fetchone()
+        metrics = {c: {k: v for k, v in m.items() if k != COVERAGE_KEY} for c, m in json.loads(stored).items()}
+        con.execute("UPDATE eval_run SET metrics = ? WHERE run_id = ?", [json.dumps(metrics), old.run_id])
+    before = store.get(old.run_id)
+    assert before.judged_share() is None and before.metrics["lookup"]["mrr@10"] == got.metrics["lookup"]["mrr@10"]
+    rows = {r["run_id"]: r for r in history_rows(store.list_runs())}
+    assert rows[old.run_id][COVERAGE_KEY] is None and rows[saved.run_id][COVERAGE_KEY] == measured
