@@ -116,4 +116,5 @@ def judge_call(ctx: resources.AppContext, store, picked: pd.Series) -> None:
         routed=domain,
         source=f"invocation {picked['invocation']}",
         key="judge_queue",
+        invocation=str(picked["invocation"]),
     )

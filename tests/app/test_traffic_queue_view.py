@@ -80,14 +80,14 @@ def test_the_queue_orders_by_the_strategy_and_a_judged_call_leaves_it(recorded):
     assert len(table(at)) == 2
 
     # judge the first call: it goes to the judgments folder and leaves the queue
-    first = table(at)["query"].iloc[0]
+    first, call = table(at)["query"].iloc[0], table(at)["invocation"].iloc[0]
     at.session_state["queue_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     at.run()
     at.checkbox(key="judge_queue_none").check().run()
     at.button(key="judge_queue_add").click().run()
     assert_clean(at)
     judged = app_env / "judged-eval-sets" / "judged-sample_corpus.yaml"
-    assert [c.query for c in load_eval_set(judged).cases] == [first]
+    assert [(c.query, c.invocation) for c in load_eval_set(judged).cases] == [(first, call)]  # judged from that call
     at.session_state["queue_table"] = {"selection": {"rows": [], "columns": [], "cells": []}}
     at.run()
     assert first not in list(table(at)["query"])
