@@ -203,3 +203,9 @@ def _sums(key: str, row: list[Any]) -> SupportSums:
         key, int(calls), int(estimated), float(total), float(squares), float(chance_var), int(unsupported), int(fallbacks),
         tuple(fits or ()),
     )  # fmt: skip
+
+
+def traffic_collections(store: InvocationStore) -> tuple[str, ...]:
+    """The collections the recorded calls searched (rows from before the collection was recorded name none)."""
+    sql = f"SELECT DISTINCT {f.COLLECTION} FROM tool_invocation WHERE {f.COLLECTION} IS NOT NULL ORDER BY 1"
+    return tuple(str(r[0]) for r in _read(store, lambda con: con.execute(sql).fetchall()))
