@@ -20,6 +20,7 @@ PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/timeline:", url_path="runs"),
     st.Page("pages/sweep.py", title="Sweep", icon=":material/tune:", url_path="sweep"),
     st.Page("pages/invocations.py", title="Invocations", icon=":material/history:", url_path="invocations"),
+    st.Page("pages/traffic.py", title="Traffic", icon=":material/monitoring:", url_path="traffic"),
     st.Page("pages/corpus.py", title="Corpus", icon=":material/library_books:", url_path="corpus"),
 ]
 page = st.navigation(PAGES)

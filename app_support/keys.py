@@ -39,6 +39,12 @@ EVAL_RECORD = "eval_record"
 EVAL_REPORT = "_eval_report"  # (view key, EvalReport, saved run_id or None)
 EVAL_SCROLL = "_eval_scroll"  # set by a finished run: the page brings its results into view once
 
+# Traffic
+TRAFFIC_RANGE = "traffic_range"
+TRAFFIC_DATES = "traffic_dates"
+TRAFFIC_SESSIONS = "traffic_sessions"
+TRAFFIC_COLLECTION = "traffic_collection"
+
 # Invocations
 INV_RANGE = "inv_range"
 INV_DATES = "inv_dates"

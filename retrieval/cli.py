@@ -19,6 +19,7 @@ from retrieval.lab.sweep_cli import register as register_sweep
 from retrieval.serve.serve_cli import serve as serve_command
 from retrieval.serve.standing_cli import register as register_server
 from retrieval.store.models_cli import register as register_models
+from retrieval.traffic.traffic_cli import register as register_traffic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Lookup Lab: lookup_knowledge from the command line.")
 
@@ -265,6 +266,7 @@ register_replay(app)  # replay: recorded calls rerun under the current settings 
 register_runs(app)  # runs and compare: saved eval runs (retrieval/lab/runs_cli.py)
 register_models(app)  # models: list, fetch (retrieval/store/models_cli.py)
 register_calibrate(app)  # calibrate: fit the support estimate (retrieval/lab/calibration_cli.py)
+register_traffic(app)  # traffic: the label-free estimate of the recorded calls (retrieval/traffic/traffic_cli.py)
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ class LookupResult:
     session_tag: str = "default"
     searched: str = ""  # what L0 and L1 searched for (search_text of the query); "" for the query itself
     embedding_model: str = ""  # the model L1 searched with
+    collection: str = ""  # the Weaviate collection (the corpus) the call was for
 
     @property
     def fallback(self) -> bool:
@@ -125,6 +126,7 @@ def lookup_knowledge(
         session_tag=session_tag or options.session_tag,
         searched=searched if searched != text else "",
         embedding_model=options.embedding_model,
+        collection=options.collection,
     )
     if services.recorder is not None:
         t0 = time.perf_counter()
@@ -141,6 +143,7 @@ def to_record(result: LookupResult) -> InvocationRecord:
         "domains": list(result.l0.domains),
         "filter": result.l1.applied_filter,
         "embedding_model": result.embedding_model,
+        "collection": result.collection or None,
         "layer": str(result.layer),
         "routing": result.routing,
         "fallback": result.fallback,

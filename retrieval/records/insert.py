@@ -16,7 +16,7 @@ from retrieval.records.schema import (
     KEYWORDS_COLUMN,
     RESULTS_PART,
     ROW_GROUP_ROWS,
-    STAGE_COLUMNS,
+    STORED_PARTS,
     derive_children,
     transaction,
 )
@@ -28,11 +28,11 @@ INSERTED = "inserted_chunk"  # ... trimmed to the rows to add, when it repeats i
 
 _ROW_SQL = (  # an incoming row as the tables and rollups read it
     f"SELECT id, CAST(created_at AS TIMESTAMPTZ) AS created_at, {', '.join(COLUMNS[2:])}, "
-    f"{', '.join(STAGE_COLUMNS)}, {KEYWORDS_COLUMN}, {KEYWORDS_COLUMN} AS keywords, {RESULTS_PART} FROM {INCOMING}"
+    f"{', '.join(STORED_PARTS)}, {KEYWORDS_COLUMN} AS keywords, {RESULTS_PART} FROM {INCOMING}"
 )
 _INSERT_SQL = (  # a plain INSERT: INSERT OR IGNORE took twice its time (and wrote no row group straight to the file)
-    f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STAGE_COLUMNS)}, {KEYWORDS_COLUMN}) "
-    f"SELECT {', '.join(COLUMNS + STAGE_COLUMNS)}, {KEYWORDS_COLUMN} FROM {{source}}"
+    f"INSERT INTO tool_invocation ({', '.join(COLUMNS + STORED_PARTS)}) "
+    f"SELECT {', '.join(COLUMNS + STORED_PARTS)} FROM {{source}}"
 )
 # The chunk's ids stored already (a spool replayed): ids lead with their call's time (UUIDv7), so the range skips
 # every row group of older calls by its zone map, and new rows cost a look at the newest group.

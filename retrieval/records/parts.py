@@ -1,5 +1,5 @@
-"""The typed parts of an invocation row kept beside its JSON (stage timings, L0 matched keywords, results), read where the
-spool's flush parses the row anyway, so that DuckDB need not parse the JSON again.
+"""The typed parts of an invocation row kept beside its JSON (stage timings, L0 matched keywords, what traffic reads,
+results), read where the spool's flush parses the row anyway, so that DuckDB need not parse the JSON again.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import orjson
 import pyarrow as pa
 
 from retrieval.core.record import STAGES
-from retrieval.records.schema import KEYWORDS_COLUMN, PART_COLUMNS, RESULTS_PART, SPOOL_SCHEMA, STAGE_COLUMNS
+from retrieval.records.schema import KEYWORDS_COLUMN, PART_COLUMNS, RESULTS_PART, SPOOL_SCHEMA, STAGE_COLUMNS, TRAFFIC_COLUMNS
 
 
 def _text(value: Any) -> str | None:
@@ -42,6 +42,37 @@ def _items(value: Any, keys: tuple[str, ...], numeric: str) -> list[dict[str, An
     ]
 
 
+def _nonempty(value: Any) -> bool | None:
+    return bool(value) if isinstance(value, list) else None
+
+
+def fit_text(fit: Any) -> str | None:
+    """Which fit gave a support estimate, as short text: its baselines' kind and id ("self:3f09c1a2b4d5")."""
+    base = fit.get("baselines") if isinstance(fit, dict) else None
+    if not isinstance(base, dict):
+        return None
+    return ":".join(t for t in (_text(base.get("kind")), _text(base.get("id"))) if t is not None) or None
+
+
+def traffic_parts(result: Any, details: dict[str, Any]) -> tuple[Any, ...]:
+    """TRAFFIC_COLUMNS of one row, as the schema's TRAFFIC_SQL reads them from an older row's JSON."""
+    relevance, l0 = details.get("relevance"), details.get("l0")
+    relevance = relevance if isinstance(relevance, dict) else {}
+    l0 = l0 if isinstance(l0, dict) else {}
+    results = result.get("results") if isinstance(result, dict) else None
+    first = results[0] if isinstance(results, list) and results else None
+    supported = relevance.get("semantic_support")
+    return (
+        _number(relevance.get("confidence")),
+        supported if isinstance(supported, bool) else None,
+        fit_text(relevance.get("fit")),
+        _nonempty(l0.get("matches")),
+        _nonempty(l0.get("matched_titles")),
+        _text(first.get("domain")) if isinstance(first, dict) else None,
+        _text(details.get("collection")),
+    )
+
+
 def _loads(text: str | None) -> Any:
     try:
         return None if text is None else orjson.loads(text)
@@ -61,6 +92,7 @@ def row_parts(result: Any, details: Any) -> dict[str, Any]:
     return {
         **{column: _number(timings.get(stage)) for column, stage in zip(STAGE_COLUMNS, STAGES, strict=True)},
         KEYWORDS_COLUMN: _items(keywords, ("term", "field", "weight"), "weight"),
+        **dict(zip(TRAFFIC_COLUMNS, traffic_parts(result, details), strict=True)),
         RESULTS_PART: _items(results, ("entry_id", "domain", "source", "score"), "score"),
     }
 

@@ -83,8 +83,42 @@ CREATE TABLE IF NOT EXISTS invocation_result (
 KEYWORD_TYPE = '[{"term": "VARCHAR", "field": "VARCHAR", "weight": "DOUBLE"}]'
 RESULT_TYPE = '[{"entry_id": "VARCHAR", "domain": "VARCHAR", "source": "VARCHAR", "score": "DOUBLE"}]'
 
+# ... and of what traffic reads (retrieval.traffic.features.TRAFFIC_COLUMNS, the same names): the support estimate, its
+# claim and which fit gave it, whether L0 matched an entry and an entry's title, the top result's domain, the collection.
+TRAFFIC_TYPES = (
+    ("support", "DOUBLE"),
+    ("supported", "BOOLEAN"),
+    ("support_fit", "VARCHAR"),
+    ("l0_matched", "BOOLEAN"),
+    ("names_entry", "BOOLEAN"),
+    ("top_domain", "VARCHAR"),
+    ("collection", "VARCHAR"),
+)
+TRAFFIC_COLUMNS = tuple(column for column, _ in TRAFFIC_TYPES)
+_ARROW = {"DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(), "VARCHAR": pa.string()}
+
+
+def _nonempty_sql(path: str) -> str:
+    return (
+        f"CASE WHEN json_type(retrieval_details, '{path}') = 'ARRAY' THEN json_array_length(retrieval_details, '{path}') > 0 END"
+    )
+
+
+# Each traffic column read from an older row's JSON, as retrieval.records.parts reads it from a new one.
+TRAFFIC_SQL = {
+    "support": "TRY_CAST(json_extract_string(retrieval_details, '$.relevance.confidence') AS DOUBLE)",
+    "supported": "CASE WHEN json_type(retrieval_details, '$.relevance.semantic_support') = 'BOOLEAN' "
+    "THEN json_extract_string(retrieval_details, '$.relevance.semantic_support') = 'true' END",
+    "support_fit": "nullif(concat_ws(':', json_extract_string(retrieval_details, '$.relevance.fit.baselines.kind'), "
+    "json_extract_string(retrieval_details, '$.relevance.fit.baselines.id')), '')",
+    "l0_matched": _nonempty_sql("$.l0.matches"),
+    "names_entry": _nonempty_sql("$.l0.matched_titles"),
+    "top_domain": "json_extract_string(result, '$.results[0].domain')",
+    "collection": "json_extract_string(retrieval_details, '$.collection')",
+}
 RESULTS_PART = "results"  # an incoming row's results list (invocation_result's rows), typed
-PART_COLUMNS = (*STAGE_COLUMNS, KEYWORDS_COLUMN, RESULTS_PART)  # what an incoming row carries beside COLUMNS
+STORED_PARTS = (*STAGE_COLUMNS, KEYWORDS_COLUMN, *TRAFFIC_COLUMNS)  # the typed parts tool_invocation keeps
+PART_COLUMNS = (*STORED_PARTS, RESULTS_PART)  # what an incoming row carries beside COLUMNS
 KEYWORD_STRUCT = pa.struct([("term", pa.string()), ("field", pa.string()), ("weight", pa.float64())])
 RESULT_STRUCT = pa.struct([("entry_id", pa.string()), ("domain", pa.string()), ("source", pa.string()), ("score", pa.float64())])
 SPOOL_SCHEMA = pa.schema(
@@ -98,6 +132,7 @@ SPOOL_SCHEMA = pa.schema(
         # insert copies them instead of parsing 12-26 KB of JSON text a row again in DuckDB.
         *((c, pa.float64()) for c in STAGE_COLUMNS),
         (KEYWORDS_COLUMN, pa.list_(KEYWORD_STRUCT)),
+        *((c, _ARROW[kind]) for c, kind in TRAFFIC_TYPES),
         (RESULTS_PART, pa.list_(RESULT_STRUCT)),
     ]
 )
@@ -165,6 +200,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
                 f"UPDATE tool_invocation SET {KEYWORDS_COLUMN} = "
                 f"from_json(json_extract(retrieval_details, '$.l0.matched_keywords'), '{KEYWORD_TYPE}')"
             )
+        _add_traffic_columns(con, have)
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}
         con.execute(CHILD_SCHEMA)
         con.execute(ROLLUP_SCHEMA)  # derive_children counts keywords into it; ensure_rollup fills what was missing
@@ -173,3 +209,12 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             con.execute("DELETE FROM invocation_result")
             derive_children(con, children_source("tool_invocation"))
         ensure_rollup(con, tables)
+
+
+def _add_traffic_columns(con: duckdb.DuckDBPyConnection, have: set[str]) -> None:
+    """Add the traffic columns a file lacks, filled from each row's JSON."""
+    missing = [(c, kind) for c, kind in TRAFFIC_TYPES if c not in have]
+    for column, kind in missing:
+        con.execute(f"ALTER TABLE tool_invocation ADD COLUMN {column} {kind}")
+    if missing:
+        con.execute(f"UPDATE tool_invocation SET {', '.join(f'{c} = {TRAFFIC_SQL[c]}' for c, _ in missing)}")

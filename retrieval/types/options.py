@@ -27,6 +27,7 @@ class LookupOptions:
     l1_enabled: bool
     l1_timeout_s: float
     session_tag: str
+    collection: str = ""  # the Weaviate collection (the corpus) L1 searches, recorded with each call
 
     def with_(self, **changes: Any) -> LookupOptions:
         return dataclasses.replace(self, **changes)

@@ -136,3 +136,33 @@ def test_rows_recorded_before_the_domain_list_still_read(db_path, l1, want):
         assert routing_of(row["retrieval_details"]) == want
     finally:
         recorder.close()
+
+
+def test_a_call_records_the_collection_it_searched_and_its_traffic_columns(
+    sample_corpus, sample_store, embedder, db_path, settings
+):
+    """The options name the collection; the row keeps it and the typed traffic columns equal its JSON."""
+    recorder = InvocationStore(db_path)
+    try:
+        services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
+        calls = [
+            lookup_knowledge(q, services, settings.options()) for q in ("Pod keeps restarting", "disk full", "zebra migration")
+        ]
+        recorder.flush()
+        sql = "SELECT id, support, supported, support_fit, l0_matched, names_entry, top_domain, collection FROM tool_invocation"
+        stored = {r[0]: r[1:] for r in recorder.with_connection(lambda con: con.execute(sql).fetchall(), read_only=True)}
+        for call in calls:
+            rel, base = call.relevance, (call.relevance.fit or {}).get("baselines") or {}
+            want = (
+                rel.confidence if rel.confidence is None else round(rel.confidence, 4),
+                rel.semantic_support,
+                f"{base['kind']}:{base['id']}" if base else None,
+                call.l0.has_match,
+                bool(call.l0.matched_titles),
+                call.results[0].domain if call.results else None,
+                "TestSample",
+            )
+            assert stored[call.invocation_id] == want
+        assert any(v[3] for v in stored.values()) and not all(v[3] for v in stored.values())  # L0 matched some, not all
+    finally:
+        recorder.close()

@@ -19,6 +19,7 @@ PAGES = {
     "Filter comparison": "pages/filter_comparison.py",
     "Evaluate": "pages/evaluate.py",
     "Invocations": "pages/invocations.py",
+    "Traffic": "pages/traffic.py",
     "Corpus": "pages/corpus.py",
 }
 

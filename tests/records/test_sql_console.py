@@ -21,7 +21,7 @@ import pytest
 from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
 from retrieval.errors import SqlRefused
 from retrieval.records.invocations import COLUMNS, STAGE_COLUMNS, InvocationStore
-from retrieval.records.schema import KEYWORDS_COLUMN
+from retrieval.records.schema import KEYWORDS_COLUMN, TRAFFIC_COLUMNS
 from retrieval.records.sql_console import EXAMPLES, check_statement, run_readonly
 
 from ..helpers.memory import reset_peak, status_kb
@@ -246,6 +246,7 @@ def test_select_and_explain_run(db_path):
         *COLUMNS,
         *STAGE_COLUMNS,
         KEYWORDS_COLUMN,
+        *TRAFFIC_COLUMNS,
     ]
 
 
