@@ -1,5 +1,5 @@
-"""What traffic reads of a recorded call beyond its typed columns: the support estimate, its threshold and whether the
-query names an entry, read from retrieval_details in one place (to swap for typed columns where they exist)."""
+"""What traffic reads of a recorded call: the support estimate and whether the query names an entry from their typed
+columns, and the threshold from retrieval_details (no typed column keeps it)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ NO_DOMAIN = "(no result)"  # the top domain of a call that returned no result
 
 def signals_sql(row: str) -> dict[str, str]:
     """SQL expressions over the tool_invocation row `row`: support, threshold and names_entry."""
-    details = f"{row}.retrieval_details"
     return {
-        "support": f"TRY_CAST(json_extract_string({details}, '$.relevance.confidence') AS DOUBLE)",
-        "threshold": f"TRY_CAST(json_extract_string({details}, '$.relevance.threshold') AS DOUBLE)",
-        "names_entry": f"coalesce(json_array_length(json_extract({details}, '$.l0.matched_titles')) > 0, false)",
+        "support": f"{row}.support",
+        "threshold": f"TRY_CAST(json_extract_string({row}.retrieval_details, '$.relevance.threshold') AS DOUBLE)",
+        "names_entry": f"coalesce({row}.names_entry, false)",
     }

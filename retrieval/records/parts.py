@@ -54,6 +54,11 @@ def fit_text(fit: Any) -> str | None:
     return ":".join(t for t in (_text(base.get("kind")), _text(base.get("id"))) if t is not None) or None
 
 
+def _any_named(matches: Any) -> bool | None:
+    """Whether L0 matched an entry by its whole title or file name (a match's `named`), as the traffic reads it."""
+    return any(isinstance(m, dict) and m.get("named") is True for m in matches) if isinstance(matches, list) else None
+
+
 def traffic_parts(result: Any, details: dict[str, Any]) -> tuple[Any, ...]:
     """TRAFFIC_COLUMNS of one row, as the schema's TRAFFIC_SQL reads them from an older row's JSON."""
     relevance, l0 = details.get("relevance"), details.get("l0")
@@ -67,7 +72,7 @@ def traffic_parts(result: Any, details: dict[str, Any]) -> tuple[Any, ...]:
         supported if isinstance(supported, bool) else None,
         fit_text(relevance.get("fit")),
         _nonempty(l0.get("matches")),
-        _nonempty(l0.get("matched_titles")),
+        _any_named(l0.get("matches")),
         _text(first.get("domain")) if isinstance(first, dict) else None,
         _text(details.get("collection")),
     )

@@ -112,7 +112,8 @@ TRAFFIC_SQL = {
     "support_fit": "nullif(concat_ws(':', json_extract_string(retrieval_details, '$.relevance.fit.baselines.kind'), "
     "json_extract_string(retrieval_details, '$.relevance.fit.baselines.id')), '')",
     "l0_matched": _nonempty_sql("$.l0.matches"),
-    "names_entry": _nonempty_sql("$.l0.matched_titles"),
+    "names_entry": "CASE WHEN json_type(retrieval_details, '$.l0.matches') = 'ARRAY' THEN "
+    "list_contains(json_extract_string(retrieval_details, '$.l0.matches[*].named'), 'true') END",
     "top_domain": "json_extract_string(result, '$.results[0].domain')",
     "collection": "json_extract_string(retrieval_details, '$.collection')",
 }

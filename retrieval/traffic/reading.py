@@ -15,7 +15,7 @@ from retrieval.records.dashboard import InvocationFilter
 from retrieval.records.invocations import InvocationStore
 from retrieval.traffic import features as f
 
-YES, NO = "yes", "no"
+YES, NO = f.YES, f.NO
 NO_RESULT = "(no result)"  # the domain of a call that returned nothing
 GROUPINGS = ("day", "session_tag", "domain")  # what the estimate is broken down by (domain: the top result's)
 T = TypeVar("T")
@@ -117,19 +117,15 @@ def _checked(con: duckdb.DuckDBPyConnection, store: InvocationStore, window: Win
         raise TrafficError(f"no calls in the window ({window.describe()})")
 
 
-def _yes_no(condition: str) -> str:
-    return f"CASE WHEN coalesce({condition}, false) THEN '{YES}' ELSE '{NO}' END"
-
-
-_BIN_SQL = {  # each feature's bin of a row, in FEATURES' order
-    "query_words": f.word_bin_sql("input"),
-    "query_form": f.form_sql("input", f.NAMES_ENTRY),
-    "routed_domain": f"coalesce(nullif(domain, ''), '{f.UNFILTERED}')",
-    "filtered": _yes_no("nullif(domain, '') IS NOT NULL"),
-    "l0_match": _yes_no(f.L0_MATCHED),
-    "fallback": _yes_no("fallback"),
-    "support": f.support_bin_sql(f.SUPPORT),
-}
+# each feature's bin of a row, in FEATURES' order: the SQL the eval side bins its cases with
+_BIN_SQL = f.feature_sql(
+    text="input",
+    names_entry=f.NAMES_ENTRY,
+    domain="nullif(domain, '')",
+    l0_matched=f.L0_MATCHED,
+    fallback="fallback",
+    support=f.SUPPORT,
+)
 _FIXED_BINS = {  # the bins every count lists, zero or not (a domain is listed when calls went there)
     "query_words": [f.word_bin_label(low, high) for low, high in f.WORD_BINS],
     "query_form": list(f.FORMS),

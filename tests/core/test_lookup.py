@@ -15,6 +15,7 @@ from retrieval.core.runner import lookup_pipeline
 from retrieval.core.search_request import SearchRequest
 from retrieval.records.invocations import InvocationStore, routing_of
 from retrieval.store.weaviate_store import KnowledgeStore
+from retrieval.traffic.features import names_entry_of
 from retrieval.types.modes import SearchMode
 
 QUERY = "disk full no space left on device"
@@ -146,7 +147,8 @@ def test_a_call_records_the_collection_it_searched_and_its_traffic_columns(
     try:
         services = LookupServices(L0Index(sample_corpus.entries), embedder, sample_store, recorder)
         calls = [
-            lookup_knowledge(q, services, settings.options()) for q in ("Pod keeps restarting", "disk full", "zebra migration")
+            lookup_knowledge(q, services, settings.options())
+            for q in ("Pod keeps restarting", "disk full", "zebra migration", "PodCrashLoopBackOff")
         ]
         recorder.flush()
         sql = "SELECT id, support, supported, support_fit, l0_matched, names_entry, top_domain, collection FROM tool_invocation"
@@ -158,11 +160,12 @@ def test_a_call_records_the_collection_it_searched_and_its_traffic_columns(
                 rel.semantic_support,
                 f"{base['kind']}:{base['id']}" if base else None,
                 call.l0.has_match,
-                bool(call.l0.matched_titles),
+                names_entry_of(call.l0),
                 call.results[0].domain if call.results else None,
                 "TestSample",
             )
             assert stored[call.invocation_id] == want
         assert any(v[3] for v in stored.values()) and not all(v[3] for v in stored.values())  # L0 matched some, not all
+        assert any(v[4] for v in stored.values()) and not all(v[4] for v in stored.values())  # one names an entry
     finally:
         recorder.close()

@@ -31,7 +31,7 @@ def call(
 ) -> InvocationRecord:
     """One call on day `day` after DAY0; supported when the support reaches the threshold."""
     base = make_record(0)
-    l0 = {"matches": [{"entry_id": "x"}] if matched else [], "matched_titles": list(titles), "domains": []}
+    l0 = {"matches": [{"entry_id": "x", "named": bool(titles)}] if matched else [], "matched_titles": list(titles), "domains": []}
     relevance = {
         "confidence": support,
         "semantic_support": support is not None and support >= threshold,

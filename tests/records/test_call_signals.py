@@ -1,4 +1,4 @@
-"""The signals read from a recorded call's JSON, over a real DuckDB file: the support estimate, its threshold and whether
+"""The signals traffic reads of a recorded call, over a real DuckDB file: the support estimate, its threshold and whether
 the query names an entry, NULL or false where the call made none."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ def test_signals_read_from_retrieval_details(db_path):
     store = InvocationStore(db_path)
     base = make_record(1)
     named = {**base.retrieval_details, "relevance": {"confidence": 0.8123, "threshold": 0.55}}
-    named["l0"] = {**named["l0"], "matched_titles": ["KubePodCrashLooping"]}
+    named["l0"] = {**named["l0"], "matches": [{"entry_id": "k", "named": True}], "matched_titles": ["KubePodCrashLooping"]}
     store.record(replace(base, input="named", retrieval_details=named))
     plain = {**base.retrieval_details, "relevance": {"confidence": None, "threshold": None}}
     store.record(replace(make_record(2), input="plain", retrieval_details=plain))

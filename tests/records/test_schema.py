@@ -22,7 +22,7 @@ def varied_records():
     """Rows whose relevance, L0 part and results vary, some of them malformed."""
     base = make_record(0)
     details = base.retrieval_details
-    titled = {**details["l0"], "matched_titles": ["Disk full"]}
+    titled = {**details["l0"], "matches": [{"entry_id": "a", "named": True}], "matched_titles": ["Disk full"]}
     odd = {"confidence": "0.5", "semantic_support": "yes", "fit": {"baselines": {"kind": "reference"}}}
     return [
         replace(
@@ -69,7 +69,7 @@ def test_an_older_file_gets_the_traffic_columns_from_its_json(db_path):
     backfilled = traffic_of(store)
     taken = {r.id: tuple(row_parts(r.result, r.retrieval_details)[c] for c in TRAFFIC_COLUMNS) for r in recs}
     assert backfilled == taken
-    assert taken[recs[0].id] == (0.81, True, "self:3f09c1a2b4d5", True, None, None, "Kb_x")  # no matched_titles listed
+    assert taken[recs[0].id] == (0.81, True, "self:3f09c1a2b4d5", True, False, None, "Kb_x")  # no match by name
     assert taken[recs[1].id][:6] == (0.2, False, None, True, True, "storage")
     assert taken[recs[3].id][:4] == (0.5, None, "reference", None)  # text read as TRY_CAST does; "yes" is no claim
 

@@ -36,7 +36,7 @@ def rec(i: int, query: str, support: float | None, *, domain: str = "databases",
     base = make_record(i)
     details = dict(base.retrieval_details)
     details["relevance"] = {"confidence": support, "threshold": None if support is None else 0.5}
-    details["l0"] = {**details["l0"], "matched_titles": list(titles)}
+    details["l0"] = {**details["l0"], "matches": [{"entry_id": "x", "named": bool(titles)}], "matched_titles": list(titles)}
     result = {"results": [{"entry_id": f"{domain}/E{i}", "domain": domain, "score": 0.7, "source": "L1"}]}
     at = (T0 + timedelta(minutes=minutes or i)).isoformat()
     return base.__class__(
