@@ -104,6 +104,7 @@ def lookup(
     config: Path | None = ConfigOpt,
     corpus: Path | None = CorpusOpt,
     session: str | None = typer.Option(None, help="session/run tag for the record"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="say on stderr which process answered"),
 ) -> None:
     """Run lookup_knowledge once and record it. With a standing server (`server start`) of the same settings, its
     keeper runs it with the model and corpus it keeps open; otherwise this process opens them."""
@@ -112,12 +113,14 @@ def lookup(
         from retrieval.core.lookup import clean_query
 
         clean_query(query)  # refuse before starting anything
-        from retrieval.serve.warm_client import NO_KEEPER, ask_keeper
+        from retrieval.serve.warm_client import HERE_ANSWERED, KEEPER_ANSWERED, NO_KEEPER, ask_keeper
 
         answer = ask_keeper(settings, query, session_tag=session)
         if answer.refused and answer.refused != NO_KEEPER:  # a keeper is there, but this call is not its to answer
             typer.echo(f"{answer.refused}: this call opens the services itself", err=True)
         result = answer.result if answer.result is not None else _lookup_here(settings, query)
+        if verbose:
+            typer.echo(KEEPER_ANSWERED if answer.result is not None else HERE_ANSWERED, err=True)
     except LookupLabError as exc:
         _fail(exc)
     if as_json:

@@ -97,7 +97,8 @@ class Settings:
             object.__setattr__(self, "collection", collection_for(self.corpus_dir, self.embedding_model))
         if not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", self.collection):
             raise ConfigError(
-                f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _"
+                f"collection: '{self.collection}' must start with a capital letter and hold only letters, digits and _ "
+                "(change LOOKUP_COLLECTION or collection: in lookup.yaml)"
             )
         object.__setattr__(self, "search_mode", _one_of(LookupMode, self.search_mode, "search_mode"))
         if not 0.0 <= self.hybrid_alpha <= 1.0:

@@ -127,3 +127,17 @@ def test_an_eval_run_prints_no_library_warnings(cli_env, tmp_path):
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["configs"]["l0_only"]
     assert "Warning" not in out.stderr, out.stderr[-2000:]
+
+
+def test_ingest_beside_a_collection_of_another_case_fails_in_one_line(cli_env):
+    out = cli("ingest", env={**cli_env, "LOOKUP_COLLECTION": "Testsample"})
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith("error: collection 'Testsample' differs from the existing collection 'TestSample'")
+    assert "LOOKUP_COLLECTION" in lines[-1] and "Traceback" not in out.stderr
+
+
+def test_a_collection_name_weaviate_refuses_fails_in_one_line(cli_env):
+    out = cli("ingest", env={**cli_env, "LOOKUP_COLLECTION": "kbload"})
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "'kbload' must start with a capital letter" in out.stderr and "LOOKUP_COLLECTION" in out.stderr

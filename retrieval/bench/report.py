@@ -210,7 +210,8 @@ def _cli_lines(cli: dict[str, Any] | None) -> list[str]:
         f"| CLI lookup ({cli['corpus']}, median of {cli['runs']}) | s |",
         "|---|---|",
         f"| `python -m retrieval lookup`, a standing server running (`server start`) | {cli['warm_s']} "
-        f"(each: {', '.join(map(str, cli['warm_all_s']))}; load {cli['loadavg']}) |",
+        f"(each: {', '.join(map(str, cli['warm_all_s']))}; load {cli['loadavg']}; "
+        f"keeper answered: {'yes' if cli.get('keeper_answered') else 'no'}) |",
         f"| Python start-up: `python -c pass` / importing the CLI | {cli['python_s']} / {cli['startup_s']} |",
         f"| one lookup in an open process, p50 | {cli['in_process_ms'] / 1000:.3f} |",
         f"| warm CLI over (start-up importing the CLI + in-process lookup) | {cli['over_in_process']} |",

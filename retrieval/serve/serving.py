@@ -154,7 +154,11 @@ async def _serve(
                 loading.failed(exc)
                 failed.append(exc)
                 log(f"could not open the services: {type(exc).__name__}: {exc}")
-                state["cancel"].cancel()
+                web = state.get("uvicorn")
+                if web is not None:  # a cancelled uvicorn prints its lifespan's traceback: it is asked to stop instead
+                    web.should_exit = True
+                else:
+                    state["cancel"].cancel()
                 return
             loading.ready(kb)
             log(ready_message(kb))

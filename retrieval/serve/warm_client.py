@@ -23,6 +23,8 @@ CONNECT_TIMEOUT_S = 2.0
 ANSWER_MARGIN_S = 120.0  # on top of the L1 timeout: a keeper still loading the model, a busy machine
 PROTOCOL = 1
 NO_KEEPER = "no standing server listens"
+KEEPER_ANSWERED = "answered by: the standing server's keeper"  # what `lookup -v` says on stderr
+HERE_ANSWERED = "answered by: this process"
 CALL_SETTINGS = ("session_tag",)  # settings a call may choose for itself; the rest must be the keeper's
 
 

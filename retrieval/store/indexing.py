@@ -20,6 +20,7 @@ from retrieval.core.corpus import Corpus, Entry
 from retrieval.errors import L1Error, StoreError
 from retrieval.store import partition
 from retrieval.store.collection_model import model_in, other_model_message
+from retrieval.store.collection_names import refuse_clashes
 from retrieval.store.collection_schema import PROPERTIES
 from retrieval.store.index_health import unsearchable_chunks
 from retrieval.store.manifest import drop_manifest, read_manifest, write_manifest
@@ -61,6 +62,7 @@ def ingest(
     """Bring the collection in line with `corpus`; unchanged entries are not embedded again. `progress(stage, done, total)`
     is called as work goes. The next ingest redoes entries left incomplete by a crash, and those the vector index lost."""
     start = time.perf_counter()
+    refuse_clashes(store.client, store.name)  # before anything is written
     rebuilt, migrated = _prepare_collection(store, getattr(getattr(embedder, "spec", None), "name", None))
     manifest = read_manifest(store)
     state, lost = _stored_state(store, manifest)

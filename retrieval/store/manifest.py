@@ -14,6 +14,8 @@ from weaviate.classes.config import DataType, Property
 from weaviate.classes.data import DataObject
 from weaviate.util import generate_uuid5
 
+from retrieval.store.collection_names import MANIFEST_SUFFIX
+
 if TYPE_CHECKING:
     from retrieval.store.weaviate_store import KnowledgeStore
 
@@ -25,7 +27,7 @@ def _int(value: object) -> int:
 
 
 def manifest_name(store: KnowledgeStore) -> str:
-    return f"{store.name}_Manifest"
+    return store.name + MANIFEST_SUFFIX
 
 
 def read_manifest(store: KnowledgeStore) -> dict[str, tuple[str, int]] | None:

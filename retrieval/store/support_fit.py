@@ -21,6 +21,7 @@ from retrieval.core.protocols import LookupServices
 from retrieval.core.self_calibration import SelfCalibration, self_calibrate
 from retrieval.core.support_norms import SupportNorms
 from retrieval.errors import ConfigError
+from retrieval.store.collection_names import SUPPORT_SUFFIX
 
 if TYPE_CHECKING:
     from retrieval.store.weaviate_store import KnowledgeStore
@@ -39,7 +40,7 @@ class StoredFit:
 
 
 def fit_name(store: KnowledgeStore) -> str:
-    return f"{store.name}_Support"
+    return store.name + SUPPORT_SUFFIX
 
 
 def fit_key(corpus: Corpus, settings: Settings) -> str:

@@ -20,6 +20,7 @@ from retrieval.core.search_request import SearchRequest
 from retrieval.engine.server import Endpoint, answers, port_open
 from retrieval.errors import L1Error, StoreError
 from retrieval.store.collection_model import description_for, model_in, other_model_message
+from retrieval.store.collection_names import MANIFEST_SUFFIX, refuse_clashes
 from retrieval.store.collection_schema import (
     FILTER_STRATEGY,
     FLAT_SEARCH_CUTOFF,
@@ -226,8 +227,10 @@ class KnowledgeStore:
         return set(PROPERTIES) <= have
 
     def drop(self) -> None:
-        """Delete the collection, its per-domain partition and the ingest's manifest of it (retrieval.store.manifest)."""
-        for name in (self.name, partition_name(self.name), f"{self.name}_Manifest"):
+        """Delete the collection, its per-domain partition and the ingest's manifest of it (retrieval.store.manifest).
+        Raises ConfigError, deleting nothing, when a name clashes with another collection's (Weaviate ignores case)."""
+        refuse_clashes(self.client, self.name)
+        for name in (self.name, partition_name(self.name), self.name + MANIFEST_SUFFIX):
             if self.client.collections.exists(name):
                 self.client.collections.delete(name)
         self.forget_partition()
