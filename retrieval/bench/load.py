@@ -170,9 +170,8 @@ class _Phases:
                 if self.plan.soak_minutes:
                     await self.soak_go.wait()
                     await self._soak_calls(client)
-        except Exception as exc:  # connecting or closing failed
-            if not (self.plan.kill and self.stopped):
-                self.run.errors[f"client: {error_kind(exc)}"] += 1
+        except Exception as exc:  # connecting or closing failed, or (under --kill) the connection was cut
+            self.run.errors[f"{'after the kill' if self.stopped else 'client'}: {error_kind(exc)}"] += 1
         finally:
             if not arrived:
                 self.arrive()

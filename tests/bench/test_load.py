@@ -43,6 +43,7 @@ def test_kill_run_loses_at_most_the_calls_in_flight(base_settings, weaviate_clie
     assert kill["answered_at_kill"] >= 30 and kill["answered_at_kill"] <= calls["answered"] < 63
     assert calls["answered"] - rec["recorded"] <= kill["in_flight"] and rec["waiting_in_spool"] == 0
     assert result["goals"]["lost_calls"]["met"] and "kill -9" in result["table"]
+    assert all(kind.startswith("after the kill") for kind in calls["errors"])
 
 
 def test_a_plan_is_checked_before_anything_starts(base_settings, tmp_path):
