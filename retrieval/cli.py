@@ -33,6 +33,17 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
+def _load_bench(config: Path | None, plan: dict, out_dir: Path, as_json: bool) -> None:
+    """`bench --load`: the load bench's table (or JSON) on stdout, its progress on stderr."""
+    from retrieval.bench.load import LoadPlan, run_load_bench
+
+    try:
+        figures = run_load_bench(_settings(config), LoadPlan(**plan), out_dir=out_dir, log=lambda m: typer.echo(m, err=True))
+    except LookupLabError as exc:
+        _fail(exc)
+    typer.echo(json.dumps(figures, default=str) if as_json else figures["table"])
+
+
 ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 CorpusOpt = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)")
 
@@ -204,6 +215,12 @@ def bench(
     ),
     server: bool = typer.Option(False, "--server", help="only the MCP server part: its added p50 over a direct call, calls/s"),
     cluster: int = typer.Option(0, "--cluster", help="only the cluster part: the first size on one node and on N nodes"),
+    load: bool = typer.Option(False, "--load", help="only the load part: concurrent MCP SDK clients against serve"),
+    clients: int = typer.Option(50, "--clients", help="--load: concurrent clients"),
+    calls: int = typer.Option(40, "--calls", help="--load: timed lookup_knowledge calls per client"),
+    load_transport: str = typer.Option("http", "--load-transport", help="--load: http (one server) or stdio (one per client)"),
+    kill: bool = typer.Option(False, "--kill", help="--load: kill -9 the server mid-run, restart it, count lost calls"),
+    soak_minutes: float = typer.Option(0.0, "--soak-minutes", help="--load: then a soak at half the rate, RSS each minute"),
     vectors: str = typer.Option(
         "real", "--vectors", help="real (every chunk embedded) or synthetic (template embeddings + noise; queries real)"
     ),
@@ -224,6 +241,14 @@ def bench(
         except (LookupLabError, ValueError) as exc:
             _fail(exc)
         typer.echo(json.dumps(figures, default=str) if as_json else figures["table"])
+        return
+    if load:
+        _load_bench(
+            config,
+            dict(clients=clients, calls=calls, transport=load_transport, kill=kill, soak_minutes=soak_minutes),
+            out_dir,
+            as_json,
+        )
         return
     if server:
         from retrieval.bench.server import run_server_bench
