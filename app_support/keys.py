@@ -90,3 +90,4 @@ URL_KEYS = (
     EVAL_RUN_SET,
     CORPUS_ENTRY,
 )
+TRAFFIC_SETS = "traffic_sets"

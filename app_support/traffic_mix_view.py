@@ -9,12 +9,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from retrieval.errors import LookupLabError, TrafficError
+from retrieval.evals.catalog import preferred_eval_set
 from retrieval.evals.sets import load_eval_set
 from retrieval.traffic.eval_side import eval_feature_counts
 from retrieval.traffic.features import FeatureCounts
-from retrieval.traffic.mix import DIVERGENCE, FEATURE_LABELS, FeatureMix, MixReport
+from retrieval.traffic.mix import DIVERGENCE, FEATURE_LABELS, FeatureMix, MixReport, mix_report
 from retrieval.types.options import LookupOptions
 
+from . import eval_ui, keys, render, resources
 from .render import md
 
 SIDE_COLORS = {"traffic": "#4c78a8", "eval sets": "#f58518"}
@@ -95,3 +98,31 @@ def mix_section(report: MixReport) -> None:
     for mix in report.features:
         st.plotly_chart(mix_chart(mix), width="stretch", key=f"traffic-mix-{mix.feature}")
         st.caption(md(mix.sentence))
+
+
+def beside_eval_sets(ctx: resources.AppContext, traffic: FeatureCounts) -> None:
+    """The eval sets picked (at first the one written for the loaded corpus), looked up unrecorded, beside the traffic."""
+    st.subheader("The traffic beside the eval sets")
+    files = eval_ui.known_set_files(ctx.settings)
+    by_label = {f.label: f.path for f in files}
+    default = (
+        [files[preferred_eval_set(files, ctx.settings.corpus_dir, [e.entry_id for e in ctx.corpus.entries])].label]
+        if files
+        else []
+    )
+    picked = st.multiselect("Eval sets", list(by_label), default=default, key=keys.TRAFFIC_SETS)
+    st.caption(
+        f"Their cases are looked up on the loaded corpus ({md(ctx.settings.collection)}), nothing recorded, and binned "
+        "as the recorded calls are."
+    )
+    if not picked:
+        st.info("Pick one or more eval sets to set the traffic beside.", icon=":material/rule:")
+        return
+    try:
+        paths = tuple(str(by_label[label]) for label in picked)
+        evals = eval_counts(paths, ctx.settings.options(), ctx.settings.collection, ctx.lookup_services(record=False))
+        mix_section(mix_report(traffic, evals, set_names=[Path(p).stem for p in paths]))
+    except TrafficError as exc:
+        render.error("These eval sets cannot be set beside the traffic", exc, "Pick eval sets written for the loaded corpus.")
+    except LookupLabError as exc:
+        render.error("The eval sets cannot be looked up", exc, "Fix the file named above, or pick another set.")

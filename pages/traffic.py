@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_support import render, resources, traffic_view
+from app_support import render, resources, traffic_mix_view, traffic_queue_view, traffic_view
 from retrieval.errors import LookupLabError, TrafficError
 from retrieval.records.dashboard import filter_options
 from retrieval.records.invocations import InvocationStore
@@ -48,3 +48,5 @@ with store.reading():  # the page's queries over one connection
 
 traffic_view.estimate_section(estimate)
 traffic_view.features_section(counts)
+traffic_mix_view.beside_eval_sets(ctx, counts)
+traffic_queue_view.queue_section(ctx, flt)

@@ -1,7 +1,10 @@
 """The Traffic page in chromium at 1280 and 390 wide, read-only, over a store filled by real lookups: the estimate, its
-calibration and trend chart are shown, and no table of the store changes."""
+calibration and trend chart, the traffic beside the sample eval set and the judging queue are shown, and no table of the
+store changes."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -40,6 +43,18 @@ def test_the_traffic_page_read_only_on_a_desktop_and_a_phone(page, tmp_path_fact
             expect(chart.locator(".gtitle").first).to_contain_text("Estimated hit@1 per day")
             box = chart.bounding_box()
             assert box and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, f"the chart runs out of the page at {width}"
+            beside = main.get_by_text("The traffic beside the eval sets")
+            beside.scroll_into_view_if_needed()
+            expect(beside).to_be_visible()
+            expect(main.get_by_text("Divergence: Jensen").first).to_be_visible()
+            sentence = main.get_by_text(re.compile(r"of calls .*; the chosen eval set \(sample-ops-alerts\) has \d+% such"))
+            expect(sentence.first).to_be_visible()  # the largest difference, in words
+            queue = main.get_by_text("Which calls to judge next")
+            queue.scroll_into_view_if_needed()
+            expect(queue).to_be_visible()
+            expect(main.get_by_text("3 of up to 20 calls from 3 in the window")).to_be_visible()
+            wide = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollWidth")
+            assert wide <= width + 1, f"the page scrolls sideways at {width}: {wide}"
             wait_idle(page)
             shot(page, f"traffic-{width}")
     finally:
