@@ -14,8 +14,10 @@ import typer
 from retrieval.errors import LookupLabError, TrafficError
 
 if TYPE_CHECKING:
+    from retrieval.config import Settings
     from retrieval.traffic.estimate import Estimate, TrafficEstimate
     from retrieval.traffic.features import FeatureCounts
+    from retrieval.traffic.mix import MixReport
 
 _SPAN = re.compile(r"(\d+)\s*([mhdw])")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -48,6 +50,9 @@ def traffic_cmd(
     collection: str | None = typer.Option(None, "--collection", help="only calls that searched this Weaviate collection"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
     min_estimate: float | None = typer.Option(None, "--min-estimate", help="exit 1 when the estimated hit@1 is below this"),
+    eval_set: list[Path] = typer.Option(
+        [], "--eval-set", help="set the calls beside this eval set, its cases looked up unrecorded (repeatable)"
+    ),
     config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
 ) -> None:
     """The estimated hit@1 of the recorded calls (mean support estimate, with its interval and calibration), the share
@@ -69,13 +74,15 @@ def traffic_cmd(
         with store.reading():
             estimate = traffic_estimate(store, flt, collection)
             counts = traffic_feature_counts(store, flt, collection)
+        mix = beside_eval_sets(settings, counts, eval_set) if eval_set else None
     except LookupLabError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     if as_json:
-        typer.echo(json.dumps({"estimate": estimate.to_dict(), "features": counts}, ensure_ascii=False))
+        out = {"estimate": estimate.to_dict(), "features": counts, "mix": None if mix is None else mix.to_dict()}
+        typer.echo(json.dumps(out, ensure_ascii=False))
     else:
-        typer.echo(estimate_text(estimate) + "\n\n" + features_text(counts))
+        typer.echo(estimate_text(estimate) + "\n\n" + features_text(counts) + ("" if mix is None else "\n\n" + mix_text(mix)))
     got = estimate.overall.hit_at_1
     if min_estimate is not None and (got is None or got < min_estimate):
         shown = "none (no call carries a support estimate)" if got is None else f"{got:.4f}"
@@ -124,4 +131,33 @@ def features_text(counts: FeatureCounts) -> str:
         total = sum(bins.values()) or 1
         shown = ", ".join(f"{label} {n / total:.0%}" for label, n in bins.items() if n)
         lines.append(f"  {feature}: {shown}")
+    return "\n".join(lines)
+
+
+def beside_eval_sets(settings: Settings, traffic: FeatureCounts, paths: list[Path]) -> MixReport:
+    """The calls' features beside those of the eval sets' cases, looked up unrecorded on the settings' corpus."""
+    from retrieval.evals.sets import load_eval_set
+    from retrieval.services import open_runtime
+    from retrieval.traffic.eval_side import eval_feature_counts
+    from retrieval.traffic.mix import mix_report
+
+    sets = [load_eval_set(p) for p in paths]
+    runtime = open_runtime(settings, record=False, log=lambda m: typer.echo(m, err=True))
+    try:
+        corpus = f"collection {runtime.settings.collection}"
+        evals = eval_feature_counts(sets, runtime.services, runtime.settings.options(), corpus=corpus)
+    finally:
+        runtime.close()
+    return mix_report(traffic, evals, set_names=[p.stem for p in paths])
+
+
+def mix_text(mix: MixReport) -> str:
+    """The largest difference in words, the style the eval sets lack, and each feature's divergence."""
+    from retrieval.traffic.mix import DIVERGENCE
+
+    lines = [f"Traffic beside the eval sets ({', '.join(mix.set_names)}):", f"  {mix.sentence}"]
+    if mix.lacking is not None:
+        lines.append(f"  {mix.lacking.sentence}")
+    lines.append(f"  divergence per feature ({DIVERGENCE}):")
+    lines += [f"    {m.feature:<14} {m.divergence:.3f}  {m.sentence}" for m in mix.features]
     return "\n".join(lines)

@@ -7,8 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from retrieval.config import REPO_ROOT
 from retrieval.errors import TrafficError
 from retrieval.records.invocations import InvocationStore
+from retrieval.traffic.features import FEATURES
 from retrieval.traffic.traffic_cli import parse_moment
 
 from ..helpers.cli import cli
@@ -75,3 +77,22 @@ def test_moments():
     assert parse_moment("2026-03-01", "--until", now) == datetime(2026, 3, 1, tzinfo=UTC)
     with pytest.raises(TrafficError, match="--until '7 days'"):
         parse_moment("7 days", "--until", now)
+
+
+def test_the_calls_beside_an_eval_set_and_a_set_of_another_corpus(env, cli_env, tmp_path):
+    both = {**cli_env, **env}
+    alerts = REPO_ROOT / "eval_sets" / "sample-ops-alerts.yaml"
+    out = cli("traffic", "--json", "--eval-set", str(alerts), env=both)
+    assert out.returncode == 0, out.stderr
+    mix = json.loads(out.stdout)["mix"]
+    assert mix["eval_sets"] == ["sample-ops-alerts"] and "such cases" in mix["sentence"]
+    assert {f["feature"] for f in mix["features"]} == set(FEATURES)
+    assert all(0 <= f["divergence"] <= 1 for f in mix["features"])
+    text = cli("traffic", "--eval-set", str(alerts), env=both)
+    assert "Traffic beside the eval sets (sample-ops-alerts):" in text.stdout and mix["sentence"] in text.stdout
+    other = tmp_path / "elsewhere.yaml"
+    other.write_text("name: elsewhere\ncases:\n  - {id: a, query: vault sealed, expected: [secrets/VaultSealed]}\n")
+    refused = cli("traffic", "--eval-set", str(other), env=both)
+    assert refused.returncode == 2 and "elsewhere.yaml" in refused.stderr and "collection TestSample" in refused.stderr, (
+        refused.stderr
+    )
