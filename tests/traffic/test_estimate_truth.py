@@ -19,6 +19,9 @@ from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.support_fit import ensure_fit
 from retrieval.traffic.estimate import traffic_estimate
+from retrieval.traffic.eval_side import eval_feature_counts
+from retrieval.traffic.mix import mix_report
+from retrieval.traffic.reading import traffic_feature_counts
 
 from ..conftest import KUBEVIRT, RUNBOOKS_EVAL, SHARED, needs_shared
 
@@ -72,12 +75,12 @@ def traffic(runbooks_corpus, runbooks_store, weaviate_client, embedder, base_set
                 hits[0] += int(hit)
                 hits[1] += 1
     recorder.flush()
-    yield recorder, truth
+    yield recorder, truth, sides
     recorder.close()
 
 
 def test_the_estimate_per_tag_against_the_labels(traffic):
-    store, truth = traffic
+    store, truth, _ = traffic
     gaps = {}
     for tag, (hits, calls) in truth.items():
         est = traffic_estimate(store, InvocationFilter(session_tags=(tag,)))
@@ -97,3 +100,21 @@ def test_the_estimate_per_tag_against_the_labels(traffic):
     # The estimate follows the mix: the tags in the order of their measured hit@1.
     measured = sorted(truth, key=lambda t: truth[t][0] / truth[t][1])
     assert sorted(gaps, key=lambda t: truth[t][0] / truth[t][1] + gaps[t]) == measured
+
+
+def test_the_mix_names_per_tag_the_style_the_chosen_eval_set_lacks(traffic):
+    """Each tag's recorded calls beside the kubevirt alert summaries (the chosen eval set): the style named as lacking is
+    that of the set the tag holds most beyond it: issue titles (title-like), long descriptions (21–40 words)."""
+    store, _, sides = traffic
+    services, options, corpus = sides["TestKubevirt"]
+    known = [e.entry_id for e in corpus.entries]
+    chosen = load_eval_set(SHARED / "eval_sets" / "kubevirt-alert-summaries.yaml", known_ids=known)
+    evals = eval_feature_counts([chosen], replace(services, recorder=None), options, corpus="collection TestKubevirt")
+    named = {}
+    for tag in MIXES:
+        report = mix_report(traffic_feature_counts(store, InvocationFilter(session_tags=(tag,))), evals, set_names=[chosen.name])
+        assert report.lacking is not None, tag
+        named[tag] = report.lacking.bin
+        print(f"{tag}: {report.sentence} | {report.lacking.sentence}")
+    assert named["mostly-titles"] == "title-like" and named["mixed"] == "21–40 words", named
+    assert named["mostly-summaries"] != "title-like", named
