@@ -197,7 +197,7 @@ ALLOWED = {
     "evals": {"core", "store", "records"},
     "serve": {"core", "store", "engine", "records", "services"},
     "lab": {"core", "store", "engine", "records", "evals", "services", "progress"},
-    "bench": {"core", "store", "engine", "records", "evals", "serve", "services"},
+    "bench": {"core", "store", "engine", "records", "evals", "serve", "services", "traffic"},
 }
 SHARED = {"config", "errors", "types"}
 GROUND = {"retrieval.errors": set(), "retrieval.types": {"types", "errors"}, "retrieval.config": {"types", "errors"}}

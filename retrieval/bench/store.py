@@ -1,5 +1,5 @@
 """`python -m retrieval bench`, the invocation store: synthetic tool_invocation rows inserted, then the Invocations page's
-queries timed, each part in a child process so that its peak RSS is the store's own.
+queries and the Traffic page's reads timed, each part in a child process so that its peak RSS is the store's own.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from retrieval.bench import synthetic
+from retrieval.errors import TrafficError
 from retrieval.records.dashboard import InvocationFilter, details_for, filter_options, load_dashboard, result_for
 from retrieval.records.invocations import InvocationStore, chunk_bytes, insert_rows
 from retrieval.records.parts import with_parts
 from retrieval.records.schema import ROW_GROUP_ROWS
+from retrieval.traffic.estimate import traffic_estimate
+from retrieval.traffic.reading import traffic_feature_counts
 from retrieval.types.budget import DbBudget
 
 GENERATE_ROWS = 2 * ROW_GROUP_ROWS  # synthetic rows made at a time: ~110 MB of Arrow with 26 KB of JSON a row
@@ -152,15 +155,56 @@ def insert_synthetic(db_path: Path, templates: pa.Table, rows: int, *, seed: int
     }
 
 
-def time_queries(db_path: Path, *, budget: DbBudget, repeats: int = 3) -> dict[str, Any]:
-    """Each case is the Invocations page as a user loads it: filter options, every frame of the dashboard, and
-    the result and retrieval_details of the call picked in the table."""
-    store = TimedInvocationStore(db_path, budget)
-    cases = {
+TRAFFIC_GOAL_MS = 2000.0  # the Traffic page's reads (and `traffic --json`), warm
+
+
+def _cases() -> dict[str, InvocationFilter]:
+    """The windows both pages are timed on."""
+    return {
         "all rows": InvocationFilter(),
         "last 24 h": InvocationFilter(since=datetime.fromtimestamp(time.time() - 86400, UTC)),
         "one session + text": InvocationFilter(session_tags=("run-03",), text="latency"),
     }
+
+
+def time_traffic(db_path: Path, *, budget: DbBudget, repeats: int = 3) -> dict[str, Any]:
+    """The Traffic page's reads (as app_support.traffic_view.read_traffic and `traffic --json`: the estimate and the
+    feature counts on one connection) per window: the first run, then the median of `repeats` warm runs."""
+    store = InvocationStore(db_path, budget=budget)
+    first: dict[str, float] = {}
+    warm: dict[str, list[float]] = {}
+    calls: dict[str, int] = {}
+    for label, flt in _cases().items():
+        for run in range(repeats + 1):
+            t1 = time.perf_counter()
+            try:
+                with store.reading():
+                    n = traffic_estimate(store, flt).overall.calls
+                    traffic_feature_counts(store, flt)
+            except TrafficError:  # an empty window: the page says so, after the same checks
+                n = 0
+            ms = (time.perf_counter() - t1) * 1000
+            if run == 0:
+                first[label], calls[label] = round(ms, 1), n
+            else:
+                warm.setdefault(label, []).append(ms)
+    warm_ms = {k: round(statistics.median(v), 1) for k, v in warm.items()}
+    return {
+        "traffic_first_ms": first,
+        "traffic_warm_ms": warm_ms,
+        "traffic_calls": calls,
+        "traffic_max_ms": max(warm_ms.values(), default=None),
+        "traffic_goal_ms": TRAFFIC_GOAL_MS,
+        "traffic_peak_rss_mb": peak_rss_mb(),
+        "traffic_loadavg": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def time_queries(db_path: Path, *, budget: DbBudget, repeats: int = 3) -> dict[str, Any]:
+    """Each case is the Invocations page as a user loads it: filter options, every frame of the dashboard, and
+    the result and retrieval_details of the call picked in the table."""
+    store = TimedInvocationStore(db_path, budget)
+    cases = _cases()
     timed: dict[str, dict[str, list[float]]] = {}
     calls: dict[str, list[float]] = {}
     for label, flt in cases.items():
@@ -234,14 +278,23 @@ def bench_invocation_store(
         f"peak RSS {inserted['insert_peak_rss_mb']} MB, load {inserted['loadavg']}"
     )
     queried = _child(["queries", str(db_path), str(repeats), *common])
-    return {"rows": rows, "templates": templates.num_rows, "memory_limit": budget.memory_limit, **inserted, **queried}
+    log(f"invocation store: Invocations page {queried['call_ms']} ms; timing the Traffic page's reads")
+    traffic = _child(["traffic", str(db_path), str(repeats), *common])
+    log(
+        f"invocation store: Traffic page warm {traffic['traffic_warm_ms']} ms (goal {TRAFFIC_GOAL_MS:g} ms), "
+        f"peak RSS {traffic['traffic_peak_rss_mb']} MB, load {traffic['traffic_loadavg']}"
+    )
+    return {"rows": rows, "templates": templates.num_rows, "memory_limit": budget.memory_limit, **inserted, **queried, **traffic}
 
 
 def main(argv: list[str]) -> None:
-    """insert DB TEMPLATES ROWS SEED | queries DB REPEATS, then --memory-limit M --threads N; prints JSON."""
+    """insert DB TEMPLATES ROWS SEED | queries DB REPEATS | traffic DB REPEATS, then --memory-limit M --threads N;
+    prints JSON."""
     budget = DbBudget(argv[argv.index("--memory-limit") + 1], int(argv[argv.index("--threads") + 1]))
     if argv[0] == "insert":
         figures = insert_synthetic(Path(argv[1]), pq.read_table(argv[2]), int(argv[3]), seed=int(argv[4]), budget=budget)
+    elif argv[0] == "traffic":
+        figures = time_traffic(Path(argv[1]), budget=budget, repeats=int(argv[2]))
     else:
         figures = time_queries(Path(argv[1]), budget=budget, repeats=int(argv[2]))
     print(json.dumps(figures))

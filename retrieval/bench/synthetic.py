@@ -11,6 +11,7 @@ from pathlib import Path
 import frontmatter
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from retrieval.core.corpus import Corpus, Entry
 
@@ -325,6 +326,25 @@ def invocation_rows(
         "fallback": picked["fallback"],
         "top_entry_id": picked["top_entry_id"],
     }
+    if "support" in templates.column_names:  # the recorded rows' few support values, spread over 0-1 as traffic varies
+        cols.update(traffic_parts(gen, picked, n))
     for name in templates.column_names:  # the typed parts a recorder takes with each row (retrieval.records.parts)
         cols.setdefault(name, picked[name])
     return pa.table(cols)
+
+
+NO_SUPPORT_SHARE = 0.1  # calls that carry no support estimate (support NULL)
+COLLECTIONS = ("Runbooks", "Alerts")  # the collections named where a recorded row names none
+
+
+def traffic_parts(gen: np.random.Generator, picked: pa.Table, n: int) -> dict[str, pa.Array]:
+    """The traffic columns of `n` rows: support spread over 0-1 (some NULL) with its claim and fit, and a collection."""
+    missing = gen.random(n) < NO_SUPPORT_SHARE
+    support = np.round(gen.beta(2.0, 1.5, n), 4)
+    collection = pc.coalesce(picked["collection"], pa.array(np.array(COLLECTIONS)[gen.integers(0, len(COLLECTIONS), n)]))
+    return {
+        "support": pa.array(support, mask=missing),
+        "supported": pa.array(support >= 0.5, mask=missing),
+        "support_fit": pa.array(np.where(gen.random(n) < 0.8, "self:bench00000001", "self:bench00000002"), mask=missing),
+        "collection": collection,
+    }

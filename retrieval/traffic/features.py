@@ -32,9 +32,18 @@ def word_bin_label(low: int, high: int | None) -> str:
     return f"{low}+ words" if high is None else f"{low}–{high} words"
 
 
+WHITESPACE = (9, 10, 12, 13)  # tab, line feed, form feed, carriage return: with the space, what \s matches in RE2
+
+
 def words_sql(text: str) -> str:
-    """The number of words of the text column `text` (runs of whitespace split them)."""
-    return f"len(regexp_split_to_array(trim({text}), '\\s+'))"
+    """The number of words of the text column `text` once trimmed of spaces: 1 + its runs of whitespace, as
+    len(regexp_split_to_array(trim(text), '\\s+')) counts them, without a regex: runs = spaces - spaces after a space."""
+    spaced = f"trim({text})"
+    for code in WHITESPACE:
+        spaced = f"replace({spaced}, chr({code}), ' ')"
+    marked = f"replace({spaced}, ' ', ' ' || chr(9))"  # a tab after each space: a space after a space leaves tab-space
+    spaces = f"length({spaced}) - length(replace({spaced}, ' ', ''))"
+    return f"(1 + {spaces} - (length({marked}) - length(replace({marked}, chr(9) || ' ', ''))) // 2)"
 
 
 def word_bin_sql(text: str) -> str:

@@ -162,7 +162,7 @@ _SUMS = (
 )
 _GROUPING_BITS = {7: "", 3: "day", 5: "session_tag", 6: "domain"}
 _KEYS = {
-    "day": "strftime(CAST(timezone('UTC', created_at) AS DATE), '%Y-%m-%d')",
+    "day": "CAST(timezone('UTC', created_at) AS DATE)",  # a DATE: str() of it, the ISO day, made once per day
     "session_tag": "session_tag",
     "domain": f"coalesce(nullif({f.TOP_DOMAIN}, ''), '{NO_RESULT}')",
 }

@@ -81,6 +81,9 @@ def test_smoke_run_prints_every_ratio_and_writes_the_result_files(base_settings,
         assert set(fig["lookup"]["stages_p50_ms"]) == {"l0", "embed", "l1", "fuse", "record"}
         assert isinstance(fig["weaviate_disk_mb"], float)  # the server's data directory grew by the size's collection
     assert result["invocation_store"]["rows"] == 3000 and result["invocation_store"]["query_ms"]["all rows"]
+    traffic = result["invocation_store"]["traffic_warm_ms"]  # the Traffic page's reads, beside the dashboard's
+    assert set(traffic) == set(result["invocation_store"]["call_ms"]) and result["invocation_store"]["traffic_peak_rss_mb"] > 0
+    assert result["goals"]["traffic_warm_max_ms"]["value"] == max(traffic.values())
     assert result["machine"]["cores"] >= 1 and result["peak_rss_mb"] > 0
     # the model and the app: figures present and plausible (no timing is asserted)
     assert result["embedding_model"] == embedder.name and result["model_load_s"] > 0

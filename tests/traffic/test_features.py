@@ -47,6 +47,18 @@ def test_words_and_their_bin(text, words, label):
     assert _one(word_bin_sql("t"), t=text) == label
 
 
+TRICKY = ("", " ", "\t", "\n\n", "a.\n", "  a  ", "a\u00a0b", "\r\n", "a \t b", "x\u000by", "é  日本\f\fz ", "a\t\t\n b  c\r")
+
+
+def test_words_are_counted_as_a_regex_split_on_whitespace_runs_counts_them():
+    """Spaces, tabs, line and form feeds and carriage returns split words; trim takes only spaces off the ends."""
+    reference = "len(regexp_split_to_array(trim(t), '\\s+'))"
+    with duckdb.connect() as con:
+        rows = con.execute(f"SELECT t, {words_sql('t')}, {reference} FROM unnest(?) AS u(t)", [list(TRICKY)]).fetchall()
+    assert [(text, ours) for text, ours, _ in rows] == [(text, ref) for text, _, ref in rows]
+    assert {text: ours for text, ours, _ in rows}["a \t b"] == 2
+
+
 @pytest.mark.parametrize(
     ("text", "names", "form"),
     [
