@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
+
+import duckdb
 
 from retrieval.core.record import TOOL_NAME, InvocationRecord, new_invocation_id, utc_now_iso
+from retrieval.records import invocations as inv
 
 
 # --- helpers -----------------------------------------------------------------------------------------
@@ -45,3 +51,15 @@ def make_record(i: int = 0, **overrides) -> InvocationRecord:
         top_entry_id=f"rb-{i}",
     )
     return replace(rec, **overrides)
+
+
+def write_old_layout(db_path: Path, records: Iterable[InvocationRecord]) -> None:
+    """A file as the store wrote it before the typed tables and columns: tool_invocation alone, the JSON only."""
+    with duckdb.connect(str(db_path)) as con:
+        con.execute(inv.SCHEMA)
+        for rec in records:
+            row = rec.to_dict()
+            con.execute(
+                f"INSERT INTO tool_invocation VALUES ({', '.join('?' for _ in inv.COLUMNS)})",
+                [json.dumps(row[c]) if c in ("result", "retrieval_details") else row[c] for c in inv.COLUMNS],
+            )

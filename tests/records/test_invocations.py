@@ -30,7 +30,7 @@ from retrieval.records.db_budget import is_lock_error
 from retrieval.records.invocations import InvocationStore
 
 from ..helpers.processes import wait_until
-from ..helpers.records import make_record
+from ..helpers.records import make_record, write_old_layout
 
 HELPER = Path(__file__).resolve().parents[1] / "helpers" / "record_writer.py"
 REPO = HELPER.parents[2]
@@ -240,14 +240,7 @@ def test_typed_stage_columns_and_child_rows_follow_the_record(db_path):
 
 def test_a_file_from_before_the_typed_tables_is_brought_up_to_date(db_path):
     recs = [make_record(i) for i in range(3)]
-    with duckdb.connect(str(db_path)) as con:  # the layout the store wrote before: one table, JSON only
-        con.execute(inv.SCHEMA)
-        for rec in recs:
-            row = rec.to_dict()
-            con.execute(
-                f"INSERT INTO tool_invocation VALUES ({', '.join('?' for _ in inv.COLUMNS)})",
-                [json.dumps(row[c]) if c in ("result", "retrieval_details") else row[c] for c in inv.COLUMNS],
-            )
+    write_old_layout(db_path, recs)  # the layout before: the JSON alone
     store = InvocationStore(db_path)
     assert store.query("SELECT count(l0_ms) AS n, round(sum(l1_ms), 6) AS s FROM tool_invocation").values.tolist() == [[3, 33.6]]
     assert child_rows_consistent(store) == (6, 3)

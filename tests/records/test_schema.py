@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-import duckdb
-
-from retrieval.records import invocations as inv
 from retrieval.records.invocations import InvocationStore
 from retrieval.records.parts import row_parts
 from retrieval.records.schema import TRAFFIC_COLUMNS
 from retrieval.traffic import features
 
-from ..helpers.records import make_record
+from ..helpers.records import make_record, write_old_layout
 
 FIT = {"model": "labelled", "baselines": {"kind": "self", "id": "3f09c1a2b4d5", "probes": 40}}
 
@@ -57,14 +53,7 @@ def test_traffic_columns_name_what_traffic_reads():
 
 def test_an_older_file_gets_the_traffic_columns_from_its_json(db_path):
     recs = varied_records()
-    with duckdb.connect(str(db_path)) as con:  # the layout before: the JSON alone
-        con.execute(inv.SCHEMA)
-        for rec in recs:
-            row = rec.to_dict()
-            con.execute(
-                f"INSERT INTO tool_invocation VALUES ({', '.join('?' for _ in inv.COLUMNS)})",
-                [json.dumps(row[c]) if c in ("result", "retrieval_details") else row[c] for c in inv.COLUMNS],
-            )
+    write_old_layout(db_path, recs)  # the layout before: the JSON alone
     store = InvocationStore(db_path)
     backfilled = traffic_of(store)
     taken = {r.id: tuple(row_parts(r.result, r.retrieval_details)[c] for c in TRAFFIC_COLUMNS) for r in recs}
