@@ -4,20 +4,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from app_support import keys
+from app_support import keys, time_range
 from retrieval.records.dashboard import FilterOptions, InvocationFilter
 from retrieval.records.invocations import InvocationStore
 from retrieval.traffic.estimate import ESTIMATE, INTERVAL, Estimate, TrafficEstimate, calibration_words, traffic_estimate
 from retrieval.traffic.features import FeatureCounts
 from retrieval.traffic.reading import traffic_collections, traffic_feature_counts
 
-RANGES: dict[str, timedelta | str | None] = {
+RANGES: dict[str, time_range.Span] = {
     "All time": None,
     "Last 24 hours": timedelta(days=1),
     "Last 7 days": timedelta(days=7),
@@ -37,16 +37,6 @@ def read_traffic(store: InvocationStore, flt: InvocationFilter, collection: str 
     return traffic_estimate(store, flt, collection), traffic_feature_counts(store, flt, collection)
 
 
-def _since_until(choice: str, picked: Sequence[date]) -> tuple[datetime | None, datetime | None]:
-    span = RANGES[choice]
-    if isinstance(span, timedelta):
-        return datetime.now(UTC) - span, None
-    if span != "custom" or len(picked) != 2:
-        return None, None
-    start = datetime.combine(picked[0], time.min, tzinfo=UTC)
-    return start, datetime.combine(picked[1], time.min, tzinfo=UTC) + timedelta(days=1)
-
-
 def window_widgets(opts: FilterOptions, collections: Sequence[str]) -> tuple[InvocationFilter, str | None]:
     """The window of calls the estimate reads: a time range, session tags and the collection searched."""
     with st.container(border=True):
@@ -61,7 +51,7 @@ def window_widgets(opts: FilterOptions, collections: Sequence[str]) -> tuple[Inv
         chosen = c3.selectbox(
             "Collection", [ANY_COLLECTION, *collections], key=keys.TRAFFIC_COLLECTION, help="the corpus the calls searched"
         )
-    since, until = _since_until(choice, picked)
+    since, until = time_range.bounds(RANGES[choice], picked)
     return InvocationFilter(since=since, until=until, session_tags=tuple(tags)), None if chosen == ANY_COLLECTION else chosen
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
-from app_support import call_view, charts, keys, render, replay_ui, resources, sql_ui
+from app_support import call_view, charts, keys, render, replay_ui, resources, sql_ui, time_range
 from retrieval.errors import LookupLabError
 from retrieval.records.dashboard import (
     SAMPLE_CALLS,
@@ -20,7 +19,7 @@ from retrieval.records.dashboard import (
 )
 from retrieval.records.invocations import InvocationStore
 
-RANGES: dict[str, timedelta | str | None] = {
+RANGES: dict[str, time_range.Span] = {
     "All time": None,
     "Last hour": timedelta(hours=1),
     "Last 24 hours": timedelta(days=1),
@@ -46,16 +45,7 @@ store: InvocationStore = recorder
 
 
 def time_window(choice: str) -> tuple[datetime | None, datetime | None]:
-    span = RANGES[choice]
-    if isinstance(span, timedelta):
-        return datetime.now(UTC) - span, None
-    if span != "custom":
-        return None, None
-    picked: Sequence[date] = st.session_state.get(keys.INV_DATES) or ()
-    if len(picked) != 2:
-        return None, None
-    start = datetime.combine(picked[0], time.min, tzinfo=UTC)
-    return start, datetime.combine(picked[1], time.min, tzinfo=UTC) + timedelta(days=1)
+    return time_range.bounds(RANGES[choice], st.session_state.get(keys.INV_DATES) or ())
 
 
 def dashboard_section() -> None:
