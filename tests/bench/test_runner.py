@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from retrieval.bench import synthetic
-from retrieval.bench.runner import MemoryGuard, _server_rss_mb, memory_stop, run_bench
+from retrieval.bench.runner import MemoryGuard, _server_rss_mb, grouped_bare, memory_stop, run_bench
+from retrieval.core.search_request import SearchRequest
 from retrieval.core.text import content_tokens
 from retrieval.errors import BenchStopped
+from retrieval.types.modes import SearchMode
 
 
 def test_entries_have_realistic_frontmatter_and_bodies():
@@ -182,3 +184,15 @@ def test_the_ingest_guard_projects_the_growth_of_the_size_once_a_tenth_is_in():
         guard.check(1_000_000, 200_000)  # 60 MB for a fifth: about 300 MB for all, over the 200 left
     guard.check(1_000_000, 900_000)  # the same growth nearly all in: it fits
     del ballast
+
+
+def test_grouped_bare_asks_weaviate_for_the_entries_the_lookups_vector_query_finds(sample_store, sample_corpus, embedder):
+    vector = list(map(float, embedder.embed_query("pods keep restarting after every deploy")))
+    k, entries = 5, len(sample_corpus.entries)
+    found = sample_store.search(SearchRequest(SearchMode.NEAR_VECTOR, k, vector, entries=entries))  # sets the fold factor
+    bare = grouped_bare(sample_store, vector, k)
+    assert len(found) == k
+    assert list(bare.groups) == [c.entry_id for c in found]  # the same entries, in the same order
+    for c in found:  # each entry's best chunk, with nothing but its distance returned
+        best = bare.groups[c.entry_id].objects[0]
+        assert best.properties == {} and math.isclose(best.metadata.distance, c.distance, abs_tol=1e-6)
