@@ -81,6 +81,13 @@ class Schedule:
             self._turn.notify_all()
 
 
+def described(exc: BaseException) -> str:
+    """An exception as `Type: message`, an exception group as its leaves' (where the cause is)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(described(leaf) for leaf in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def writer_thread(schedule: Schedule, writer: str, loop: Callable[[], None]) -> threading.Thread:
     """A started thread that waits for `go`, then runs `loop`; whatever it raises is a failure of `writer`."""
 
@@ -89,7 +96,7 @@ def writer_thread(schedule: Schedule, writer: str, loop: Callable[[], None]) -> 
         try:
             loop()
         except BaseException as exc:  # reported as the writer's failure, which the test asserts on
-            schedule.give_up(writer, f"{type(exc).__name__}: {exc}")
+            schedule.give_up(writer, described(exc))
 
     thread = threading.Thread(target=run, name=f"writer-{writer}", daemon=True)
     thread.start()
