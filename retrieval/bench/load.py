@@ -96,7 +96,7 @@ def error_kind(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-async def _call(client: Any, query: str, tally: Tally | None, run: Tally) -> bool:
+async def lookup_call(client: Any, query: str, tally: Tally | None, run: Tally) -> bool:
     """One lookup; `run` counts every call, `tally` (None for a warm-up) the timed ones. False: it failed."""
     run.sent += 1
     t0 = time.perf_counter()
@@ -115,6 +115,11 @@ async def _call(client: Any, query: str, tally: Tally | None, run: Tally) -> boo
     if tally is not None and not result.is_error:
         tally.latencies_ms.append(ms)
     return not result.is_error
+
+
+def eval_queries() -> list[str]:
+    """The queries the clients send: those of the sample corpus's eval sets, in order."""
+    return [c.query for name in EVAL_SETS for c in load_eval_set(REPO_ROOT / "eval_sets" / name).cases]
 
 
 def _opener(plan: LoadPlan, url: str | None, env: dict[str, str], tag: str) -> Callable[[], Any]:
@@ -155,7 +160,7 @@ class _Phases:
         arrived = loaded = False
         try:
             async with open_client() as client:
-                await _call(client, self.queries[i % len(self.queries)], None, self.run)
+                await lookup_call(client, self.queries[i % len(self.queries)], None, self.run)
                 self.arrive()
                 arrived = True
                 await self.go.wait()
@@ -163,7 +168,7 @@ class _Phases:
                     if self.stopped:
                         return
                     query = self.queries[(i * self.plan.calls + j) % len(self.queries)]
-                    if not await _call(client, query, self.load, self.run) and self.plan.kill:
+                    if not await lookup_call(client, query, self.load, self.run) and self.plan.kill:
                         return
                 self.finish_load()
                 loaded = True
@@ -186,7 +191,7 @@ class _Phases:
             if at >= self.soak_until:
                 return
             await asyncio.sleep(max(0.0, at - time.monotonic()))
-            await _call(client, self.queries[k % len(self.queries)], self.soak, self.run)
+            await lookup_call(client, self.queries[k % len(self.queries)], self.soak, self.run)
 
 
 def rss_mb(pid: int) -> float | None:
@@ -303,7 +308,7 @@ def run_load_bench(
     )
     where = where.with_(corpus_dir=REPO_ROOT / "sample_corpus", collection=f"Bench_load_{int(time.time()) % 100_000:05d}")
     tag = f"bench-load-{where.collection[-5:]}"
-    queries = [c.query for name in EVAL_SETS for c in load_eval_set(REPO_ROOT / "eval_sets" / name).cases]
+    queries = eval_queries()
     result: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "plan": vars(plan).copy(),

@@ -15,9 +15,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import duckdb
-import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
 from retrieval.config import REPO_ROOT, Settings
@@ -172,7 +172,7 @@ class ServedProcess:
 async def http_client(url: str, name: str, *, token: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as hc,
+        create_mcp_http_client(headers=headers) as hc,  # the SDK's timeouts: 30 s, 300 s for a read of the server's stream
         Client(
             streamable_http_client(url, http_client=hc), mode=mode, client_info=Implementation(name=name, version="1")
         ) as client,
