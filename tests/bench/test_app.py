@@ -48,10 +48,12 @@ STATE_PAGE = """
 <script>
   const app = document.querySelector('[data-testid="stApp"]');
   window.clicks = 0;
+  window.dropped = 0;  // how many clicks to come are lost, as a click on an element being drawn anew is
   const runFor = ms => { app.setAttribute('data-test-script-state', 'running');
                          setTimeout(() => app.setAttribute('data-test-script-state', 'notRunning'), ms); };
   setTimeout(() => app.setAttribute('data-test-script-state', 'notRunning'), 1500);  // a run under way at the start
   document.getElementById('go').onclick = () => {
+    if (window.dropped > 0) { window.dropped--; return; }
     window.clicks++;
     if (app.getAttribute('data-test-script-state') !== 'running') runFor(50);
   };
@@ -69,5 +71,19 @@ def test_a_script_run_asked_for_during_another_run_is_waited_for_to_its_end(brow
         assert page.get_attribute('[data-testid="stApp"]', "data-test-script-state") == "notRunning"
         bench_app.script_run(page, lambda: page.click("#go"), timeout_ms=60_000)  # from an idle page
         assert page.evaluate("window.__benchRuns") == 2
+    finally:
+        page.close()
+
+
+@pytest.mark.browser
+def test_an_action_the_page_dropped_is_done_once_more_and_its_run_waited_for(browser):
+    page = browser.new_page()
+    try:
+        page.set_content(STATE_PAGE)
+        page.evaluate("window.dropped = 1")
+        bench_app.script_run(page, lambda: page.click("#go"), timeout_ms=60_000, dropped_ms=2_000)
+        assert page.evaluate("[window.clicks, window.dropped, window.__benchRuns]") == [1, 0, 1]
+        bench_app.script_run(page, lambda: page.click("#go"), timeout_ms=60_000, dropped_ms=2_000)  # none dropped
+        assert page.evaluate("[window.clicks, window.__benchRuns]") == [2, 2]
     finally:
         page.close()

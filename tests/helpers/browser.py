@@ -235,9 +235,12 @@ def alert(page, text: str):
     return page.locator('[data-testid="stAlert"]').filter(has_text=text)
 
 
+METRICS = """ms => ms.map(m => ['stMetricLabel', 'stMetricValue']
+  .map(id => m.querySelector(`[data-testid="${id}"]`)).map(e => e ? e.innerText.trim() : ''))"""
+
+
 def metric_values(page) -> dict[str, str]:
-    out = {}
-    for m in page.locator('[data-testid="stMetric"]').all():
-        label = m.locator('[data-testid="stMetricLabel"]').inner_text().strip()
-        out[label] = m.locator('[data-testid="stMetricValue"]').inner_text().strip()
-    return out
+    """Every metric's label and value once no script run is going on, read in one go: a page drawn anew while its
+    metrics were read one by one could take away the one being read."""
+    wait_idle(page)
+    return dict(page.eval_on_selector_all('[data-testid="stMetric"]', METRICS))
