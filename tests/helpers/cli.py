@@ -9,14 +9,17 @@ import sys
 from retrieval.config import REPO_ROOT
 
 
+def child_env(lookup: dict[str, str] | None = None) -> dict[str, str]:
+    """A child process's environment: this process's without its LOOKUP_ settings, with those of `lookup` alone."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | (lookup or {})
+
+
 def cli(*args, env=None, timeout=300, python_flags=()):
     """`python [python_flags] -m retrieval ARGS` with the LOOKUP_ settings of `env` alone (none of this process's)."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    full_env.update(env or {})
     return subprocess.run(
         [sys.executable, *python_flags, "-m", "retrieval", *args],
         cwd=REPO_ROOT,
-        env=full_env,
+        env=child_env(env),
         capture_output=True,
         text=True,
         timeout=timeout,

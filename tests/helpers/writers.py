@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from retrieval.bench.load import Tally, lookup_call
 from retrieval.records.spool import spool_dir_of
 from retrieval.serve.warm_client import KEEPER_ANSWERED
 
-from .cli import cli
+from .cli import cli, standing_env
 from .mcp_process import http_client, stored_rows
 
 # What no process may say: DuckDB's lock refused (its messages), a store it could not open, or any stack trace.
@@ -185,19 +184,10 @@ def trouble_in(text: str) -> list[str]:
     return [line for line in text.splitlines() if any(t in line.lower() for t in TROUBLE)]
 
 
-def lookup_env(tmp: Path, corpus: Path, collection: str, port: int, grpc_port: int) -> dict[str, str]:
-    """The LOOKUP_ settings every writer shares: one data directory, DuckDB file, embedded Weaviate and collection."""
-    return {
+def lookup_env(tmp: Path, corpus: Path, collection: str) -> dict[str, str]:
+    """The LOOKUP_ settings every writer shares: a standing server's of its own (one data directory, embedded Weaviate
+    and collection), one DuckDB file, and no settings file."""
+    return standing_env(tmp, corpus, collection) | {
         "LOOKUP_CONFIG": str(tmp / "no-lookup.yaml"),
-        "LOOKUP_CORPUS_DIR": str(corpus),
-        "LOOKUP_DATA_DIR": str(tmp / "data"),
         "LOOKUP_DB_PATH": str(tmp / "invocations.duckdb"),
-        "LOOKUP_WEAVIATE_PORT": str(port),
-        "LOOKUP_WEAVIATE_GRPC_PORT": str(grpc_port),
-        "LOOKUP_COLLECTION": collection,
     }
-
-
-def process_env(lookup: dict[str, str]) -> dict[str, str]:
-    """This process's environment without its own LOOKUP_ settings, with `lookup`'s."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | lookup

@@ -16,7 +16,7 @@ from retrieval.engine.ports import free_port
 
 from ..conftest import SAMPLE_CORPUS
 from ..helpers.browser import assert_no_exception, open_connected, start_app, type_query
-from ..helpers.cli import cli
+from ..helpers.cli import child_env, cli
 from ..helpers.mcp_process import ServedProcess, http_client, serve_env, stored_rows
 from ..helpers.processes import stop_servers, wait_until
 from ..helpers.writers import (
@@ -26,7 +26,6 @@ from ..helpers.writers import (
     described,
     lookup_env,
     mcp_clients,
-    process_env,
     spooled_files,
     stored,
     trouble_in,
@@ -41,7 +40,7 @@ MCP_CLIENTS = 3  # SDK clients per MCP server
 def standing(tmp_path):
     """The shared settings of a standing server of this test's own, the sample corpus indexed in it, its keeper ready
     to answer CLI lookups; (settings, the keeper's log). Stopped after."""
-    lookup = lookup_env(tmp_path, SAMPLE_CORPUS, "Writers", free_port(), free_port())
+    lookup = lookup_env(tmp_path, SAMPLE_CORPUS, "Writers")
     try:
         started = cli("server", "start", "--json", env=lookup)
         assert started.returncode == 0, started.stderr
@@ -95,7 +94,7 @@ def test_every_writer_at_once_stores_each_answered_call_once_and_none_fails_on_t
     lookup, keeper_log = standing
     db = Path(lookup["LOOKUP_DB_PATH"])
     ports = {"mcp-a": free_port(), "mcp-b": free_port()}
-    servers = {n: ServedProcess(["--transport", "http", "--port", str(p)], process_env(lookup)) for n, p in ports.items()}
+    servers = {n: ServedProcess(["--transport", "http", "--port", str(p)], child_env(lookup)) for n, p in ports.items()}
     weaviate = {k: lookup[k] for k in ("LOOKUP_WEAVIATE_PORT", "LOOKUP_WEAVIATE_GRPC_PORT")}
     app = start_app(
         tmp_path,
