@@ -284,6 +284,7 @@ def load_settings(config_file: Path | None = None, env: Mapping[str, str] | None
 # --- Where a value comes from: the environment is read here ------------------------------------------------
 # load_settings reads LOOKUP_CONFIG and the ENV_NAMES variables; other modules ask the functions below instead of
 # reading os.environ (only the builders of child processes pass an environment on).
+ENV_PREFIX = "LOOKUP_"  # every variable the project reads
 CONFIG_ENV = "LOOKUP_CONFIG"
 SERVER_TOKEN_ENV = "LOOKUP_SERVER_TOKEN"  # serve's bearer token: not a setting, so never in a file or a saved run
 ENV_OF = {setting: env_name for env_name, setting in ENV_NAMES.items()}  # setting -> its LOOKUP_* variable
@@ -293,6 +294,18 @@ SECRET_SETTINGS = tuple(f.name for f in fields(Settings) if not f.repr)  # kept 
 
 def _environment(env: Mapping[str, str] | None) -> Mapping[str, str]:
     return os.environ if env is None else env
+
+
+def child_environment(settings: Settings | None = None, env: Mapping[str, str] | None = None, **variables: str) -> dict[str, str]:
+    """A child process's environment: `env` (this process's) without any LOOKUP_ variable, then every setting of
+    `settings` that is set, as its variable (a child that reads them has the same settings), then `variables`."""
+    out = {k: v for k, v in _environment(env).items() if not k.startswith(ENV_PREFIX)}
+    if settings is not None:
+        for name, field in ENV_NAMES.items():
+            value = getattr(settings, field)
+            if value is not None:
+                out[name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out | variables
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.config import REPO_ROOT, Settings, load_settings
+from retrieval.config import REPO_ROOT, Settings, child_environment, load_settings
 from retrieval.core.corpus import load_corpus
 from retrieval.engine.ports import free_port
 from retrieval.store import indexing
@@ -98,7 +98,7 @@ def no_default_ports():
 def base_settings(tmp_path_factory) -> Settings:
     """Settings for the test session's own embedded Weaviate (free ports, temporary data)."""
     data = tmp_path_factory.mktemp("lookup-data")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     settings = load_settings(
         env=env,
         config_file=None,

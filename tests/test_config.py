@@ -13,6 +13,7 @@ from retrieval.config import (
     SERVER_TOKEN_ENV,
     SETTING_DEFAULTS,
     Settings,
+    child_environment,
     config_path,
     corpus_from_environment,
     eval_set_corpus,
@@ -145,6 +146,19 @@ def test_what_the_environment_sets_is_named_by_its_variable():
     assert config_path(env) == Path("/etc/kb.yaml") and config_path({}) == Path("lookup.yaml")
     assert server_token(env) is None and server_token({"LOOKUP_SERVER_TOKEN": "t" * 20}) == "t" * 20
     assert all(ENV_NAMES[ENV_OF[name]] == name for name in ENV_OF)
+
+
+def test_a_child_process_gets_only_the_settings_it_is_given_and_reads_them_back_the_same(tmp_path):
+    parent = {"PATH": "/bin", "LOOKUP_L0_WEIGHT": "0.4", "LOOKUP_SERVER_TOKEN": "secret-of-the-parent"}
+    assert child_environment(env=parent) == {"PATH": "/bin"}
+    assert child_environment(env=parent, LOOKUP_DATA_DIR="d") == {"PATH": "/bin", "LOOKUP_DATA_DIR": "d"}
+    settings = load_settings(env={}, config_file=None, corpus_dir=tmp_path / "kb", read_only=True, l0_weight=0.25)
+    child = child_environment(settings, env=parent, LOOKUP_DB_PATH=str(tmp_path / "own.duckdb"))
+    assert "LOOKUP_SERVER_TOKEN" not in child and child["LOOKUP_READ_ONLY"] == "true"
+    assert all(name in ENV_NAMES or name == "PATH" for name in child)
+    again = load_settings(env=child, config_file=None)
+    assert again.with_(db_path=None) == settings.with_(db_path=None)
+    assert again.db_path == tmp_path / "own.duckdb"
 
 
 def test_the_server_token_variable_is_the_one_serve_names():

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from weaviate.classes.query import Filter
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus, load_corpus
 from retrieval.core.hints import L0Index
@@ -382,7 +382,7 @@ def test_data_dir_lock_and_orphan_server_reuse(base_settings, tmp_path):
 
 # --- 3. concurrency ---------------------------------------------------------------------------------------
 def cli(*args: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    full = child_environment()
     full.update(env)
     return subprocess.run(
         [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full, capture_output=True, text=True, timeout=timeout
@@ -530,7 +530,7 @@ def test_kill_9_during_ingest_then_resume(base_settings, embedder, tmp_path):
     settings = base_settings.with_(
         data_dir=tmp_path / "data", embedded_port=port, embedded_grpc_port=grpc_port, collection="Crash"
     )
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | env
+    full = child_environment() | env
     proc = subprocess.Popen(
         [sys.executable, "-m", "retrieval", "ingest"], cwd=REPO_ROOT, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

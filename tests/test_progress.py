@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.evals.sets import load_eval_set
 from retrieval.progress import BarProgress, LineProgress, progress_display
 
@@ -70,7 +70,7 @@ def small_corpus(tmp_path) -> tuple[str, int]:
 
 
 def cli_env(base_settings, tmp_path, collection: str, corpus: str = str(SAMPLE_CORPUS)) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     env.update(
         {
             "LOOKUP_DATA_DIR": str(tmp_path / "data"),

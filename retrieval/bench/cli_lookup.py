@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from retrieval.config import REPO_ROOT, Settings
+from retrieval.config import REPO_ROOT, Settings, child_environment
 from retrieval.engine.ports import free_port
 
 STARTUP_IMPORTS = "import retrieval.cli, retrieval.serve.warm_client"  # what a `lookup` the keeper answers imports
@@ -32,8 +32,7 @@ GOAL_OVER_IN_PROCESS = 1.5
 
 
 def _env(settings: Settings, data_dir: Path, port: int, grpc_port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    env.update(
+    return child_environment(
         LOOKUP_DATA_DIR=str(data_dir),
         LOOKUP_WEAVIATE_PORT=str(port),
         LOOKUP_WEAVIATE_GRPC_PORT=str(grpc_port),
@@ -42,7 +41,6 @@ def _env(settings: Settings, data_dir: Path, port: int, grpc_port: int) -> dict[
         LOOKUP_EMBEDDING_MODEL=settings.embedding_model,
         LOOKUP_CONFIG=str(data_dir / "no-lookup.yaml"),  # the bench's settings only, not a ./lookup.yaml
     )
-    return env
 
 
 def _wall(args: list[str], env: dict[str, str]) -> float:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from retrieval.bench.common import machine_info, pct, write_results
 from retrieval.bench.startup import measure_sdk_startup, measure_startup, render_startup, startup_goals
-from retrieval.config import ENV_NAMES, REPO_ROOT, Settings
+from retrieval.config import REPO_ROOT, Settings, child_environment
 from retrieval.core.corpus import load_corpus
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
@@ -151,13 +151,7 @@ def _served_env(settings: Settings, workdir: Path, name: str) -> dict[str, str]:
     """Every setting of the direct lookup, as LOOKUP_* variables, so that both sides do the same lookup (search
     mode included: a served fusion lookup against a direct near_vector one added 2-3 ms that were not the
     server's); only the invocation store is the serve process's own."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    for var, field in ENV_NAMES.items():
-        value = getattr(settings, field)
-        if value is not None:
-            env[var] = str(value).lower() if isinstance(value, bool) else str(value)
-    env.update({"LOOKUP_DATA_DIR": str(workdir / name), "LOOKUP_DB_PATH": str(workdir / f"{name}.duckdb")})
-    return env
+    return child_environment(settings, LOOKUP_DATA_DIR=str(workdir / name), LOOKUP_DB_PATH=str(workdir / f"{name}.duckdb"))
 
 
 def _start(args: list[str], env: dict[str, str], *, stdio: bool, log_path: Path) -> subprocess.Popen:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from retrieval.config import ENV_NAMES, REPO_ROOT, Settings
+from retrieval.config import REPO_ROOT, Settings, child_environment
 from retrieval.engine.ports import free_port
 
 HELLO = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench-startup", "version": "1"}}
@@ -21,12 +21,7 @@ GOAL_EXIT_S = 2.0
 
 
 def _env(settings: Settings, workdir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
-    for var, field in ENV_NAMES.items():
-        value = getattr(settings, field)
-        if value is not None:
-            env[var] = str(value).lower() if isinstance(value, bool) else str(value)
-    env.update({"LOOKUP_DATA_DIR": str(workdir / "startup"), "LOOKUP_DB_PATH": str(workdir / "startup.duckdb")})
+    env = child_environment(settings, LOOKUP_DATA_DIR=str(workdir / "startup"), LOOKUP_DB_PATH=str(workdir / "startup.duckdb"))
     if not settings.weaviate_url:  # its own Weaviate, as a host's first start
         env.update({"LOOKUP_WEAVIATE_PORT": str(free_port()), "LOOKUP_WEAVIATE_GRPC_PORT": str(free_port())})
     return env

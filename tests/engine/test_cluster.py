@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from weaviate.util import generate_uuid5
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.core.chunking import chunk_entry
 from retrieval.core.corpus import Corpus
 from retrieval.core.hints import L0Index
@@ -368,7 +368,7 @@ def test_ingest_while_a_node_is_down_reaches_it_when_it_returns(replicated, clus
 def test_cli_lookup_at_node0_with_another_node_killed(replicated, cluster, tmp_path):
     """The CLI looks up through LOOKUP_WEAVIATE_URL at node 0 of the replicated cluster while another node is killed."""
     cluster.kill(1)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     env.update(
         LOOKUP_WEAVIATE_URL=cluster.node(0).url,
         LOOKUP_WEAVIATE_REMOTE_GRPC_PORT=str(cluster.node(0).grpc_port),

@@ -4,7 +4,6 @@ driven by chromium, real embedded servers on free ports with temporary data, rea
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.engine.server import connect, port_open
 
 from ..conftest import free_port
@@ -46,7 +45,7 @@ def server_up(port: int, grpc_port: int) -> bool:
 
 
 def start_cli_ingest(tmp_path: Path, data_dir: Path, port: int, grpc_port: int) -> tuple[subprocess.Popen, Path]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     env.update(
         embedded_env(data_dir, port, grpc_port),
         LOOKUP_CONFIG=str(tmp_path / "no-lookup.yaml"),

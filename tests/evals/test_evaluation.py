@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
 from retrieval.errors import EvalSetError
@@ -130,7 +129,7 @@ def test_html_report_is_self_contained(runbooks_run, tmp_path):
 
 @pytest.mark.slow
 def test_cli_gate_fails_above_and_passes_below(sample_store, base_settings, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     env.update(
         {
             "LOOKUP_DATA_DIR": str(tmp_path / "data"),

@@ -3,7 +3,6 @@ and driving pages."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from retrieval.bench.app import IDLE, script_run
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 
 from ..conftest import CHROMIUM, free_port, needs_chromium
 
@@ -67,7 +66,7 @@ def start_app(
     """`streamlit run app.py` on a free port. Weaviate: the session's server by URL, or what `weaviate_env`
     says (e.g. an embedded server's ports and data directory); `env_extra` goes into the environment last."""
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     env.update(
         {
             "LOOKUP_CONFIG": str(tmp / "no-lookup.yaml"),

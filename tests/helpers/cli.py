@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 
 
 def child_env(lookup: dict[str, str] | None = None) -> dict[str, str]:
     """A child process's environment: this process's without its LOOKUP_ settings, with those of `lookup` alone."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | (lookup or {})
+    return child_environment() | (lookup or {})
 
 
 def cli(*args, env=None, timeout=300, python_flags=()):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import queue
 import signal
 import subprocess
@@ -20,12 +19,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
-from retrieval.config import REPO_ROOT, Settings
+from retrieval.config import REPO_ROOT, Settings, child_environment
 
 
 def serve_env(settings: Settings, db_path: Path, **extra: str) -> dict[str, str]:
     """The environment of a server process: the test session's Weaviate and collection, its own DuckDB file."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    env = child_environment()
     env.update(
         {
             "LOOKUP_CORPUS_DIR": str(settings.corpus_dir),

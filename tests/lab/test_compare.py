@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.errors import EvalSetError, RunNotFound
 from retrieval.lab.compare import compare_runs, default_pair, paired_delta
 from retrieval.lab.runs import RunStore
@@ -134,7 +133,7 @@ def test_two_models_are_named_side_by_side_and_an_older_run_has_none(base_settin
 
 
 def cli(*args, env, timeout=900):
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    full_env = child_environment()
     full_env.update(env)
     return subprocess.run(
         [sys.executable, "-m", "retrieval", *args], cwd=REPO_ROOT, env=full_env, capture_output=True, text=True, timeout=timeout

@@ -4,13 +4,12 @@ rerun under changed settings, outcomes counted, nothing recorded unless asked; a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from retrieval.core.hints import L0Index
 from retrieval.core.lookup import lookup_knowledge
 from retrieval.core.protocols import LookupServices
@@ -160,7 +159,7 @@ def test_the_invocations_filters_and_the_limit_pick_the_calls(recorded):
 
 
 def cli(*args, env):
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")}
+    full = child_environment()
     full.update(env)
     return subprocess.run(
         [sys.executable, "-m", "retrieval", "replay", *args], cwd=REPO_ROOT, env=full, capture_output=True, text=True, timeout=600

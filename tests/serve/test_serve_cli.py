@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
-from retrieval.config import REPO_ROOT
+from retrieval.config import REPO_ROOT, child_environment
 from tests.conftest import free_port
 
 
 def test_serve_ingest_beside_a_collection_of_another_case_fails_in_one_line(cli_env, weaviate_client):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOKUP_")} | cli_env | {"LOOKUP_COLLECTION": "Testsample"}
+    env = child_environment() | cli_env | {"LOOKUP_COLLECTION": "Testsample"}
     # over HTTP the server opens its services at once, and ends with what opening them raised
     out = subprocess.run(
         [sys.executable, "-m", "retrieval", "serve", "--ingest", "--transport", "http", "--port", str(free_port())],
