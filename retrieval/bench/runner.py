@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlparse
 
-from weaviate.classes.query import GroupBy, MetadataQuery
+from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import dir_mb, listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
@@ -40,6 +40,7 @@ from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
 from retrieval.store.embedding import Embedder
 from retrieval.store.factory import knowledge_store
+from retrieval.store.search_query import entry_groups
 from retrieval.store.weaviate_store import KnowledgeStore
 from retrieval.types.modes import LookupMode
 
@@ -85,13 +86,12 @@ def _server_rss_mb(pid: int | None) -> dict[str, float] | None:
 def grouped_bare(store: KnowledgeStore, vector: list[float], k: int) -> Any:
     """The lookup's vector query returning nothing but distances: `k` entries grouped from k * the store's fold factor
     chunk hits, as deep as the lookup asks Weaviate (KnowledgeStore.search); the floor asks for k chunk hits."""
-    by_entry = GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
     return store.collection.query.near_vector(
         near_vector=vector,
         limit=k * store.fold_factor,
         return_properties=[],
         return_metadata=MetadataQuery(distance=True),
-        group_by=by_entry,
+        group_by=entry_groups(k),
     )
 
 

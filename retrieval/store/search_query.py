@@ -73,7 +73,7 @@ def ask(handle: Any, request: SearchRequest, floats: list[float] | None, where: 
             include_vector=floats is not None,
         )
     groups = grouped_to(request)
-    by_entry = None if groups is None else GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=request.limit)
+    by_entry = None if groups is None else entry_groups(request.limit)
     return q.near_vector(
         near_vector=floats,
         limit=limit,
@@ -82,6 +82,11 @@ def ask(handle: Any, request: SearchRequest, floats: list[float] | None, where: 
         return_properties=RETURNED,
         group_by=by_entry,
     )
+
+
+def entry_groups(k: int) -> GroupBy:
+    """How a near_vector query's chunk hits are grouped: by entry, its best chunk, `k` entries."""
+    return GroupBy(prop="entry_id", objects_per_group=1, number_of_groups=k)
 
 
 def grouped_to(request: SearchRequest) -> int | None:
