@@ -8,17 +8,12 @@ import sys
 from retrieval.config import REPO_ROOT, child_environment
 
 
-def child_env(lookup: dict[str, str] | None = None) -> dict[str, str]:
-    """A child process's environment: this process's without its LOOKUP_ settings, with those of `lookup` alone."""
-    return child_environment() | (lookup or {})
-
-
 def cli(*args, env=None, timeout=300, python_flags=()):
     """`python [python_flags] -m retrieval ARGS` with the LOOKUP_ settings of `env` alone (none of this process's)."""
     return subprocess.run(
         [sys.executable, *python_flags, "-m", "retrieval", *args],
         cwd=REPO_ROOT,
-        env=child_env(env),
+        env=child_environment(**(env or {})),
         capture_output=True,
         text=True,
         timeout=timeout,

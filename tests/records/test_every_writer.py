@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from retrieval.bench.load import LoadPlan, drive, eval_queries
+from retrieval.config import child_environment
 from retrieval.engine.ports import free_port
 
 from ..conftest import SAMPLE_CORPUS
 from ..helpers.browser import assert_no_exception, open_connected, start_app, type_query
-from ..helpers.cli import child_env, cli
+from ..helpers.cli import cli
 from ..helpers.mcp_process import ServedProcess, http_client, serve_env, stored_rows
 from ..helpers.processes import stop_servers, wait_until
 from ..helpers.writers import (
@@ -94,7 +95,7 @@ def test_every_writer_at_once_stores_each_answered_call_once_and_none_fails_on_t
     lookup, keeper_log = standing
     db = Path(lookup["LOOKUP_DB_PATH"])
     ports = {"mcp-a": free_port(), "mcp-b": free_port()}
-    servers = {n: ServedProcess(["--transport", "http", "--port", str(p)], child_env(lookup)) for n, p in ports.items()}
+    servers = {n: ServedProcess(["--transport", "http", "--port", str(p)], child_environment(**lookup)) for n, p in ports.items()}
     weaviate = {k: lookup[k] for k in ("LOOKUP_WEAVIATE_PORT", "LOOKUP_WEAVIATE_GRPC_PORT")}
     app = start_app(
         tmp_path,
