@@ -25,6 +25,7 @@ from ..helpers.browser import (  # noqa: F401
     alert,
     assert_no_exception,
     column,
+    enter_text,
     header,
     metric_values,
     open_candidates,
@@ -125,8 +126,7 @@ def test_sql_console_and_row_details_in_the_browser(page, sample_app):
     open_page(page, sample_app, "invocations")
     expect(page.locator(".js-plotly-plot").nth(3)).to_be_visible()  # 4+ charts
     sql = page.get_by_label("SQL", exact=True)
-    sql.fill("DROP TABLE tool_invocation")
-    rerun(page, lambda: sql.press("Control+Enter"))
+    enter_text(sql, "DROP TABLE tool_invocation", key="Control+Enter")
     rerun(page, lambda: page.get_by_role("button", name="Run query").click())
     refused = alert(page, "Refused")
     expect(refused).to_have_count(1)

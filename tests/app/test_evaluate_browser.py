@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from ..helpers.browser import assert_no_exception, open_connected, rerun, start_app
+from ..helpers.browser import assert_no_exception, enter_text, open_connected, rerun, start_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -90,8 +90,7 @@ def test_a_fusion_weight_typed_in_the_sidebar_is_kept_in_the_url_and_used(page, 
     sidebar.get_by_text("Fusion weights, depth and support").click()
     expect(sidebar.get_by_role("spinbutton", name="Vector weight")).to_have_value("3")
     box = sidebar.get_by_role("spinbutton", name="BM25F weight")
-    box.fill("0.5")
-    rerun(page, lambda: box.press("Enter"))
+    enter_text(box, "0.5")
     expect(page).to_have_url(re.compile(r"[?&]lw=0\.5"))
     expect(page).to_have_url(re.compile(r"[?&]vw=3"))
     chips = page.locator(".st-key-eval_next_settings code").all_inner_texts()

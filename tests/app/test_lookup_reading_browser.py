@@ -10,7 +10,17 @@ import pytest
 from playwright.sync_api import expect
 
 from ..conftest import needs_shared
-from ..helpers.browser import alert, assert_no_exception, open_connected, open_page, rerun, shot, start_app, type_query
+from ..helpers.browser import (
+    alert,
+    assert_no_exception,
+    enter_text,
+    open_connected,
+    open_page,
+    rerun,
+    shot,
+    start_app,
+    type_query,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -85,9 +95,7 @@ def test_a_recorded_unanswerable_call_reads_as_no_supported_answer_on_invocation
     open_connected(page, runbooks_app)
     type_query(page, SOURDOUGH)  # Enter: recorded
     open_page(page, runbooks_app, "invocations")
-    text = page.get_by_label("Text in the query")
-    text.fill("sourdough")
-    rerun(page, lambda: text.press("Enter"))
+    enter_text(page.get_by_label("Text in the query"), "sourdough")
     grid = page.locator('[data-testid="stDataFrame"]').first
     grid.scroll_into_view_if_needed()
     expect(grid.locator('[role="row"]').nth(1)).to_be_attached()

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from ..helpers.browser import assert_no_exception, open_connected, rerun, shot, start_app, wait_idle
+from ..helpers.browser import assert_no_exception, enter_text, open_connected, rerun, shot, start_app, wait_idle
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -24,8 +24,7 @@ def test_the_sweep_heatmap_fits_its_grid_on_a_desktop_and_a_phone(page, sample_a
     page.set_viewport_size({"width": 390, "height": 844})  # a phone first: its sidebar starts folded
     open_connected(page, sample_app, "sweep")
     grid = page.get_by_label("Grid", exact=True)
-    grid.fill("vector_weight=1,1.5;l0_weight=0.1,0.2")
-    rerun(page, lambda: grid.press("Enter"))
+    enter_text(grid, "vector_weight=1,1.5;l0_weight=0.1,0.2")
     rerun(page, lambda: page.get_by_role("button", name=re.compile(r"^Sweep 4 points")).click())
     assert_no_exception(page, "sweep")
     for width in (390, 1280):

@@ -87,3 +87,52 @@ def test_an_action_the_page_dropped_is_done_once_more_and_its_run_waited_for(bro
         assert page.evaluate("[window.clicks, window.__benchRuns]") == [2, 2]
     finally:
         page.close()
+
+
+# Streamlit's rules for a text box, as its frontend keeps them: typing makes the box dirty; Enter or a blur sends a
+# dirty box's value (a run), and Enter on a box with nothing new does nothing. `thief` takes the focus once, right
+# after the first typing, as a part of the page drawn late can; `redraw` empties the box once, right after typing.
+TEXT_PAGE = """
+<div data-testid="stApp" data-test-script-state="notRunning"></div>
+<input id="box"><button id="late">late</button>
+<script>
+  const app = document.querySelector('[data-testid="stApp"]');
+  const box = document.getElementById('box');
+  window.sent = [];
+  window.thief = false;
+  window.redraw = false;
+  let dirty = false;
+  const send = () => { if (!dirty) return; dirty = false; window.sent.push(box.value);
+                       app.setAttribute('data-test-script-state', 'running');
+                       setTimeout(() => app.setAttribute('data-test-script-state', 'notRunning'), 50); };
+  box.addEventListener('input', () => {
+    dirty = true;
+    if (window.thief) { window.thief = false; document.getElementById('late').focus(); }
+    if (window.redraw) { window.redraw = false; box.value = ''; dirty = false; }
+  });
+  box.addEventListener('blur', send);
+  box.addEventListener('keydown', e => { if (e.key === 'Enter') send(); });
+</script>
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("trouble", ["thief", "redraw"])
+def test_typed_text_is_sent_once_though_the_box_loses_focus_or_is_drawn_anew(browser, trouble):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = browser.new_page()
+    try:
+        page.set_content(TEXT_PAGE)
+        box = page.locator("#box")
+        page.evaluate(f"window.{trouble} = true")
+        bench_app.submit_text(page, box, "disk full", timeout_ms=60_000, dropped_ms=2_000)
+        assert page.evaluate("[window.sent, window.__benchRuns]") == [["disk full"], 1]
+        # typing first and sending the key as the action: the key finds nothing new, and no run comes
+        page.set_content(TEXT_PAGE)
+        page.evaluate(f"window.{trouble} = true")
+        box.fill("disk full")
+        with pytest.raises(PlaywrightTimeout):
+            bench_app.script_run(page, lambda: box.press("Enter"), timeout_ms=3_000, dropped_ms=1_000)
+    finally:
+        page.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from retrieval.bench.app import IDLE, script_run
+from retrieval.bench.app import IDLE, script_run, submit_text
 from retrieval.config import REPO_ROOT, child_environment
 
 from ..conftest import CHROMIUM, free_port, needs_chromium
@@ -216,10 +216,13 @@ def column(page, index: int, name: str) -> list[str]:
     return [row[cols.index(name)] for row in table_rows(page, index)]
 
 
+def enter_text(box, text: str, key: str = "Enter") -> None:
+    """Type `text` into a text box and press `key`, and wait for the run that sends it (submit_text)."""
+    submit_text(box.page, box, text, timeout_ms=WAIT_MS, key=key)
+
+
 def type_query(page, text: str) -> None:
-    box = page.get_by_label("Query", exact=True)
-    box.fill(text)
-    rerun(page, lambda: box.press("Enter"))
+    enter_text(page.get_by_label("Query", exact=True), text)
     expect(page.get_by_text("Why here").or_(page.get_by_text("No result", exact=True)).first).to_be_visible()
 
 
