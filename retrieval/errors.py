@@ -83,3 +83,8 @@ class ModelError(ConfigError):
 
 class BenchStopped(LookupLabError):
     """A bench size stopped before it could finish on this machine (its Weaviate outgrew the memory share)."""
+
+
+class ScriptRunError(LookupLabError):
+    """A page of the app started or ended no script run after an action (retrieval.bench.script_runs); says what
+    the page showed."""

@@ -19,10 +19,12 @@ from urllib.parse import quote_plus
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import pct
+from retrieval.bench.script_runs import IDLE, submit_text, watch_runs
 from retrieval.bench.server import EVAL_SETS, _served_env
 from retrieval.config import REPO_ROOT, Settings
 from retrieval.core.corpus import load_corpus
 from retrieval.engine.ports import free_port
+from retrieval.errors import ScriptRunError
 from retrieval.evals.sets import load_eval_set
 from retrieval.records.invocations import InvocationStore
 from retrieval.store import indexing
@@ -35,59 +37,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--
 APP_QUERY = "PostgreSQL replication lag on the standby"
 SESSION_TAG = "bench-app"
 WAIT_S = 180.0  # the upper bound of each wait on the app; none waits for time to pass
-# Counts script runs: a MutationObserver on stApp's data-test-script-state sees every change, however short, so a
-# run that starts and ends between two polls is still counted (tests/app/test_browser.py uses these too).
-WATCH_RUNS = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  if (!app) return -1;
-  if (window.__benchRuns === undefined) {
-    window.__benchRuns = 0;
-    new MutationObserver(records => {
-      for (const r of records) if (r.oldValue === 'notRunning' || r.oldValue === 'initial') window.__benchRuns++;
-    }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
-  }
-  return window.__benchRuns;
-}"""
-RUN_DONE = """([before]) => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  return window.__benchRuns > before && app.getAttribute('data-test-script-state') === 'notRunning';
-}"""
-IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
-                  return !!app && app.getAttribute('data-test-script-state') === 'notRunning'; }"""
-
-
-STARTED = "([before]) => window.__benchRuns > before"
-DROPPED_MS = 60_000.0  # an idle page that has started no run this long after the action dropped it: done once more
-
-
-def script_run(page: Any, action: Callable[[], object], *, timeout_ms: float, dropped_ms: float = DROPPED_MS) -> None:
-    """Do `action` (one that reruns the script: Enter in a text box, a button) and wait until its run has finished.
-    It starts from an idle page (a widget used during a run joins it); an action the page dropped is done once more."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    page.wait_for_function(IDLE, timeout=timeout_ms)
-    before = page.evaluate(WATCH_RUNS)
-    if before < 0:
-        raise AppBenchError("the app is not loaded: the page has no stApp")
-    action()
-    try:
-        page.wait_for_function(STARTED, arg=[before], timeout=min(dropped_ms, timeout_ms))
-    except PlaywrightTimeout:
-        if not page.evaluate(IDLE):
-            raise
-        action()  # the page is idle and no run started: the click or key press never reached the widget
-    page.wait_for_function(RUN_DONE, arg=[before], timeout=timeout_ms)
-
-
-def submit_text(page: Any, box: Any, text: str, *, timeout_ms: float, key: str = "Enter", dropped_ms: float = DROPPED_MS) -> None:
-    """Type `text` into a box and press `key` as one action, and wait for the run that sends the text: a box that
-    sent it on a blur before the key is counted, and one drawn anew (its text gone) is typed into again."""
-
-    def type_and_send() -> None:
-        box.fill(text)
-        box.press(key)
-
-    script_run(page, type_and_send, timeout_ms=timeout_ms, dropped_ms=dropped_ms)
 
 
 class AppBenchError(RuntimeError):
@@ -205,6 +154,7 @@ def _chromium_page() -> Iterator[Any]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
+            watch_runs(page)
             page.set_default_timeout(WAIT_S * 1000)
             yield page
         finally:
@@ -238,7 +188,7 @@ def _walk_in_browser(url: str, query: str, pid: int) -> dict[str, Any]:
                     raise AppBenchError(f"the {name} page showed an exception")
             out["pages"] = pages
             return out
-    except PlaywrightError as exc:
+    except (PlaywrightError, ScriptRunError) as exc:
         raise AppBenchError(f"driving chromium through the app failed: {exc}") from exc
 
 

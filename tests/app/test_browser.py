@@ -11,7 +11,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
-from retrieval.bench.app import script_run
+from retrieval.bench.script_runs import script_run
 from retrieval.config import REPO_ROOT
 
 from ..conftest import RUNBOOKS, RUNBOOKS_EVAL, needs_shared
@@ -63,7 +63,7 @@ TITLES = {
     "invocations": "Invocations",
     "corpus": "Corpus",
 }
-# script_run (it counts Streamlit's script runs in the page) is the bench's.
+# script_run (it counts Streamlit's script runs in the page) is the bench's (retrieval.bench.script_runs).
 
 
 @pytest.fixture(scope="module")

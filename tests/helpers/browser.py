@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from retrieval.bench.app import IDLE, script_run, submit_text
+from retrieval.bench.script_runs import IDLE, script_run, submit_text, watch_runs
 from retrieval.config import REPO_ROOT, child_environment
 
 from ..conftest import CHROMIUM, free_port, needs_chromium
@@ -146,6 +146,7 @@ def browser():
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    watch_runs(context)
     tab = context.new_page()
     tab.set_default_timeout(WAIT_MS)
     expect.set_options(timeout=WAIT_MS)
