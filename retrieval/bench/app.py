@@ -172,7 +172,7 @@ def _walk_in_browser(url: str, query: str, pid: int) -> dict[str, Any]:
         with _chromium_page() as page:
             # the app's first script run; the browser's own start is not the app's time
             out["first_page"] = {"s": _page_s(page, url, "Lookup"), "loadavg": _load()}
-            submit_text(page, page.get_by_label("Query", exact=True), query, timeout_ms=WAIT_S * 1000)
+            submit_text(page.get_by_label("Query", exact=True), query, timeout_ms=WAIT_S * 1000)
             page.get_by_text(re.compile(r"^L1 candidates: ")).first.wait_for()  # the folded candidate tables
             shown = page.locator('[data-testid="stException"]')
             if shown.count():

@@ -56,7 +56,7 @@ COUNTS = """() => {
                {subtree: true, attributes: true, attributeFilter: ['data-test-script-state'], attributeOldValue: true});
   }
   const ws = window.__benchWs;
-  return {runs: window.__benchRuns, hooked: !!ws, started: ws ? ws.started : 0, finished: ws ? ws.finished : 0,
+  return {runs: window.__benchRuns, started: ws ? ws.started : 0, finished: ws ? ws.finished : 0,
           ms: Math.round(performance.now())};
 }"""
 IDLE = """() => { const app = document.querySelector('[data-testid="stApp"]');
@@ -91,14 +91,14 @@ def script_run(page: Any, action: Callable[[], object], *, timeout_ms: float, dr
     if before is None:
         raise ScriptRunError("the app is not loaded: the page has no stApp")
     action()
-    times = "once"
+    times, dropped_wait = "once", min(dropped_ms, timeout_ms)
     try:
-        page.wait_for_function(STARTED, arg=[before], timeout=min(dropped_ms, timeout_ms))
+        page.wait_for_function(STARTED, arg=[before], timeout=dropped_wait)
     except PlaywrightTimeout:
         if not page.evaluate(IDLE):
             raise
         action()  # the page is idle and no run started: the click or key press never reached the widget
-        times = f"twice (no run started {min(dropped_ms, timeout_ms) / 1000:.0f} s after the first)"
+        times = f"twice (no run started {dropped_wait / 1000:.0f} s after the first)"
     try:
         page.wait_for_function(RUN_DONE, arg=[before], timeout=timeout_ms)
     except PlaywrightTimeout as exc:
@@ -108,12 +108,12 @@ def script_run(page: Any, action: Callable[[], object], *, timeout_ms: float, dr
         ) from exc
 
 
-def submit_text(page: Any, box: Any, text: str, *, timeout_ms: float, key: str = "Enter", dropped_ms: float = DROPPED_MS) -> None:
-    """Type `text` into a box and press `key` as one action, and wait for the run that sends the text: a box that
-    sent it on a blur before the key is counted, and one drawn anew (its text gone) is typed into again."""
+def submit_text(box: Any, text: str, *, timeout_ms: float, key: str = "Enter", dropped_ms: float = DROPPED_MS) -> None:
+    """Type `text` into a box (a Playwright locator) and press `key` as one action, and wait for the run that sends
+    it: a box that sent it on a blur before the key is counted, and one drawn anew (its text gone) is typed again."""
 
     def type_and_send() -> None:
         box.fill(text)
         box.press(key)
 
-    script_run(page, type_and_send, timeout_ms=timeout_ms, dropped_ms=dropped_ms)
+    script_run(box.page, type_and_send, timeout_ms=timeout_ms, dropped_ms=dropped_ms)

@@ -97,7 +97,7 @@ def test_typed_text_is_sent_once_though_the_box_loses_focus_or_is_drawn_anew(bro
 
     page, box = text_page()
     try:
-        submit_text(page, box, "disk full", timeout_ms=60_000, dropped_ms=2_000)
+        submit_text(box, "disk full", timeout_ms=60_000, dropped_ms=2_000)
         assert page.evaluate("[window.sent, window.__benchRuns]") == [["disk full"], 1]
     finally:
         page.close()

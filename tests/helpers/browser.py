@@ -219,7 +219,7 @@ def column(page, index: int, name: str) -> list[str]:
 
 def enter_text(box, text: str, key: str = "Enter") -> None:
     """Type `text` into a text box and press `key`, and wait for the run that sends it (submit_text)."""
-    submit_text(box.page, box, text, timeout_ms=WAIT_MS, key=key)
+    submit_text(box, text, timeout_ms=WAIT_MS, key=key)
 
 
 def type_query(page, text: str) -> None:
