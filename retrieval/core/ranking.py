@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from retrieval.core.candidates import Candidate
+from retrieval.core.fusion_parts import FusionInputs, list_bound  # noqa: F401  (list_bound: read from here too)
+
 from retrieval.core.hints import EntryMatch
 from retrieval.core.search_request import SearchRequest
 from retrieval.errors import L1Error
@@ -72,21 +74,6 @@ class FusionWeights:
     missing: MissingScore = MissingScore.ZERO
 
 
-def _scaled(scores: dict[str, float]) -> dict[str, float]:
-    """Each score over the query's best one: 1.0 for the best, 0 for nothing (negatives clip to 0)."""
-    best = max(scores.values(), default=0.0)
-    return {e: max(v, 0.0) / best for e, v in scores.items()} if best > 0 else {e: 0.0 for e in scores}
-
-
-def list_bound(found: Sequence[Candidate], limit: int | None, bounded: bool) -> float:
-    """The scaled score counted for an entry an L1 list did not return: when `bounded` and the list is full (`limit`
-    returned), the last one's scaled score, which bounds every entry cut off; otherwise 0 (the list holds all it found)."""
-    if not bounded or limit is None or not found or len(found) < limit:
-        return 0.0
-    best = max(c.score for c in found)
-    return max(min(c.score for c in found), 0.0) / best if best > 0 else 0.0
-
-
 def fuse(
     l0: Sequence[EntryMatch],
     vector: Sequence[Candidate],
@@ -102,7 +89,7 @@ def fuse(
     best_l0 = max((m.score for m in l0), default=0.0) or 1.0
     if not vector and not lexical:
         return _top([_l0_item(m, i + 1, m.score / best_l0) for i, m in enumerate(l0)], k)
-    items = _l1_items(l0, vector, lexical, weights, limit, best_l0)
+    items = _l1_items(l0, vector, lexical, weights, limit)
     found = {item.entry_id for item in items}
     floor = min(item.score for item in items)
     # below every L1-supported result: L0 alone never outranks semantic evidence
@@ -125,44 +112,35 @@ def _l1_items(
     lexical: Sequence[Candidate],
     weights: FusionWeights,
     limit: int | None,
-    best_l0: float,
 ) -> list[ResultItem]:
-    """Every entry an L1 list found, its score the weighted sum of its scaled signals (a list's bound where it is missing)."""
-    signals = {"vector": list(vector), "bm25": list(lexical)}
-    scaled = {name: _scaled({c.entry_id: c.score for c in found}) for name, found in signals.items()}
-    scaled["l0"] = {m.entry_id: m.score / best_l0 for m in l0}
-    weight = {"vector": weights.vector, "bm25": weights.lexical, "l0": weights.l0}
-    ranks = {name: {c.entry_id: i + 1 for i, c in enumerate(found)} for name, found in signals.items()}
-    ranks["l0"] = {m.entry_id: i + 1 for i, m in enumerate(l0)}
+    """Every entry an L1 list found, its score the weighted sum of its scaled signals (a list's bound where it is missing):
+    FusionInputs, which the explanation of any entry reads too."""
+    inputs = FusionInputs(l0, vector, lexical, weights, limit)
     first: dict[str, Candidate] = {}
     for found in (vector, lexical):
         for c in found:
             first.setdefault(c.entry_id, c)
     sims = {c.entry_id: c.similarity for found in (lexical, vector) for c in found if c.similarity is not None}
     lex_scores = {c.entry_id: c.score for c in lexical}
-    missing = MissingScore(weights.missing)
-    fill = {n: list_bound(signals[n], limit, missing.bounds(n)) for n in ("vector", "bm25")} | {"l0": 0.0}
     l0_by_id = {m.entry_id: m for m in l0}
     items = []
     for entry_id, c in first.items():
         m = l0_by_id.get(entry_id)
-        score = sum(weight[name] * scaled[name].get(entry_id, fill[name]) for name in weight)
-        bounded = tuple(n for n in ("vector", "bm25") if fill[n] > 0 and entry_id not in scaled[n] and weight[n] > 0)
         named = m is not None and m.named
         items.append(
             ResultItem(
                 entry_id,
                 c.title,
                 c.domain,
-                score + (weights.named if named else 0.0),
+                inputs.score(entry_id, named),
                 Source.BOTH if m else Source.L1,
                 l0_score=m.score if m else None,
                 l1_score=sims.get(entry_id),
                 lexical_score=lex_scores.get(entry_id),
-                ranks=tuple((name, ranks[name][entry_id]) for name in ("vector", "bm25", "l0") if entry_id in ranks[name]),
+                ranks=tuple((p.signal, p.rank) for p in inputs.parts(entry_id) if p.rank is not None),
                 named=named,
                 text=c.snippet,
-                bounded=bounded,
+                bounded=inputs.bounded(entry_id),
             )
         )
     return items
