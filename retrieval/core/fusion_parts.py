@@ -111,6 +111,4 @@ class FusionInputs:
 
     def bounded(self, entry_id: str) -> tuple[str, ...]:
         """The L1 signals that counted their list's bound for this entry (it was past a full list's depth)."""
-        return tuple(
-            n for n in L1_SIGNALS if self.fill[n] > 0 and entry_id not in self.scaled[n] and self.weight[n] > 0
-        )
+        return tuple(n for n in L1_SIGNALS if self.fill[n] > 0 and entry_id not in self.scaled[n] and self.weight[n] > 0)

@@ -147,9 +147,7 @@ def _target(expected: Mapping[str, int], view: RunView, entries: Mapping[str, En
     return next((e for e in known if view.lists_holding(e)), known[0])
 
 
-def classify(
-    expected: Mapping[str, int], view: RunView, entries: Mapping[str, Entry], *, claimed: bool = False
-) -> Miss | None:
+def classify(expected: Mapping[str, int], view: RunView, entries: Mapping[str, Entry], *, claimed: bool = False) -> Miss | None:
     """The cause of a case's miss in this run, or None when it is no miss (an expected entry is first, or a case with no
     answer was not answered with support). `claimed`: the run claimed semantic support for its top result."""
     top = view.results[0].entry_id if view.results else None

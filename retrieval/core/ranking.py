@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval.core.candidates import Candidate
 from retrieval.core.fusion_parts import FusionInputs, list_bound  # noqa: F401  (list_bound: read from here too)
-
 from retrieval.core.hints import EntryMatch
 from retrieval.core.search_request import SearchRequest
 from retrieval.errors import L1Error
