@@ -253,7 +253,8 @@ def _signals(
     run: PipelineRun, entry: Entry, services: LookupServices, options: LookupOptions, depth: int
 ) -> tuple[SignalStage | None, SignalStage | None]:
     """The vector and BM25F stages, from the trace's lists `depth` deep (None each when L1 did not run)."""
-    if run.vector is None or services.store is None or not run.l1.status.ran:
+    store = services.store
+    if run.vector is None or store is None or not run.l1.status.ran:
         return None, None
     lookup_depth = candidate_depth(options)
     deep = max(min(depth, services.l0.entry_count()), lookup_depth)
@@ -263,7 +264,7 @@ def _signals(
     def lists(category: str | None) -> tuple[tuple[Candidate, ...], ...] | None:
         try:
             return search_l1(
-                services.store,
+                store,
                 queries,
                 text=searched,
                 vector=run.vector,
