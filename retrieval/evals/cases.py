@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from retrieval.core.miss_cause import Miss
 from retrieval.types.modes import L1Status, Layer
 
 
@@ -31,6 +32,7 @@ class RunFigures:
     support_score: float | None = None  # cosine similarity of the query to the top result's best chunk
     support_lexical: float | None = None  # the top result's BM25F score (None: not a BM25F hit, or no BM25F query)
     confidence: float | None = None  # the support estimate: the chance that the top result is right
+    miss: Miss | None = None  # why no expected entry is first (or why a case with no answer got one); None: no miss
 
     def figures(self) -> dict[str, Any]:
         """The fields of RunFigures, to build another kind of row from this one."""
@@ -56,6 +58,7 @@ class ConfigOutcome(RunFigures):
             support_score=data.get("support_score"),
             support_lexical=data.get("support_lexical"),
             confidence=data.get("confidence"),
+            miss=Miss.from_dict(data["miss"]) if data.get("miss") else None,
             rank=data.get("rank"),
         )
 
@@ -76,6 +79,7 @@ class ConfigOutcome(RunFigures):
             "support_score": _rounded(self.support_score, 5),
             "support_lexical": _rounded(self.support_lexical, 4),
             "confidence": _rounded(self.confidence, 4),
+            "miss": None if self.miss is None else self.miss.to_dict(),
         }
 
 

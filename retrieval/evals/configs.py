@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval.core.explain import run_view
 from retrieval.core.lookup import lookup_knowledge, search_text
+from retrieval.core.miss_cause import RunView, classify
 from retrieval.core.pipeline import Pipeline
 from retrieval.core.protocols import LookupServices
-from retrieval.core.runner import lookup_pipeline, run_pipeline, single_query
+from retrieval.core.runner import candidate_depth, lookup_pipeline, run_pipeline, single_query, weights_of
 from retrieval.errors import EvalSetError
 from retrieval.evals.cases import RunFigures
 from retrieval.types.modes import SearchMode
@@ -64,6 +66,7 @@ def run_case(case, config: str, services: LookupServices, options: LookupOptions
     if config == "lookup":
         res = lookup_knowledge(query, services, options, session_tag=run_tag)
         top = res.results[0] if res.results else None
+        view = RunView(res.l0, res.l1, res.results, True, True, weights_of(options), candidate_depth(options))
         return ConfigRun(
             ranking=tuple(r.entry_id for r in res.results),
             category=res.l1.category,
@@ -74,6 +77,7 @@ def run_case(case, config: str, services: LookupServices, options: LookupOptions
             support_score=top.l1_score if top else None,
             support_lexical=top.lexical_score if top else None,
             confidence=res.relevance.confidence,
+            miss=classify(case.expected, view, services.l0.entries, claimed=res.relevance.semantic_support),
             case_id=case.id,
             config=config,
             timings_ms=dict(res.timings_ms),
@@ -95,6 +99,7 @@ def run_case(case, config: str, services: LookupServices, options: LookupOptions
         support_score=top.l1_score if top and pipeline.l1 else None,
         support_lexical=top.lexical_score if top and pipeline.l1 else None,
         confidence=run.relevance.confidence,
+        miss=classify(case.expected, run_view(run, options), services.l0.entries, claimed=run.relevance.semantic_support),
         case_id=case.id,
         config=config,
         timings_ms=timings,

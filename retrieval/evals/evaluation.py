@@ -18,6 +18,7 @@ from retrieval.core.routing import category_filter
 from retrieval.core.support import auc, support_model
 from retrieval.errors import EvalSetError
 from retrieval.evals.cases import CaseResult, ConfigOutcome
+from retrieval.evals.causes import cause_counts
 from retrieval.evals.configs import CONFIGS, DEPTH, ConfigRun, run_case
 from retrieval.evals.coverage import COVERAGE_KEY, coverage_figures, coverage_share, unjudged_by_config
 from retrieval.evals.ranking_metrics import METRICS, SMALL_SAMPLE, compute_metrics, compute_significance, ranx_runs
@@ -78,6 +79,7 @@ class EvalReport:
             "filter_effect": self.filter_effect,
             "calibration": self.calibration,
             "coverage": self.coverage,
+            "causes": cause_counts(self),
         }
 
     def metrics_table(self) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from retrieval.evals import report_charts as charts
 from retrieval.evals.cases import CaseResult
+from retrieval.evals.causes import cause_table
 from retrieval.evals.configs import DEPTH
 from retrieval.evals.coverage import COVERAGE_KEY, COVERAGE_MEANING, UNJUDGED, traffic_sentence
 from retrieval.evals.evaluation import METRICS, ROUTING_FIGURES, EvalReport, support_points
@@ -120,9 +121,22 @@ def metrics_text(report: EvalReport) -> str:
             + ", ".join(f"{k} {v}" for k, v in counts.items())
             + (f"; hurt cases: {', '.join(hurt)}" if hurt else "")
         )
+    lines.extend(causes_text(report))
     for w in report.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def causes_text(report: EvalReport) -> list[str]:
+    """The misses by cause, a row per cause and a column per configuration (evals.causes)."""
+    rows = cause_table(report)
+    width = max(len(r["cause"]) for r in rows) + 2
+    cols = [max(len(c), 4) + 2 for c in report.configs]
+    out = ["misses by cause (expected entry not first; an unanswerable case answered with support):"]
+    out.append(f"{'':<{width}}" + "".join(f"{c:>{w}}" for c, w in zip(report.configs, cols, strict=True)))
+    for r in rows:
+        out.append(f"{r['cause']:<{width}}" + "".join(f"{r[c]:>{w}}" for c, w in zip(report.configs, cols, strict=True)))
+    return out
 
 
 def coverage_text(report: EvalReport) -> str:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from retrieval.errors import EvalSetError
+from retrieval.evals.causes import compare_causes, counts_of_misses
 from retrieval.evals.ranking_metrics import ALPHA, METRICS, SMALL_SAMPLE
 from retrieval.lab.run_summary import RunSummary
 from retrieval.lab.runs import RunStore
@@ -92,6 +93,14 @@ class RunComparison:
     unchanged: int
     settings_diff: dict[str, tuple[Any, Any]]
     warnings: tuple[str, ...]
+    # cause -> misses of A and of B (evals.causes; empty for a run saved before causes were kept)
+    causes_a: dict[str, int] = field(default_factory=dict)
+    causes_b: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cause_changes(self) -> list[str]:
+        """B's misses against A's, cause by cause, in words ("3 fewer lost in the fusion")."""
+        return compare_causes(self.causes_a, self.causes_b)
 
     @property
     def models(self) -> tuple[str | None, str | None]:
@@ -138,6 +147,7 @@ class RunComparison:
             "settings_diff": {k: list(v) for k, v in self.settings_diff.items()},
             "warning": self.warnings[0] if self.warnings else None,
             "warnings": list(self.warnings),
+            "causes": {"a": self.causes_a, "b": self.causes_b, "changes": self.cause_changes},
         }
 
 
@@ -257,7 +267,14 @@ def compare_runs(store: RunStore, run_a: str, run_b: str, *, config: str = "look
         unchanged=len(shared) - len(changes),
         settings_diff=diff,
         warnings=tuple(warnings),
+        causes_a=_causes(cases_a),
+        causes_b=_causes(cases_b),
     )
+
+
+def _causes(frame: pd.DataFrame) -> dict[str, int]:
+    """Cause -> misses of one run's cases (none for a run saved before causes were kept)."""
+    return counts_of_misses(frame["miss"]) if "miss" in frame else {}
 
 
 def _rank(value: Any) -> int | None:

@@ -59,8 +59,10 @@ CREATE TABLE IF NOT EXISTS eval_run_case (
     l1_status VARCHAR,
     fallback BOOLEAN,
     semantic_support BOOLEAN,
-    support_score DOUBLE
+    support_score DOUBLE,
+    miss JSON
 );
+ALTER TABLE eval_run_case ADD COLUMN IF NOT EXISTS miss JSON;
 """
 
 
@@ -131,6 +133,7 @@ class RunStore:
                 "fallback": run.fallback,
                 "semantic_support": run.semantic_support,
                 "support_score": None if run.support_score is None else round(run.support_score, 5),
+                "miss": None if run.miss is None else json.dumps(run.miss.to_dict(), ensure_ascii=False),
             }
             for case in report.cases
             for config, run in case.configs.items()
@@ -189,7 +192,7 @@ class RunStore:
         frame = self._with_connection(
             lambda con: con.execute(f"SELECT * FROM eval_run_case {where} ORDER BY case_id, config", params).df()
         )
-        for column in ("expected", "top_entries", "l0_domains"):
+        for column in ("expected", "top_entries", "l0_domains", "miss"):
             frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
         for column in ("filter", "layer", "l1_status"):
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)

@@ -85,6 +85,8 @@ def comparison_text(cmp: RunComparison) -> str:
         out.append(f"{label} on {cmp.metric} ({len(changes)}):")
         out.extend(f"  {c.case_id}: rank {_fmt(c.rank_before)} → {_fmt(c.rank_after)}" for c in changes)
     out.append(f"unchanged: {cmp.unchanged}")
+    if cmp.causes_a or cmp.causes_b:
+        out.append("misses by cause, B against A: " + ("; ".join(cmp.cause_changes) or "the same"))
     out.extend(f"warning: {w}" for w in cmp.warnings)
     return "\n".join(out)
 
