@@ -30,8 +30,27 @@ GOALS = {  # name: (comparison, target)
     "app_warm_page_max_s": ("<=", 2.0),  # the slowest page opened a second time, on the bench's 1k corpus
     "cli_warm_lookup_s": ("<=", 1.5),  # `python -m retrieval lookup` wall, a standing server running (bench/cli_lookup.py)
     "cli_over_in_process": ("<=", 1.5),  # that, over a Python start-up importing the CLI plus one in-process lookup
+    "explain_trace_ms": ("<=", 1000.0),  # one entry's trace (explain_entry) at the largest size, p95
+    "causes_share_of_lookup": ("<=", 0.25),  # a miss's classification over the lookup's own time, p50 each
 }
 STAGES = ("l0", "embed", "l1", "fuse", "record")
+
+
+def _explain_cell(s: dict) -> str:
+    e = s.get("explain")
+    if not e:
+        return "n/a"
+    return (
+        f"{e['trace_p50_ms']} / {e['trace_p95_ms']}; {e['what_it_would_take_p50_ms']} / {e['what_it_would_take_p95_ms']} "
+        f"(lookup {e['lookup_p50_ms']})"
+    )
+
+
+def _classify_cell(s: dict) -> str:
+    e = s.get("explain")
+    return "n/a" if not e else f"{e['classify_share_of_lookup']} ({e['classify_p50_ms']} / {e['lookup_p50_ms']})"
+
+
 # The stage of the largest size whose 1-minute load average goes beside a goal (bench_size's "loadavg" keys)
 GOAL_LOAD = {
     "l0_p50_growth": "l0",
@@ -71,6 +90,8 @@ def ratios_and_goals(
         "filtered_over_unfiltered": _ratio(big["l1"]["filtered_p50_ms"], big["l1"]["unfiltered_p50_ms"]),
         "record_ms": big["lookup"]["stages_p50_ms"]["record"],
         "reingest_s": big["ingest"]["reingest"]["seconds"],
+        "explain_trace_ms": (big.get("explain") or {}).get("trace_p95_ms"),
+        "causes_share_of_lookup": (big.get("explain") or {}).get("classify_share_of_lookup"),
     }
     over_raw = [s["ingest"]["over_raw"] for s in sizes.values() if s["ingest"]["over_raw"] is not None]
     values = {
@@ -266,6 +287,8 @@ SIZE_ROWS: list[tuple[str, Any]] = [  # (figure, how to read it from a size's fi
         lambda s: f"{s['floor']['near_vector_p50_ms']} / {s['floor']['grouped_bare_p50_ms']}",
     ),
     ("L1 chunk hits fetched per wanted entry", lambda s: s["lookup"].get("fold_factor")),
+    ("explain one entry p50 / p95 ms: the trace, what it would take (lookup p50 beside)", lambda s: _explain_cell(s)),
+    ("a miss's cause over the lookup, p50 (classify ms / lookup ms)", lambda s: _classify_cell(s)),
     (
         "L1 unfiltered / filtered p50 ms (filtered: the domain's tenant of the partition)",
         lambda s: f"{s['l1']['unfiltered_p50_ms']} / {s['l1']['filtered_p50_ms']}",

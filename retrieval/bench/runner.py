@@ -24,6 +24,7 @@ from weaviate.classes.query import MetadataQuery
 
 from retrieval.bench import synthetic
 from retrieval.bench.common import dir_mb, listening_pid, machine_info, paired_l1, pct, wait_for_quiet, write_results
+from retrieval.bench.explain import bench_explain
 from retrieval.bench.floors import embedding_floor, ingest_floor
 from retrieval.bench.report import STAGES, ratios_and_goals, render_table
 from retrieval.bench.store import bench_invocation_store
@@ -393,6 +394,8 @@ def bench_size(
     )
     out["lookup"]["fold_factor"] = store.fold_factor  # chunk hits L1 fetched per wanted entry
     load["lookups"] = _load1()
+    log(f"[{n}] entries explained (the trace, what it would take) beside the lookup")
+    out["explain"] = bench_explain(services, settings.options(), look_q, seed=seed + n)
     if vectors is not None:
         _filtered_figures(out, store, corpus, vectors, embedder, look_q, all_q, settings.top_k, log)
         load["l1"] = _load1()
