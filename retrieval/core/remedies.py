@@ -54,8 +54,8 @@ class Tried:
 
 @dataclass(frozen=True)
 class Remedies:
-    """The entry's rank now, the smallest change that puts it first and the smallest that puts it into the top k
-    (None: none of these does), and every change tried."""
+    """The entry's rank now, the smallest change that puts it first and, when it is outside the top k, the smallest
+    that puts it into the top k (None: none of these does, or it is in the top k already), and every change tried."""
 
     entry_id: str
     rank: int | None
@@ -140,6 +140,7 @@ def what_it_would_take(
         raise EntryNotFound(entry_id, len(services.l0.entries))
     searched, k = search_text(query), max(keep, options.top_k)
     rank = rank_under(None, searched, entry_id, services, options, k)
+    outside = rank is None or rank > options.top_k  # only then is there a change into the top k to find
     tried: list[Tried] = []
     first = into = None
     for change in changes(options, models):
@@ -154,7 +155,7 @@ def what_it_would_take(
         tried.append(t)
         if got == 1 and first is None:
             first = t
-        if got is not None and got <= options.top_k and into is None:
+        if outside and got is not None and got <= options.top_k and into is None:
             into = t
     return Remedies(entry_id, rank, options.top_k, first, into, tuple(tried))
 
