@@ -90,12 +90,12 @@ def ratios_and_goals(
         "filtered_over_unfiltered": _ratio(big["l1"]["filtered_p50_ms"], big["l1"]["unfiltered_p50_ms"]),
         "record_ms": big["lookup"]["stages_p50_ms"]["record"],
         "reingest_s": big["ingest"]["reingest"]["seconds"],
-        "explain_trace_ms": (big.get("explain") or {}).get("trace_p95_ms"),
-        "causes_share_of_lookup": (big.get("explain") or {}).get("classify_share_of_lookup"),
     }
     over_raw = [s["ingest"]["over_raw"] for s in sizes.values() if s["ingest"]["over_raw"] is not None]
     values = {
         **ratios,
+        "explain_trace_ms": (big.get("explain") or {}).get("trace_p95_ms"),
+        "causes_share_of_lookup": (big.get("explain") or {}).get("classify_share_of_lookup"),
         "ingest_over_raw": min(over_raw, default=None),
         "ingest_over_floor": big["ingest"].get("over_floor"),
         "embed_over_floor": min(

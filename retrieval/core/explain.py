@@ -1,7 +1,6 @@
-"""Why not this entry? The trace of one entry through the lookup for one query, stage by stage: what L0 matched of
-it, where the route sent L1, where its best chunk ranks among all entries (with and without the filter), its BM25F
-score and field hits, what each signal counted for it in the fusion against the top result, and the verdict (the first
-stage that put it below the top, miss_cause). It runs the one runner; it records nothing."""
+"""Why not this entry? One entry's trace through the lookup for one query, stage by stage: L0, the route, its rank
+in each L1 list (with and without the filter), its parts in the fusion against the top, and the verdict (miss_cause).
+It runs the one runner and records nothing."""
 
 from __future__ import annotations
 

@@ -5,14 +5,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from retrieval.core.candidates import Candidate
 from retrieval.core.hints import EntryMatch
 from retrieval.types.modes import MissingScore
 
-if TYPE_CHECKING:
-    from retrieval.core.ranking import FusionWeights
+
+@dataclass(frozen=True)
+class FusionWeights:
+    """How much each signal counts once scaled to its best candidate of the query (1.0); `named` is added for an entry
+    the query names in full (hints.named_keys)."""
+
+    vector: float = 1.0
+    lexical: float = 1.0
+    l0: float = 0.0
+    named: float = 0.0
+    # What an entry an L1 list did not return counts for that signal: the list's last scaled score when the list came
+    # back full (the entry scores at most that), for the BM25F list ("bm25_last") or both ("last"); else 0 ("zero").
+    missing: MissingScore = MissingScore.ZERO
+
 
 SIGNALS = ("vector", "bm25", "l0")
 L1_SIGNALS = ("vector", "bm25")

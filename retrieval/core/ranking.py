@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from retrieval.core.candidates import Candidate
-from retrieval.core.fusion_parts import FusionInputs, list_bound  # noqa: F401  (list_bound: read from here too)
+from retrieval.core.fusion_parts import FusionInputs, FusionWeights, list_bound  # noqa: F401  (read from here too)
 from retrieval.core.hints import EntryMatch
 from retrieval.core.search_request import SearchRequest
 from retrieval.errors import L1Error
-from retrieval.types.modes import MissingScore, SearchMode, Source
+from retrieval.types.modes import SearchMode, Source
 
 if TYPE_CHECKING:
     from retrieval.core.protocols import KnowledgeSearch
@@ -57,20 +57,6 @@ class ResultItem:
             "named": self.named,
             "bounded": list(self.bounded),
         }
-
-
-@dataclass(frozen=True)
-class FusionWeights:
-    """How much each signal counts once scaled to its best candidate of the query (1.0); `named` is added for an entry
-    the query names in full (hints.named_keys)."""
-
-    vector: float = 1.0
-    lexical: float = 1.0
-    l0: float = 0.0
-    named: float = 0.0
-    # What an entry an L1 list did not return counts for that signal: the list's last scaled score when the list came
-    # back full (the entry scores at most that), for the BM25F list ("bm25_last") or both ("last"); else 0 ("zero").
-    missing: MissingScore = MissingScore.ZERO
 
 
 def fuse(

@@ -4,16 +4,25 @@ shows, and two runs' counts compared in words."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from retrieval.core.miss_cause import CAUSES, Miss, MissCause
 
 if TYPE_CHECKING:
     from retrieval.evals.cases import CaseResult
-    from retrieval.evals.evaluation import EvalReport
 
 MISSES = "misses"  # the row of the table that counts every answerable case whose expected entry is not first
+
+
+class CasesByConfig(Protocol):
+    """What the cause counts read of an eval report: its cases and the configurations each ran."""
+
+    @property
+    def cases(self) -> Sequence[CaseResult]: ...
+
+    @property
+    def configs(self) -> Sequence[str]: ...
 
 
 def counts(cases: Iterable[CaseResult], config: str) -> dict[str, int]:
@@ -36,7 +45,7 @@ def counts_of_misses(misses: Iterable[Mapping[str, Any] | Miss | None]) -> dict[
     return {str(c): found[str(c)] for c in CAUSES if found[str(c)]}
 
 
-def cause_counts(report: EvalReport) -> dict[str, dict[str, int]]:
+def cause_counts(report: CasesByConfig) -> dict[str, dict[str, int]]:
     """Configuration -> cause -> count, over the report's cases."""
     return {config: counts(report.cases, config) for config in report.configs}
 
@@ -46,7 +55,7 @@ def answerable_misses(by_cause: Mapping[str, int]) -> int:
     return sum(n for c, n in by_cause.items() if c != MissCause.ANSWERED_UNANSWERABLE)
 
 
-def cause_table(report: EvalReport) -> list[dict[str, Any]]:
+def cause_table(report: CasesByConfig) -> list[dict[str, Any]]:
     """One row per cause (its label, then each configuration's count), the causes no configuration has left out, and
     a last row of the answerable misses they sum to."""
     by_config = cause_counts(report)

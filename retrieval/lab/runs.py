@@ -194,6 +194,7 @@ class RunStore:
         )
         for column in ("expected", "top_entries", "l0_domains", "miss"):
             frame[column] = frame[column].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+        frame["miss"] = frame["miss"].astype(object).where(frame["miss"].notna(), None)
         for column in ("filter", "layer", "l1_status"):
             frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
         return frame

@@ -28,6 +28,8 @@ OK = {
     "embed_floor": 0.95,
     "cli_ratio": 1.2,
     "traffic": 900.0,
+    "trace": 60.0,
+    "classify": 0.01,
     "traffic_rss": 600.0,
 }
 
@@ -75,6 +77,7 @@ def test_goals_follow_the_figures(changes, met):
                 "over_floor": values["ingest_floor"],
                 "embed_over_floor": values["embed_floor"],
             },
+            "explain": {"trace_p95_ms": values["trace"], "classify_share_of_lookup": values["classify"]},
         }
 
     ratios, goals = ratios_and_goals(

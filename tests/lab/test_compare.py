@@ -8,6 +8,7 @@ import math
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -230,3 +231,30 @@ def test_a_rank_that_is_not_there_reads_not_found():
     from retrieval.lab.compare import rank_text
 
     assert [rank_text(r) for r in (1, 7, None, float("nan"))] == ["1", "7", "not found", "not found"]
+
+
+def _with_misses(report, causes: dict[str, str]):
+    """The report with each named case's lookup miss set to the given cause."""
+    cases = []
+    for c in report.cases:
+        data = c.to_dict()
+        if c.id in causes:
+            data["configs"]["lookup"]["miss"] = {"cause": causes[c.id], "entry_id": "e" + c.id[1:], "rank": 2}
+        cases.append(data)
+    return replace(report, cases=cases)
+
+
+def test_saved_runs_keep_their_misses_causes_and_compare_says_what_moved(base_settings, tmp_path):
+    store = RunStore(tmp_path / "inv.duckdb")
+    report_a, set_a = tiny_report({"c1": 2, "c2": 2, "c3": 3, "c4": 1})
+    report_b, set_b = tiny_report({"c1": 1, "c2": 2, "c3": 2, "c4": 1})
+    a = store.save(
+        _with_misses(report_a, {"c1": "lost_in_fusion", "c2": "lost_in_fusion", "c3": "lost_in_fusion"}), set_a, base_settings
+    )
+    b = store.save(_with_misses(report_b, {"c2": "kept_out_by_filter", "c3": "lost_in_fusion"}), set_b, base_settings)
+    saved = store.cases(a.run_id, "lookup").set_index("case_id")["miss"]
+    assert saved["c1"]["cause"] == "lost_in_fusion" and saved["c4"] is None
+    cmp = compare_runs(store, a.run_id, b.run_id)
+    assert cmp.causes_a == {"lost_in_fusion": 3} and cmp.causes_b == {"kept_out_by_filter": 1, "lost_in_fusion": 1}
+    assert cmp.cause_changes == ["1 more kept out by the filter", "2 fewer in the lists, lost in the fusion"]
+    assert cmp.to_dict()["causes"]["changes"] == cmp.cause_changes
