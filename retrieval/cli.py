@@ -13,6 +13,7 @@ from retrieval.engine.cluster_cli import register as register_cluster
 from retrieval.errors import LookupLabError
 from retrieval.lab.calibration_cli import register as register_calibrate
 from retrieval.lab.eval_cli import register as register_eval
+from retrieval.lab.explain_cli import register as register_explain
 from retrieval.lab.replay_cli import register as register_replay
 from retrieval.lab.runs_cli import register as register_runs
 from retrieval.lab.sweep_cli import register as register_sweep
@@ -202,6 +203,7 @@ def sql(
 
 
 register_eval(app)  # eval: an eval set through the configurations (retrieval/lab/eval_cli.py)
+register_explain(app)  # explain: why not this entry? (retrieval/lab/explain_cli.py)
 
 
 @app.command()

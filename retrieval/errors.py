@@ -56,10 +56,12 @@ class SqlRefused(LookupLabError):
 class EntryNotFound(LookupLabError):
     """An entry id that is not in the loaded corpus."""
 
-    def __init__(self, entry_id: str, known: int) -> None:
+    def __init__(self, entry_id: str, known: int, close: tuple[str, ...] = ()) -> None:
         self.entry_id = entry_id
+        self.close = close
+        near = f"; did you mean {', '.join(close)}?" if close else ""
         super().__init__(
-            f"entry_id {entry_id!r} is not in the corpus ({known} entries): pass an entry_id from a lookup_knowledge result"
+            f"entry_id {entry_id!r} is not in the corpus ({known} entries): pass an entry_id from a lookup_knowledge result{near}"
         )
 
 

@@ -119,3 +119,29 @@ def refresh_support_fit(
     norms, ran = ensure_fit(services.store, runtime.corpus, services, runtime.settings, progress=progress, force=force)
     runtime.services = replace(services, norms=norms)
     return ran
+
+
+def other_model_services(
+    runtime: Runtime,
+    model: str,
+    *,
+    embedder: Embedder | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> LookupServices:
+    """The runtime's services searching with another embedding model: that model's own collection of this knowledge
+    base, over the one connection, brought up to date first (what a sweep and "what it would take" try). Raises
+    L1Error when the runtime has no Weaviate, ModelError for a model that cannot be loaded."""
+    if runtime.client is None:
+        raise L1Error(f"embedding model {model!r} needs Weaviate: {runtime.services.l1_unavailable or 'L1 is off'}")
+    other = runtime.settings.with_(embedding_model=model)
+    services = replace(
+        runtime.services,
+        embedder=embedder or open_embedder(other),
+        store=knowledge_store(runtime.client, other),
+        norms=None,
+    )
+    from retrieval.store import indexing  # the ingest pulls in the chunker and the Weaviate batch code
+
+    assert services.store is not None
+    indexing.ingest(services.store, runtime.corpus, services.embedder, progress=progress)
+    return services

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -257,3 +258,18 @@ def open_folder(path: Path | str) -> Corpus:
     if not corpus.entries and not corpus.problems:
         raise CorpusError(str(root), "holds no markdown (*.md) files, in it or in its subfolders")
     return corpus
+
+
+def close_ids(entry_id: str, entries: Iterable[str], n: int = 3) -> tuple[str, ...]:
+    """The ids nearest in spelling to one the corpus does not hold (for the error that names it), closest first: an id
+    whose file name (without the domain folder) is the one given comes first, then those whose file names are close,
+    then those close as whole ids (the shared domain folder alone does not make two ids close)."""
+    ids = list(entries)
+    tails: dict[str, list[str]] = {}
+    for i in ids:
+        tails.setdefault(i.rsplit("/", 1)[-1].lower(), []).append(i)
+    tail = entry_id.rsplit("/", 1)[-1].lower()
+    same_tail = tails.get(tail, [])
+    near_tail = [i for t in difflib.get_close_matches(tail, list(tails), n=n, cutoff=0.6) for i in tails[t]]
+    near = difflib.get_close_matches(entry_id, ids, n=n, cutoff=0.75)
+    return tuple(dict.fromkeys(same_tail + near_tail + near))[:n]

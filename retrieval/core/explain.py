@@ -10,7 +10,7 @@ from typing import Any
 
 from retrieval.core.candidates import Candidate
 from retrieval.core.chunking import heading_words
-from retrieval.core.corpus import Entry
+from retrieval.core.corpus import Entry, close_ids
 from retrieval.core.fusion_parts import SignalPart
 from retrieval.core.hints import TermMatch
 from retrieval.core.l1_search import search_l1
@@ -198,7 +198,7 @@ def explain_entry(
     entries = services.l0.entries
     entry = entries.get(entry_id)
     if entry is None:
-        raise EntryNotFound(entry_id, len(entries))
+        raise EntryNotFound(entry_id, len(entries), close_ids(entry_id, entries))
     searched = search_text(query)
     run = run_pipeline(searched, lookup_pipeline(options), services, options, RunOptions(k=ALL))
     view = run_view(run, options)

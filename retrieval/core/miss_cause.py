@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval.core.fusion_parts import FusionInputs, SignalPart
 from retrieval.core.text import content_tokens
-from retrieval.types.modes import L1Status
 
 if TYPE_CHECKING:
     from retrieval.core.corpus import Entry
@@ -170,7 +169,7 @@ def cause_of(entry_id: str, view: RunView, entries: Mapping[str, Entry]) -> Miss
     if rank == 1:
         return None
     entry = entries[entry_id]
-    category = view.l1.category if view.has_l1 else None
+    category = view.l1.applied_filter if view.has_l1 else None  # the filter L1 searched under, not one it was never given
     if category is not None and entry.domain.strip() != category:
         return Miss(
             MissCause.FILTER,
@@ -179,7 +178,7 @@ def cause_of(entry_id: str, view: RunView, entries: Mapping[str, Entry]) -> Miss
             top=top,
             detail=f"kept out by the filter: L0 chose {category}, the entry is in {entry.domain or '(no domain)'}",
         )
-    if view.has_l1 and not view.l1.status.ran and view.l1.status is not L1Status.DISABLED:
+    if view.has_l1 and view.l1.status.fault:  # failed or unavailable: L1 did not answer
         return Miss(MissCause.L1_DOWN, entry_id, rank, top=top, detail=f"L1 {view.l1.status}: {view.l1.error or 'no answer'}")
     if top is not None and top in entries and near_duplicates(entries[top], entry):
         return Miss(

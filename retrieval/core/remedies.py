@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval.core.corpus import close_ids
 from retrieval.core.lookup import search_text
 from retrieval.core.protocols import LookupServices
 from retrieval.core.runner import RunOptions, candidate_depth, lookup_pipeline, run_pipeline
@@ -68,6 +69,8 @@ class Remedies:
         def say(t: Tried | None, goal: str) -> str:
             return f"{goal}: none of these" if t is None else f"{goal}: {t.change.label} (rank {t.rank})"
 
+        if self.rank == 1:
+            return "first already: no change needed"
         parts = [say(self.first, "first")]
         if self.rank is None or self.rank > self.top_k:
             parts.append(say(self.into_top_k, f"into the top {self.top_k}"))
@@ -137,9 +140,11 @@ def what_it_would_take(
     each as the services that search it, opened when tried) and keep the smallest that puts `entry_id` first, and
     the smallest that puts it into the top k. Raises EntryNotFound for an id the knowledge base does not hold."""
     if entry_id not in services.l0.entries:
-        raise EntryNotFound(entry_id, len(services.l0.entries))
+        raise EntryNotFound(entry_id, len(services.l0.entries), close_ids(entry_id, services.l0.entries))
     searched, k = search_text(query), max(keep, options.top_k)
     rank = rank_under(None, searched, entry_id, services, options, k)
+    if rank == 1:
+        return Remedies(entry_id, rank, options.top_k, None, None, ())  # nothing to bring back
     outside = rank is None or rank > options.top_k  # only then is there a change into the top k to find
     tried: list[Tried] = []
     first = into = None

@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from retrieval.core.corpus import corpus_signature, load_corpus, open_folder, parse_entry
-from retrieval.errors import CorpusError
+from retrieval.core.corpus import close_ids, corpus_signature, load_corpus, open_folder, parse_entry
+from retrieval.errors import CorpusError, EntryNotFound
 
 from ..conftest import RUNBOOKS, SAMPLE_CORPUS, needs_shared
 
@@ -164,3 +164,42 @@ def test_open_folder_loads_the_entries_and_reports_the_files_that_fail(tmp_path)
     assert corpus.domains == ["billing"]
     (problem,) = corpus.problems
     assert "bad.md (field 'title')" in problem.reason
+
+
+SAMPLE_IDS = tuple(e.entry_id for e in load_corpus(SAMPLE_CORPUS).entries)
+
+
+@pytest.mark.parametrize(
+    ("given", "first"),
+    [
+        ("PodCrashLoopBackOff", "kubernetes/PodCrashLoopBackOff"),  # the file name without its domain folder
+        ("databases/PodCrashLoopBackOff", "kubernetes/PodCrashLoopBackOff"),  # the wrong domain folder
+        ("kubernetes/podcrashloopbackoff", "kubernetes/PodCrashLoopBackOff"),  # another case
+        ("storage/VolumeDiskFul", "storage/VolumeDiskFull"),  # a typo
+        ("kubernetes/NodeNotRedy", "kubernetes/NodeNotReady"),
+    ],
+)
+def test_close_ids_put_the_nearest_id_first(given, first):
+    close = close_ids(given, SAMPLE_IDS)
+    assert close[0] == first
+    assert 1 <= len(close) <= 3 and len(set(close)) == len(close)
+    assert set(close) <= set(SAMPLE_IDS)
+
+
+def test_close_ids_name_nothing_for_an_id_like_none_and_at_most_n():
+    assert close_ids("zzz/qqq", SAMPLE_IDS) == ()
+    assert close_ids("kubernetes/NodeNotReady", []) == ()
+    # the shared domain folder alone does not make two ids close
+    assert close_ids("kubernetes/NodeNotRedy", SAMPLE_IDS) == ("kubernetes/NodeNotReady",)
+    assert close_ids("x/Disk", ["a/Disks", "b/Disk1", "c/Dusk", "d/Other"], n=2) == ("a/Disks", "b/Disk1")
+    # every id ending in the same file name comes before a merely similar spelling, however many domains hold it
+    ids = ["a/Disk", "b/Disk", "c/Disks", "d/Disk"]
+    assert close_ids("x/Disk", ids) == ("a/Disk", "b/Disk", "d/Disk")
+    assert close_ids("x/Disk", ids, n=1) == ("a/Disk",)
+
+
+def test_entry_not_found_names_the_close_ids():
+    err = EntryNotFound("kubernetes/NodeNotRedy", 48, close_ids("kubernetes/NodeNotRedy", SAMPLE_IDS))
+    assert err.entry_id == "kubernetes/NodeNotRedy" and err.close[0] == "kubernetes/NodeNotReady"
+    assert "(48 entries)" in str(err) and "did you mean kubernetes/NodeNotReady" in str(err)
+    assert "did you mean" not in str(EntryNotFound("zzz/qqq", 48))
