@@ -360,3 +360,27 @@ def metrics_bars(table: pd.DataFrame, metrics: Sequence[str]) -> go.Figure:
         barmode="group", title="Metrics per configuration", yaxis_range=[0, 1], height=360, margin=dict(l=10, r=10, t=40, b=10)
     )
     return fig
+
+
+def fusion_parts(rows: Sequence[Mapping[str, Any]], entry: str, top: str) -> go.Figure:
+    """One entry's parts of the fused score (each signal's weighted, scaled score and the named bonus) as bars beside
+    the top result's."""
+    signals = [str(r["signal"]) for r in rows]
+    fig = go.Figure()
+    for column, name, color in (("this entry", entry, "#e45756"), ("top result", top, "#4c78a8")):
+        fig.add_bar(
+            name=short_label(name, 40),
+            y=signals,
+            x=[float(r[column]) for r in rows],
+            orientation="h",
+            marker_color=color,
+            hovertemplate=f"{name}<br>%{{y}}: %{{x:.4f}}<extra></extra>",
+        )
+    fig.update_layout(
+        barmode="group",
+        title="Fusion parts: this entry and the top result",
+        xaxis_title="part of the fused score",
+        yaxis=dict(autorange="reversed"),
+        legend=dict(orientation="h", y=-0.3),
+    )
+    return _compact(fig, 300)

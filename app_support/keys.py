@@ -24,6 +24,13 @@ FRAME_RETRY = "_frame_retry"  # a page ran without app.py once: see resources.pa
 QUERY = "q"
 LAST_LOOKUP = "_lookup_last"  # (view key, LookupResult, recorded): a rerun of the same view does not run again
 RUN_LOOKUP = "_lookup_run"  # set by Enter in the query box or Run again: this run records an invocation
+# Why not this entry? (under Lookup's results). `why` is a plain query parameter, not a bound widget: the picker shows
+# "title — id" and a bound box would write that into the URL, where links (Evaluate's misses) put the entry id.
+WHY = "why"  # /?q=...&why=<entry id> opens Lookup with that entry explained
+WHY_PICK = "why_pick"  # the picker's widget key
+WHY_SEEN = "_why_seen"  # the `why` of the URL the picker last followed: a new one (a link) moves the picker
+WHY_TRACE = "_why_trace"  # (view key, EntryTrace or error text): a rerun of the same view does not explain again
+WHY_TAKE = "_why_take"  # (view key, Remedies or error text): what it would take, once asked for
 
 # Filter comparison
 COMPARE_QUERY = "cq"

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, coverage_view, eval_ui, jobs, keys, render, resources, urls
+from app_support import causes_view, charts, coverage_view, eval_ui, jobs, keys, render, resources, urls
 from app_support.render import md
 from retrieval.config import Settings
 from retrieval.core.relevance import fit_words
@@ -236,6 +236,7 @@ def main() -> None:
         metrics_section(report, stored[2] if stored[2:] else None, ctx.settings.top_k)
         if "lookup" in report.configs:
             support_section(report)
+        causes_view.causes_section(report, ctx.settings)
         filter_section(report, ctx.settings)
         details_section(report)
     if st.session_state.pop(keys.EVAL_SCROLL, False):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_support import ingest, judging, keys, lookup_view, render, resources
+from app_support import ingest, judging, keys, lookup_view, render, resources, why_not_view
 from app_support.ingest import IndexHealth
 from app_support.render import md
 from retrieval.core.lookup import MAX_QUERY_CHARS, LookupResult, lookup_knowledge
@@ -150,6 +150,7 @@ def main() -> None:
     lookup_view.query_and_routing(result, unindexed=health is not None and health.state == "not_indexed")
     lookup_view.results(result, settings)
     lookup_view.kept_out(ctx, result, settings)
+    why_not_view.picker(ctx, query)  # why not this entry? (records nothing)
     judging.judge_results(
         ctx,
         query=result.query,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from app_support import charts, render, resources, urls
+from app_support import causes_view, charts, render, resources, urls
 from app_support.render import md
 from retrieval.errors import LookupLabError
 from retrieval.evals.evaluation import CONFIGS, METRICS
@@ -128,6 +128,7 @@ def compare_section(store: RunStore, runs: list[RunSummary], config: str) -> Non
         f"(B − A = {cmp.chosen.delta:+.3f}, p = {'–' if cmp.chosen.p_value is None else f'{cmp.chosen.p_value:.4f}'})."
     )
     metric_deltas(cmp)
+    causes_view.cause_changes(cmp)
     moved_cases(cmp, metric)
 
 

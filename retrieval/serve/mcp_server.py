@@ -5,24 +5,29 @@ Tool schemas are in retrieval.serve.mcp_tools; transports, signals and authentic
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
-import orjson
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from retrieval.errors import LookupLabError
+from retrieval.serve.answer_brief import ENTRY_URI, answer_payload, text_of
 from retrieval.serve.loading import Loading
-from retrieval.serve.mcp_tools import ENTRY_URI, LOOKUP_INPUT, READ_INPUT, TOOLS, check_arguments, text_argument, top_k_argument
+from retrieval.serve.mcp_tools import (
+    LOOKUP_INPUT,
+    READ_INPUT,
+    TOOLS,
+    check_arguments,
+    detail_argument,
+    text_argument,
+    top_k_argument,
+)
 
 if TYPE_CHECKING:
-    from retrieval.core.lookup import LookupResult
     from retrieval.records.read_log import ReadLog
     from retrieval.serve.api import KnowledgeLookup
 
@@ -44,47 +49,13 @@ def client_name(ctx: ServerRequestContext) -> str:
     return name or UNNAMED_CLIENT
 
 
-def lookup_payload(result: LookupResult, kb: KnowledgeLookup) -> dict[str, Any]:
-    """The structured content of a lookup: LookupResult.to_dict() without L0's per-entry matches and L1's candidates
-    (the results hold them), plus on each result a resource URI and an excerpt: its best chunk, else its opening prose."""
-    snippets = {c.entry_id: (c.snippet, c.chunk_index) for c in result.l1.candidates}
-    # L1's candidates are left out before to_dict(): turning them into dicts only to drop them was half its cost
-    without = dataclasses.replace(result.l1, found=((), *result.l1.found[1:]))  # the vector query's candidates left out
-    data = dataclasses.replace(result, l1=without).to_dict()
-    hints = data.pop("l0")
-    hints.pop("matches", None)
-    data["hints"] = hints
-    data["l1"].pop("candidates", None)
-    for item in data["results"]:
-        entry_id = item["entry_id"]
-        best = snippets.get(entry_id)
-        text = chunk_excerpt(*best) if best is not None else ""
-        item["excerpt"] = text or kb.opening(entry_id)
-        item["uri"] = ENTRY_URI + entry_id
-    return data
-
-
-@functools.lru_cache(maxsize=4096)
-def chunk_excerpt(text: str, chunk_index: int) -> str:
-    """The excerpt of a best-matching chunk's own text: "" for the heading card (chunk 0, the title's words
-    alone, so the entry's opening is shown instead); a section chunk without the title line the index puts
-    in front of every section (retrieval.core.chunking). Cached: the same chunks come back again and again."""
-    if chunk_index == 0:
-        return ""
-    from retrieval.serve.api import excerpt  # loaded by now: a lookup ran
-
-    _title, _, body = text.partition("\n")
-    return excerpt(body)
-
-
 def entry_payload(kb: KnowledgeLookup, entry_id: str) -> dict[str, Any]:
     entry = kb.entry(entry_id)
     return {**entry.to_dict(), "text": entry.text, "uri": ENTRY_URI + entry.entry_id}
 
 
 def _ok(payload: dict[str, Any]) -> types.CallToolResult:
-    text = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY).decode()
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=payload)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text_of(payload))], structured_content=payload)
 
 
 def _refused(message: str) -> types.CallToolResult:
@@ -124,10 +95,11 @@ class _Handlers:
         args = check_arguments(params.name, params.arguments, LOOKUP_INPUT)
         query = text_argument(params.name, args, "query")
         top_k = top_k_argument(args.get("top_k"))
+        detail = detail_argument(args)
         tag = client_name(ctx)
         kb = await self.loading.get()
-        return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too
-            lambda: _ok(lookup_payload(kb.lookup(query, top_k, session_tag=tag), kb)), limiter=self.limiter
+        return await anyio.to_thread.run_sync(  # the answer is shaped off the event loop too; recorded in full either way
+            lambda: _ok(answer_payload(kb.lookup(query, top_k, session_tag=tag), kb, detail)), limiter=self.limiter
         )
 
     async def _read(self, ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -70,7 +70,7 @@ def test_http_lists_tools_answers_reads_an_entry_and_records_the_call_for_reader
     async def talk():
         async with http_client(url, "test-http-agent") as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            called = await client.call_tool("lookup_knowledge", {"query": QUERY, "top_k": 3})
+            called = await client.call_tool("lookup_knowledge", {"query": QUERY, "top_k": 3, "detail": "full"})
             top = called.structured_content["results"][0]["entry_id"]
             entry = await client.call_tool("read_entry", {"entry_id": top})
             resource = await client.read_resource(f"kb://entry/{top}")
@@ -84,13 +84,17 @@ def test_http_lists_tools_answers_reads_an_entry_and_records_the_call_for_reader
     assert not called.is_error
     out = called.structured_content
     want = direct.lookup(QUERY, top_k=3)
-    # The served results are the direct ones, every ResultItem.to_dict() field included, plus an excerpt.
+    # With detail "full": the served results are the direct ones, every ResultItem.to_dict() field included, plus an
+    # excerpt and a uri; the raw lists too (the default answer is brief: tests/serve/test_mcp_answer_size.py).
     assert [{k: r[k] for k in want.results[0].to_dict()} for r in out["results"]] == [r.to_dict() for r in want.results]
     assert all(r["excerpt"] and len(r["excerpt"]) <= 300 for r in out["results"])
     # From the best chunk's own text: neither the heading card nor the title line put in front of each section.
     assert not [r["excerpt"] for r in out["results"] if r["excerpt"].startswith(r["title"])]
     assert out["relevance"] == want.relevance.to_dict() and out["layer"] == want.layer
-    assert out["hints"]["domains"] == list(want.l0.domains) and "matches" not in out["hints"]
+    assert out["hints"]["domains"] == list(want.l0.domains) and out["detail"] == "full"
+    assert out["hints"]["matches"] == [m.to_dict() for m in want.l0.matches]
+    assert [c["entry_id"] for c in out["l1"]["candidates"]] == [c.entry_id for c in want.l1.candidates]
+    assert all(r["uri"] == "kb://entry/" + r["entry_id"] for r in out["results"])
     assert out["results"][0]["source"] in ("L0", "L1", "both") and out["relevance"]["semantic_support"] is True
     assert next(iter(out)) == "answer" and out["answer"] == "supported answer in the knowledge base"  # an agent reads it first
     assert called.content[0].text.startswith('{"answer":"supported answer in the knowledge base"')
@@ -138,7 +142,8 @@ BAD_CALLS = [
     ("lookup_knowledge", {"query": "disk full", "top_k": "3"}, "top_k must be a whole number between 1 and 50, got str '3'"),
     ("lookup_knowledge", {"query": "disk full", "top_k": 2.5}, "got float 2.5"),
     ("lookup_knowledge", {"query": "disk full", "top_k": True}, "got bool True"),
-    ("lookup_knowledge", {"query": "disk full", "k": 3}, "unknown argument 'k': lookup_knowledge takes query, top_k"),
+    ("lookup_knowledge", {"query": "disk full", "k": 3}, "unknown argument 'k': lookup_knowledge takes query, top_k, detail"),
+    ("lookup_knowledge", {"query": "disk full", "detail": "all"}, "detail must be 'brief' or 'full', got str 'all'"),
     ("read_entry", {"entry_id": "kubernetes/NoSuchEntry"}, "entry_id 'kubernetes/NoSuchEntry' is not in the corpus (48 entries)"),
     ("read_entry", {"entry_id": 7}, "entry_id must be a string, got int 7"),
     ("read_entry", {}, "the argument 'entry_id' is required"),

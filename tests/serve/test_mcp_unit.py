@@ -8,8 +8,8 @@ import pytest
 
 from retrieval.core import lookup
 from retrieval.serve import api, mcp_tools
+from retrieval.serve.answer_brief import chunk_excerpt
 from retrieval.serve.loading import Loading, StillLoading
-from retrieval.serve.mcp_server import chunk_excerpt
 from retrieval.serve.mcp_tools import top_k_argument
 from retrieval.serve.stdio_transport import parse_error_reply
 
