@@ -1,7 +1,7 @@
 import sys
 
-if sys.argv[1:2] == ["serve"]:  # the MCP server starts without the rest of the CLI (retrieval/serve/serve_cli.py)
-    from retrieval.serve.serve_cli import main as serve_main
+if sys.argv[1:2] == ["serve"]:  # the MCP server starts without the rest of the CLI (retrieval/cli/serve.py)
+    from retrieval.cli.serve import main as serve_main
 
     serve_main(sys.argv[2:])
 else:

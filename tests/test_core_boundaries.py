@@ -198,6 +198,8 @@ ALLOWED = {
     "serve": {"core", "store", "engine", "records", "services"},
     "lab": {"core", "store", "engine", "records", "evals", "services", "progress"},
     "bench": {"core", "store", "engine", "records", "evals", "serve", "services", "traffic"},
+    # the command line sits on top: it may import every package, and none imports it (see below)
+    "cli": {"core", "store", "engine", "records", "evals", "serve", "lab", "bench", "traffic", "services", "progress"},
 }
 SHARED = {"config", "errors", "types"}
 GROUND = {"retrieval.errors": set(), "retrieval.types": {"types", "errors"}, "retrieval.config": {"types", "errors"}}
@@ -262,6 +264,26 @@ def test_packages_import_only_the_layers_below():
     graph = _graph()
     assert set(ALLOWED) <= {_package_of(m) for m in graph}  # every package named is a real one
     assert _layer_violations(graph) == []
+
+
+def _imports_of_the_cli(graph: dict[str, set[str]]) -> list[str]:
+    """`module imports retrieval.cli...` for each module outside the command line that imports it (`python -m
+    retrieval`, retrieval/__main__.py, starts it)."""
+    bad = []
+    for module, imports in sorted(graph.items()):
+        if _package_of(module) != "cli" and module != "retrieval.__main__":
+            bad += [f"{module} imports {i}" for i in sorted(imports) if _package_of(i) == "cli"]
+    return bad
+
+
+def test_nothing_in_retrieval_imports_the_command_line():
+    """The command line is the top layer: no package of retrieval imports retrieval.cli, not even for a type."""
+    graph = _graph(type_only=True)
+    assert "retrieval.cli.commands" in graph["retrieval.cli"] and "retrieval.cli" in graph["retrieval.__main__"]
+    assert _imports_of_the_cli(graph) == []
+    assert _imports_of_the_cli({"retrieval.lab.runs": {"retrieval.cli.runs", "retrieval.config"}}) == [
+        "retrieval.lab.runs imports retrieval.cli.runs"
+    ]
 
 
 def _ground_violations(graph: dict[str, set[str]]) -> list[str]:

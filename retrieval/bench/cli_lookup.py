@@ -17,7 +17,7 @@ from typing import Any
 from retrieval.config import REPO_ROOT, Settings, child_environment
 from retrieval.engine.ports import free_port
 
-STARTUP_IMPORTS = "import retrieval.cli, retrieval.serve.warm_client"  # what a `lookup` the keeper answers imports
+STARTUP_IMPORTS = "import retrieval.cli.commands, retrieval.serve.warm_client"  # what a `lookup` the keeper answers imports
 QUERIES = (
     "Pod is crash looping.",
     "Vault is sealed",

@@ -13,11 +13,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from retrieval.cli.runs import comparison_text
 from retrieval.config import REPO_ROOT, child_environment
 from retrieval.errors import EvalSetError, RunNotFound
 from retrieval.lab.compare import compare_runs, default_pair, paired_delta
 from retrieval.lab.runs import RunStore
-from retrieval.lab.runs_cli import comparison_text
 
 from ..helpers.lab import (
     forget_model,
@@ -191,7 +191,7 @@ def test_cli_eval_saves_runs_that_runs_lists_and_compare_judges(tmp_path, base_s
     assert cli("compare", run_b, run_a, "--fail-on-regression", env=env).returncode == 0  # better: passes
     unknown = cli("compare", run_a, "no-such-run", env=env)
     assert unknown.returncode == 2 and "'no-such-run'" in unknown.stderr
-    missing = cli("compare", run_a, run_b, "--config", "l0_only", env=env)
+    missing = cli("compare", run_a, run_b, "--eval-config", "l0_only", env=env)
     assert missing.returncode == 2 and "'l0_only' is not in run " + run_b in missing.stderr
 
 

@@ -11,6 +11,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from retrieval.cli.runs import runs_table
 from retrieval.config import REPO_ROOT
 from retrieval.core.hints import L0Index
 from retrieval.core.protocols import LookupServices
@@ -21,7 +22,6 @@ from retrieval.evals.sets import load_eval_set
 from retrieval.lab.run_provenance import code_version, set_hash, settings_dict
 from retrieval.lab.run_summary import HISTORY_METRICS, NO_MODEL, history_rows
 from retrieval.lab.runs import RunStore
-from retrieval.lab.runs_cli import runs_table
 
 from ..helpers.lab import forget_model
 

@@ -87,7 +87,7 @@ def test_the_protocol_modules_do_not_import_the_core():
     import sys
 
     code = (
-        "import sys, retrieval.serve.serve_cli, retrieval.serve.serving, retrieval.serve.mcp_server, retrieval.serve.mcp_tools,"
+        "import sys, retrieval.cli.serve, retrieval.serve.serving, retrieval.serve.mcp_server, retrieval.serve.mcp_tools,"
         " retrieval.serve.http_transport, retrieval.serve.stdio_transport, retrieval.config;"
         "print(sorted(m for m in ('weaviate', 'pandas', 'onnxruntime', 'retrieval.core.lookup', 'retrieval.serve.api') "
         "if m in sys.modules))"

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from retrieval.cli.traffic import parse_moment
 from retrieval.config import REPO_ROOT
 from retrieval.errors import TrafficError
 from retrieval.records.invocations import InvocationStore
 from retrieval.traffic.features import FEATURES
-from retrieval.traffic.traffic_cli import parse_moment
 
 from ..helpers.cli import cli
 from ..helpers.traffic_records import call

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, CorpusOpt, JsonOpt
 from retrieval.config import load_settings
-from retrieval.errors import LookupLabError
 
 if TYPE_CHECKING:
     from retrieval.core.explain import EntryTrace, ListRank, SignalStage
@@ -32,9 +33,9 @@ def explain_cmd(
         "--model",
         help="with --what-it-would-take: also try this embedding model (repeatable; its collection is brought up to date)",
     ),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-    config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
-    corpus: Path | None = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)"),
+    as_json: bool = JsonOpt,
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
 ) -> None:
     """Why not this entry? Its L0 match, the route, its rank in each L1 list (with and without the filter), its parts
     in the fusion against the top result, and the verdict: the first stage that put it below the top."""
@@ -44,23 +45,18 @@ def explain_cmd(
     from retrieval.core.remedies import what_it_would_take
     from retrieval.services import open_runtime, other_model_services
 
-    try:
+    with reported():
         settings = load_settings(config_file=config, corpus_dir=corpus)
         clean_query(query)  # refuse before starting anything
-    except LookupLabError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
     runtime = open_runtime(settings, record=False, log=lambda m: typer.echo(m, err=True))
     try:
-        options = runtime.settings.options()
-        trace = explain_entry(query, entry, runtime.services, options)
-        remedies = None
-        if take:
-            models = {m: _opener(other_model_services, runtime, m) for m in model if m != options.embedding_model}
-            remedies = what_it_would_take(query, entry, runtime.services, options, models=models)
-    except LookupLabError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        with reported():
+            options = runtime.settings.options()
+            trace = explain_entry(query, entry, runtime.services, options)
+            remedies = None
+            if take:
+                models = {m: _opener(other_model_services, runtime, m) for m in model if m != options.embedding_model}
+                remedies = what_it_would_take(query, entry, runtime.services, options, models=models)
     finally:
         runtime.close()
     if as_json:

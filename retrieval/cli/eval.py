@@ -1,5 +1,5 @@
 """`python -m retrieval eval`: an eval set through the configurations, its report, gates and saved run.
-`register(app)` adds the command to the CLI's typer app."""
+`register(app)` adds the command to the CLI."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from pathlib import Path
 
 import typer
 
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, CorpusOpt, json_option
+from retrieval.cli.runs import save_eval_run
 from retrieval.config import eval_set_corpus, load_settings
-from retrieval.errors import LookupLabError
 from retrieval.evals.configs import CONFIGS
-from retrieval.lab.runs_cli import save_eval_run
-
-ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
-CorpusOpt = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)")
 
 
 def register(app: typer.Typer) -> None:
@@ -31,15 +29,10 @@ def fit_line(norms, ran) -> str:
     return f"support fit {norms.fit_id} of this knowledge base ({norms.probes} probe runs), {how}"
 
 
-def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2)
-
-
 def eval_cmd(
     eval_set: Path = typer.Argument(..., help="eval set YAML"),
     configs: str = typer.Option(",".join(CONFIGS), help="comma-separated configurations"),
-    as_json: bool = typer.Option(False, "--json", help="print the full result as JSON"),
+    as_json: bool = json_option("print the full result as JSON"),
     report: Path | None = typer.Option(None, "--report", help="write a self-contained HTML report"),
     minimum: list[str] = typer.Option([], "--min", help="gate CONFIG:METRIC=VALUE, e.g. lookup:mrr@10=0.9 (repeatable)"),
     baseline: Path | None = typer.Option(None, "--baseline", help="a saved --json result; fail on a significant regression"),
@@ -65,7 +58,7 @@ def eval_cmd(
     from retrieval.evals.sets import load_eval_set
     from retrieval.services import open_runtime
 
-    try:
+    with reported(OSError, json.JSONDecodeError):
         loaded = load_eval_set(eval_set)
         settings = load_settings(
             config_file=config,
@@ -82,15 +75,12 @@ def eval_cmd(
         )
         baseline_data = json.loads(baseline.read_text(encoding="utf-8")) if baseline else None
         runtime = open_runtime(settings, log=lambda m: typer.echo(m, err=True))
-    except (LookupLabError, OSError, json.JSONDecodeError) as exc:
-        _fail(exc)
     try:
-        loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
-        _bring_up_to_date(runtime)
-        result = _evaluate(runtime, loaded, [c.strip() for c in configs.split(",") if c.strip()], stat_test)
-        failures = check_gates(result, minimum, baseline_data, loaded)
-    except LookupLabError as exc:
-        _fail(exc)
+        with reported():
+            loaded = load_eval_set(eval_set, known_ids=[e.entry_id for e in runtime.corpus.entries])
+            _bring_up_to_date(runtime)
+            result = _evaluate(runtime, loaded, [c.strip() for c in configs.split(",") if c.strip()], stat_test)
+            failures = check_gates(result, minimum, baseline_data, loaded)
     finally:
         runtime.close()
     if report:

@@ -1,5 +1,5 @@
 """`serve`: the MCP server's command, in its own module so that `python -m retrieval serve` answers `initialize` without
-importing the rest of the CLI (Weaviate's client, pandas, evaluation). `retrieval.cli` registers the same function.
+importing the rest of the CLI (Weaviate's client, pandas, evaluation). retrieval/cli/commands.py registers the same function.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, CorpusOpt
 from retrieval.serve.loading import DEFAULT_WAIT_S
 
 
@@ -21,22 +23,18 @@ def serve(
     load_wait: float = typer.Option(
         DEFAULT_WAIT_S, "--load-wait", help="seconds a call that arrives while the model and Weaviate load waits for them"
     ),
-    config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
-    corpus: Path | None = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)"),
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
 ) -> None:
     """Serve lookup_knowledge and read_entry to agents over the Model Context Protocol; every call is recorded."""
     from retrieval.config import load_settings, server_token
-    from retrieval.errors import LookupLabError
     from retrieval.serve.serving import serve as run_server
 
-    try:
+    with reported():
         settings = load_settings(config_file=config, corpus_dir=corpus)
         run_server(
             settings, transport=transport, host=host, port=port, token=server_token(), ingest=ingest, load_wait_s=load_wait
         )
-    except LookupLabError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
     # The spool is flushed and Weaviate told to stop: leave now. The interpreter's own teardown (a model still
     # loading on an abandoned thread, the ONNX runtime) took seconds, and a host kills a server 2 s after
     # closing its stdin.

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, corpus_option, json_option
 from retrieval.evals.tuning import ALIASES, SWEEPABLE
 
 TUNE_GRID = "vector_weight=0.5,1,2,3,4;l0_weight=0,0.1,0.2,0.3,0.5"
@@ -18,6 +20,7 @@ GRID_HELP = "NAME=V1,V2;NAME=... over " + ", ".join(
 
 
 def register(app: typer.Typer) -> None:
+    """Add `sweep` and `tune` to the CLI."""
     app.command("sweep")(sweep)
     app.command("tune")(tune)
 
@@ -32,9 +35,8 @@ CvOpt = typer.Option(
     "kfold: stratified k-fold, which measures new queries of the styles seen, not a new style",
 )
 ChooseOpt = typer.Option("mean", "--choose", help="choose the point by the mean of the sets' mrr@10, or by the worst set")
-JsonOpt = typer.Option(False, "--json", help="print the full result as JSON")
-ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
-CorpusOpt = typer.Option(None, "--corpus", help="corpus folder for every set (default: the one each set names)")
+JsonOpt = json_option("print the full result as JSON")
+CorpusOpt = corpus_option("corpus folder for every set (default: the one each set names)")
 
 
 def sweep(
@@ -67,11 +69,6 @@ def tune(
     _run(eval_sets, grid, folds, repeats, cv, choose, as_json, config, corpus)
 
 
-def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2)
-
-
 def _run(
     paths: list[Path],
     grid_text: str,
@@ -93,7 +90,7 @@ def _run(
     from retrieval.progress import progress_display
 
     started = time.perf_counter()
-    try:
+    with reported():
         base = load_settings(config_file=config, corpus_dir=corpus)
         grid = parse_grid(grid_text, base)
         loaded = [load_eval_set(p) for p in paths]
@@ -101,25 +98,20 @@ def _run(
             raise LookupLabError(f"--choose {choose!r}: one of {', '.join(CHOOSE_RULES)}")
         method = cv_for(loaded, cv)
         check_folds(loaded, folds, repeats, method)
-    except LookupLabError as exc:
-        _fail(exc)
     keys = keys_for(grid, base)
-    try:
-        with progress_display() as show:
-            signals = gather_signals(paths, loaded, base, corpus, keys, show)
-            fetched = time.perf_counter()
-            result = run_sweep(
-                signals,
-                grid,
-                base,
-                cv=method,
-                choose=choose,
-                folds=folds,
-                repeats=repeats,
-                progress=lambda s, d, t: show(s, d, t, "points"),
-            )
-    except LookupLabError as exc:
-        _fail(exc)
+    with reported(), progress_display() as show:
+        signals = gather_signals(paths, loaded, base, corpus, keys, show)
+        fetched = time.perf_counter()
+        result = run_sweep(
+            signals,
+            grid,
+            base,
+            cv=method,
+            choose=choose,
+            folds=folds,
+            repeats=repeats,
+            progress=lambda s, d, t: show(s, d, t, "points"),
+        )
     done = time.perf_counter()
     timings = {"signals": round(fetched - started, 3), "points": round(done - fetched, 3), "total": round(done - started, 3)}
     if as_json:

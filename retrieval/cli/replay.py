@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from retrieval.cli.errors import fail, reported
+from retrieval.cli.options import ConfigOpt, CorpusOpt, json_option
 from retrieval.config import db_budget, load_settings
-from retrieval.errors import LookupLabError
 from retrieval.lab.rank_overlap import RBO_P
 
 if TYPE_CHECKING:
@@ -27,11 +28,11 @@ def replay_cmd(
     session: list[str] = typer.Option([], "--session", help="replay calls recorded with this session tag (repeatable)"),
     limit: int | None = typer.Option(None, "--limit", min=1, help="the newest N matching calls (default 200)"),
     text: str = typer.Option("", "--text", help="only calls whose query contains this text (case-insensitive)"),
-    as_json: bool = typer.Option(False, "--json", help="print the report as one JSON object"),
+    as_json: bool = json_option("print the report as one JSON object"),
     record: bool = typer.Option(False, "--record", help="record the replayed calls (nothing is recorded otherwise)"),
     tag: str | None = typer.Option(None, "--tag", help="session tag of the recorded replays (default: replay)"),
-    config: Path | None = typer.Option(None, "--config", help="YAML settings file (default: LOOKUP_CONFIG or ./lookup.yaml)"),
-    corpus: Path | None = typer.Option(None, "--corpus", help="corpus folder (overrides LOOKUP_CORPUS_DIR)"),
+    config: Path | None = ConfigOpt,
+    corpus: Path | None = CorpusOpt,
 ) -> None:
     """Rerun recorded queries under the current settings: top result before/after, changed/unchanged/now empty."""
     # Imported here: the model, Weaviate and DuckDB modules take seconds, and every other command would pay.
@@ -40,18 +41,14 @@ def replay_cmd(
     from retrieval.records.invocations import InvocationStore
     from retrieval.services import open_runtime
 
-    try:
+    with reported():
         settings = load_settings(config_file=config, corpus_dir=corpus)
         store = InvocationStore(settings.invocation_db, budget=db_budget(settings))
         calls, matched = recorded_calls(
             store, InvocationFilter(session_tags=tuple(session), text=text), limit=limit or DEFAULT_LIMIT
         )
-    except LookupLabError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
     if not calls:
-        typer.echo("error: no recorded invocation matches: widen --session / --text", err=True)
-        raise typer.Exit(2)
+        fail("no recorded invocation matches: widen --session / --text")
     runtime = open_runtime(settings, record=False, log=lambda m: typer.echo(m, err=True))
     try:
         report = replay(
