@@ -116,11 +116,7 @@ def _trace(ctx: resources.AppContext, query: str, entry_id: str, view: tuple[Any
 # --- the trace -------------------------------------------------------------------------------------------------------
 def list_rank(r: ListRank | None) -> str:
     """An L1 list's place of the entry: its rank and score, past the list's depth, or not a hit at all."""
-    if r is None:
-        return "–"
-    if r.rank is not None:
-        return f"rank {r.rank} (score {r.score:.4f})" if r.score is not None else f"rank {r.rank}"
-    return f"beyond {r.searched}" if r.full else "no hit"
+    return "–" if r is None else r.describe()
 
 
 def show_trace(trace: EntryTrace) -> None:

@@ -77,11 +77,7 @@ def _opener(open_other: Any, runtime: Any, model: str) -> Any:
 
 
 def _list_rank(r: ListRank | None) -> str:
-    if r is None:
-        return "-"
-    if r.rank is not None:
-        return f"rank {r.rank} (score {r.score:.4f})" if r.score is not None else f"rank {r.rank}"
-    return f"beyond {r.searched}" if r.full else "no hit"
+    return "-" if r is None else r.describe()
 
 
 def _signal_line(name: str, s: SignalStage | None) -> str:

@@ -63,6 +63,12 @@ class ListRank:
     searched: int
     full: bool
 
+    def describe(self) -> str:
+        """Its place in words: its rank (and score), past the list's depth, or not a hit at all."""
+        if self.rank is not None:
+            return f"rank {self.rank} (score {self.score:.4f})" if self.score is not None else f"rank {self.rank}"
+        return f"beyond {self.searched}" if self.full else "no hit"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
